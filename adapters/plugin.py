@@ -1,0 +1,33 @@
+"""Registers memplug's own agents through the `memplug` entry point, like any plugin.
+
+Targets are lazy: nothing here imports an agent module, and the external systems'
+libraries are imported only when their agent is built.
+"""
+
+from __future__ import annotations
+
+from memplug.hookspecs import Register, hookimpl
+
+
+@hookimpl
+def register_agents(register: Register) -> None:
+    # MemSim baselines (seed 000, section 5.1)
+    register("full", "memplug.adapters.full:FullAgent")
+    register("recent", "memplug.adapters.recent:RecentAgent")
+    register("embedding", "memplug.adapters.embedding:EmbeddingAgent")
+    register("bm25", "memplug.adapters.bm25:BM25Agent")
+    register("none", "memplug.adapters.none:NoneAgent")
+    register("noisy", "memplug.adapters.noisy:NoisyAgent", reference=True)
+    register("oracle", "memplug.adapters.oracle:OracleAgent", reference=True)
+    # native memories from the seeds
+    register("decay", "memplug.adapters.decay:DecayAgent")
+    register("emg", "memplug.adapters.emg:EMGAgent")
+    # external systems, optional extras
+    register("mem0", "memplug.adapters.mem0:Mem0Agent", requires=("mem0",), extra="mem0",
+             description="Mem0 (mem0ai) with Qdrant on disk in the sample's work directory")
+    register("cognee", "memplug.adapters.cognee:CogneeAgent", requires=("cognee",), extra="cognee",
+             description="Cognee knowledge graph memory, stores in the sample's work directory")
+    register("llamaindex", "memplug.adapters.llamaindex:LlamaIndexAgent", requires=("llama_index.core",),
+             extra="llamaindex", description="LlamaIndex VectorStoreIndex RAG over the chunks")
+    register("letta", "memplug.adapters.letta:LettaAgent", requires=("letta_client",), extra="letta",
+             description="Letta (MemGPT) agent on a Letta server (--api-base or LETTA_BASE_URL)")

@@ -1,0 +1,25 @@
+"""Registers memplug's own readers and metrics through the `memplug` entry point."""
+
+from __future__ import annotations
+
+from memplug.hookspecs import Register, hookimpl
+
+
+@hookimpl
+def register_readers(register: Register) -> None:
+    register("extractive", "memplug.readers:ExtractiveReader",
+             description="offline, deterministic: best-supported choice or shortest answering span")
+    register("llm", "memplug.readers:LLMReader", description="litellm model with the dataset's answer prompt")
+
+
+@hookimpl
+def register_metrics(register: Register) -> None:
+    register("accuracy", "memplug.metrics:Accuracy", description="multiple choice: predicted choice is correct")
+    register("em", "memplug.metrics:ExactMatch", description="normalised exact match with any gold answer")
+    register("subem", "memplug.metrics:SubstringExactMatch", description="a gold answer occurs in the prediction")
+    register("f1", "memplug.metrics:TokenF1", description="token-level F1 (characters for Chinese)")
+    register("rouge_l", "memplug.metrics:RougeL", description="ROUGE-L F-measure")
+    register("bleu", "memplug.metrics:Bleu", description="sentence BLEU-4 with smoothing")
+    register("recall@K", "memplug.metrics:RecallAtK", description="share of target messages among recalled ids")
+    register("anchor_map", "memplug.metrics:AnchorMAP", description="PerLTQA memory anchors found in the answer (Eq. 5)")
+    register("judge", "memplug.judge:Judge", description="LLM-as-judge correctness (only with --judge)")

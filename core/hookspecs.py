@@ -1,0 +1,94 @@
+"""The hooks a memplug plugin may implement (pluggy project name "memplug").
+
+Registration hooks hand the plugin a ``register`` callback instead of asking it to
+return things, so one plugin can register several items and the host validates
+names and targets in one place. ``register(name, target, **info)`` takes a lazy
+``"module:attr"`` target that is imported only when the item is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("memplug")
+hookimpl = pluggy.HookimplMarker("memplug")
+
+Register = Callable[..., None]
+
+
+@hookspec
+def register_datasets(register: Register) -> None:
+    """Register dataset builders.
+
+    :param register: ``register(name, "module:BuilderClass", **info)``; the class has
+        ``info: DatasetInfo``, ``options`` and ``build(options) -> Iterable[Sample]``.
+    """
+
+
+@hookspec
+def register_agents(register: Register) -> None:
+    """Register memory agents.
+
+    :param register: ``register(name, "module:factory", **info)``; the factory is called
+        as ``factory(config: AgentConfig, workdir: Path)`` once per sample. Info keys:
+        ``description``, ``requires`` (modules that must be importable), ``extra``
+        (the pip extra that installs them), ``reference=True`` for baselines that use
+        the targets side channel.
+    """
+
+
+@hookspec
+def register_metrics(register: Register) -> None:
+    """Register metrics.
+
+    :param register: ``register(name, "module:factory", **info)``; the factory is called
+        as ``factory(config: MetricConfig)`` and returns an object with ``name``,
+        ``version`` and ``score(ctx: ScoreContext) -> float | None``.
+    """
+
+
+@hookspec
+def register_readers(register: Register) -> None:
+    """Register readers, which write an answer from recalled items.
+
+    :param register: ``register(name, "module:factory", **info)``; the factory is called
+        as ``factory(config: ReaderConfig)`` and returns an object with
+        ``async answer(question, items, info) -> str``.
+    """
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add sub-commands to the ``memplug`` command line.
+
+    :param cli: the root ``click.Group``; call ``cli.command()`` / ``cli.add_command``.
+    """
+
+
+@hookspec
+def memplug_run_start(run: Any) -> None:
+    """Observe the start of an evaluation.
+
+    :param run: the :class:`memplug.runner.Run` (spec, run directory, run id).
+    """
+
+
+@hookspec
+def memplug_sample_end(run: Any, sample: Any, records: list[dict]) -> None:
+    """Observe a finished sample.
+
+    :param run: the running :class:`memplug.runner.Run`.
+    :param sample: the :class:`memplug.models.Sample` that finished.
+    :param records: the records written for its questions (as in samples.jsonl).
+    """
+
+
+@hookspec
+def memplug_run_end(run: Any, summary: dict) -> None:
+    """Observe the end of an evaluation.
+
+    :param run: the finished :class:`memplug.runner.Run`.
+    :param summary: the content of summary.json.
+    """

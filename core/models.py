@@ -1,0 +1,143 @@
+"""The data model every plugin speaks: messages in, questions asked, items recalled.
+
+All classes are frozen attrs classes so that a sample can be shared between the
+runner, the agent and the reader without anyone changing it under the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+
+#: Capabilities a dataset can probe (MemoryAgentBench, seed 002): accurate retrieval,
+#: test-time learning, long-range understanding, conflict resolution.
+CAPABILITIES = frozenset({"AR", "TTL", "LRU", "CR"})
+
+
+def _frozen_dict(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(value or {})
+
+
+@attrs.frozen
+class Message:
+    """One piece of user history, in the order the dataset gives it."""
+
+    id: str = attrs.field(converter=str)
+    text: str
+    time: str | None = None
+    speaker: str | None = None
+    meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
+
+
+@attrs.frozen
+class Question:
+    """A question about the history, with everything needed to score the answer.
+
+    Agents never see a Question's answers, targets or anchors: the runner hands them
+    an :class:`AgentQuestion` view instead.
+    """
+
+    id: str = attrs.field(converter=str)
+    text: str
+    answers: tuple[str, ...] = attrs.field(converter=tuple)
+    category: str = "default"
+    choices: Mapping[str, str] | None = None
+    correct_choice: str | None = None
+    #: ids of the messages that hold the answer
+    targets: tuple[str, ...] = attrs.field(default=(), converter=lambda v: tuple(str(x) for x in v))
+    #: key spans of the answer (PerLTQA memory anchors)
+    anchors: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    time: str | None = None
+    meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
+
+
+@attrs.frozen
+class AgentQuestion:
+    """What a memory agent is allowed to see of a question: no answers, targets or anchors."""
+
+    id: str
+    text: str
+    category: str
+    choices: Mapping[str, str] | None = None
+    time: str | None = None
+
+    @classmethod
+    def of(cls, question: Question) -> "AgentQuestion":
+        return cls(question.id, question.text, question.category, question.choices, question.time)
+
+
+@attrs.frozen
+class Sample:
+    """One context: a MemSim trajectory, a FactConsolidation context, a PerLTQA character."""
+
+    id: str = attrs.field(converter=str)
+    messages: tuple[Message, ...] = attrs.field(converter=tuple)
+    questions: tuple[Question, ...] = attrs.field(converter=tuple)
+    meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
+
+
+@attrs.frozen
+class Chunk:
+    """What an agent receives per ingestion step: whole messages, in dataset order.
+
+    A message longer than a chunk is split; its parts keep the original message id
+    and carry ``meta["part"]`` = (index, count).
+    """
+
+    index: int
+    messages: tuple[Message, ...] = attrs.field(converter=tuple)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(m.text for m in self.messages)
+
+    @property
+    def message_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.id for m in self.messages))
+
+
+@attrs.frozen
+class Recalled:
+    """One item an agent brings back for a question."""
+
+    text: str
+    score: float | None = None
+    message_ids: tuple[str, ...] = attrs.field(default=(), converter=lambda v: tuple(str(x) for x in v))
+
+
+@attrs.frozen
+class Recall:
+    """An agent's reply to a question. ``answer=None`` lets the run's reader answer."""
+
+    items: tuple[Recalled, ...] = attrs.field(default=(), converter=tuple)
+    answer: str | None = None
+    #: free-form notes for the record, e.g. that ids are unavailable for this system
+    meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
+
+
+@attrs.frozen
+class DatasetInfo:
+    """What a dataset builder declares about the data it builds."""
+
+    name: str
+    version: str
+    description: str
+    language: str = "en"
+    capabilities: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    default_chunk_size: int = 512
+    #: metric names, the first one is the headline metric
+    metrics: tuple[str, ...] = ("em", "subem", "f1")
+    #: the prompt the llm reader uses; ``{memory}``, ``{question}`` and ``{choices}`` are filled in
+    answer_prompt: str = (
+        "Answer the question using only the memory below. Reply with the answer only.\n\n"
+        "Memory:\n{memory}\n\nQuestion: {question}\nAnswer:"
+    )
+    #: where the prompt comes from (paper, section)
+    answer_prompt_source: str = "memplug default"
+
+    @capabilities.validator
+    def _known(self, _attr: attrs.Attribute, value: frozenset[str]) -> None:
+        unknown = value - CAPABILITIES
+        if unknown:
+            raise ValueError(f"unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")

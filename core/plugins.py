@@ -1,0 +1,245 @@
+"""Plugin discovery and the registries of datasets, agents, metrics and readers.
+
+Plugins are found through the ``memplug`` entry-point group; memplug's own built-ins
+come through the same group. A plugin that fails to import or to register is kept
+in :attr:`Plugins.broken` and reported by ``memplug list``; the others keep working.
+
+``MEMPLUG_LOAD_PLUGINS=a,b`` loads only the named third-party plugins (entry-point
+or distribution names); an empty value loads none. memplug's own always load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import importlib.util
+import os
+import re
+from typing import Any, Iterator
+
+import attrs
+import pluggy
+
+from memplug import hookspecs
+from memplug.errors import MemplugError, MissingExtra, did_you_mean
+
+KINDS = ("datasets", "agents", "metrics", "readers")
+SELF = "memplug"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]*$")
+
+
+@attrs.define
+class Entry:
+    """A registered item: a name, a lazy target, and who registered it."""
+
+    kind: str
+    name: str
+    target: Any
+    plugin: str
+    version: str | None
+    info: dict[str, Any]
+    _loaded: Any = None
+
+    @property
+    def missing(self) -> list[str]:
+        """Modules listed in ``requires`` that are not installed (checked without importing)."""
+        return [m for m in self.info.get("requires", ()) if importlib.util.find_spec(m) is None]
+
+    @property
+    def install_hint(self) -> str | None:
+        extra = self.info.get("extra")
+        if extra:
+            return f"pip install 'memplug[{extra}]'"
+        if self.missing:
+            return "pip install " + " ".join(self.missing)
+        return None
+
+    def load(self) -> Any:
+        """Import the target (once); a missing extra becomes one line saying what to install."""
+        if self._loaded is not None:
+            return self._loaded
+        if self.missing:
+            raise MissingExtra(
+                f"{self.kind[:-1]} {self.name!r} needs {', '.join(self.missing)}: {self.install_hint}"
+            )
+        target = self.target
+        if isinstance(target, str):
+            module_name, _, attr = target.partition(":")
+            try:
+                obj: Any = importlib.import_module(module_name)
+                for part in attr.split("."):
+                    obj = getattr(obj, part)
+            except ImportError as exc:
+                raise MemplugError(
+                    f"{self.kind[:-1]} {self.name!r} from plugin {self.plugin!r} failed to import "
+                    f"{target}: {exc}"
+                ) from exc
+            except AttributeError as exc:
+                raise MemplugError(f"{self.kind[:-1]} {self.name!r}: {target} not found ({exc})") from exc
+            target = obj
+        self._loaded = target
+        return target
+
+    def describe(self, with_options: bool = True) -> dict[str, Any]:
+        """A JSON-friendly description; options are read from the target when it imports."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind[:-1],
+            "plugin": self.plugin,
+            "version": self.version,
+            "target": self.target if isinstance(self.target, str) else repr(self.target),
+            "available": not self.missing,
+            "install": self.install_hint if self.missing else None,
+            "description": self.info.get("description", ""),
+        }
+        if with_options and not self.missing:
+            try:
+                target = self.load()
+            except MemplugError as exc:
+                out["available"] = False
+                out["error"] = str(exc)
+            else:
+                out["options"] = [o.describe() for o in getattr(target, "options", ())]
+                info = getattr(target, "info", None)
+                if info is not None:
+                    out["description"] = out["description"] or info.description
+                    out["dataset_version"] = info.version
+                if not out["description"] and target.__doc__:
+                    out["description"] = target.__doc__.strip().splitlines()[0]
+        return out
+
+
+class Registry:
+    """Named items of one kind, with duplicate and typo checks."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+
+    def add(self, entry: Entry) -> None:
+        if not isinstance(entry.name, str) or not _NAME.match(entry.name):
+            raise MemplugError(f"{self.kind[:-1]} name {entry.name!r} from {entry.plugin!r} is not a valid name")
+        if isinstance(entry.target, str) and ":" not in entry.target:
+            raise MemplugError(
+                f"{self.kind[:-1]} {entry.name!r} from {entry.plugin!r}: target {entry.target!r} "
+                "must be 'module:attr'"
+            )
+        if entry.name in self._entries:
+            other = self._entries[entry.name]
+            raise MemplugError(
+                f"{self.kind[:-1]} {entry.name!r} is registered twice: by {other.plugin!r} and by {entry.plugin!r}"
+            )
+        self._entries[entry.name] = entry
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = sorted(self._entries)
+            raise MemplugError(
+                f"unknown {self.kind[:-1]} {name!r}{did_you_mean(name, known)}; "
+                f"installed: {', '.join(known) or 'none'} (see `memplug list`)"
+            ) from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(sorted(self._entries.values(), key=lambda e: e.name))
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+
+@attrs.frozen
+class Broken:
+    """A plugin that could not be loaded or registered."""
+
+    plugin: str
+    version: str | None
+    error: str
+
+
+class Plugins:
+    """The plugin manager and the registries it filled."""
+
+    def __init__(self, load_entry_points: bool = True) -> None:
+        self.pm = pluggy.PluginManager("memplug")
+        self.pm.add_hookspecs(hookspecs)
+        self.broken: list[Broken] = []
+        self._dists: dict[int, tuple[str, str | None]] = {}
+        self._registries: dict[str, Registry] | None = None
+        if load_entry_points:
+            self._load_entry_points()
+
+    def _load_entry_points(self) -> None:
+        wanted = os.environ.get("MEMPLUG_LOAD_PLUGINS")
+        allow = None if wanted is None else {w.strip() for w in wanted.split(",") if w.strip()}
+        for ep in md.entry_points(group="memplug"):
+            dist = ep.dist.name if ep.dist else ep.name
+            version = ep.dist.version if ep.dist else None
+            if allow is not None and dist != SELF and ep.name not in allow and dist not in allow:
+                continue
+            try:
+                module = ep.load()
+            except Exception as exc:  # a broken plugin must not break the others
+                self.broken.append(Broken(f"{dist} ({ep.name})", version, f"{type(exc).__name__}: {exc}"))
+                continue
+            if self.pm.is_registered(module):
+                continue
+            self.pm.register(module, name=f"{dist}:{ep.name}")
+            self._dists[id(module)] = (dist, version)
+
+    def register(self, plugin: object, name: str | None = None, dist: str = "test", version: str | None = None) -> None:
+        """Register a plugin object directly (tests, programmatic use)."""
+        self.pm.register(plugin, name=name)
+        self._dists[id(plugin)] = (dist, version)
+        self._registries = None
+
+    def unregister(self, plugin: object) -> None:
+        self.pm.unregister(plugin)
+        self._dists.pop(id(plugin), None)
+        self._registries = None
+
+    def _collect(self) -> dict[str, Registry]:
+        registries = {kind: Registry(kind) for kind in KINDS}
+        self.broken = [b for b in self.broken if not b.error.startswith("register_")]
+        for kind in KINDS:
+            hook = getattr(self.pm.hook, f"register_{kind}")
+            for impl in hook.get_hookimpls():
+                dist, version = self._dists.get(id(impl.plugin), (impl.plugin_name, None))
+
+                def register(name: str, target: Any, _d=dist, _v=version, _k=kind, **info: Any) -> None:
+                    registries[_k].add(Entry(_k, name, target, _d, _v, info))
+
+                try:
+                    impl.function(register=register)
+                except Exception as exc:
+                    self.broken.append(Broken(dist, version, f"register_{kind}: {exc}"))
+        return registries
+
+    def registry(self, kind: str) -> Registry:
+        if self._registries is None:
+            self._registries = self._collect()
+        return self._registries[kind]
+
+    @property
+    def hook(self) -> Any:
+        return self.pm.hook
+
+
+_current: Plugins | None = None
+
+
+def get_plugins() -> Plugins:
+    """The process-wide plugin manager, created on first use."""
+    global _current
+    if _current is None:
+        _current = Plugins()
+    return _current
+
+
+def reset_plugins(plugins: Plugins | None = None) -> None:
+    """Replace (or forget) the process-wide plugin manager; tests use this."""
+    global _current
+    _current = plugins

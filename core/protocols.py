@@ -1,0 +1,138 @@
+"""The contracts between the core and its plugins: datasets, agents, readers, metrics.
+
+A plugin registers a *target* (``"module:attr"``) that is one of:
+
+- a dataset builder class: ``info: DatasetInfo``, ``options: tuple[Option, ...]`` and
+  ``build(options: BuildOptions) -> Iterable[Sample]``;
+- a memory agent factory ``(config: AgentConfig, workdir: Path) -> MemoryAgent`` (usually
+  the agent class itself) with ``options: tuple[Option, ...]``;
+- a reader factory ``(config: ReaderConfig) -> Reader``;
+- a metric factory ``(config: MetricConfig) -> Metric``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, runtime_checkable
+
+import attrs
+
+from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample
+from memplug.options import Option
+
+if TYPE_CHECKING:  # the LLM layer imports litellm lazily; keep this module light
+    from memplug.llm import LLM
+
+
+@attrs.frozen
+class BuildOptions:
+    """What a dataset builder gets: release path (loaders), seed (generators), -o values."""
+
+    values: Mapping[str, Any] = attrs.field(factory=dict)
+    data: Path | None = None
+    seed: int = 0
+    #: only for generators that may let an LLM rewrite wording (never answers)
+    llm: "LLM | None" = None
+
+
+@runtime_checkable
+class DatasetBuilder(Protocol):
+    info: DatasetInfo
+    options: tuple[Option, ...]
+
+    def build(self, options: BuildOptions) -> Iterable[Sample]: ...
+
+
+@attrs.frozen
+class ReferenceChannel:
+    """The documented side channel for reference baselines (`oracle`, `noisy`).
+
+    Only agents registered with ``reference=True`` get one; it answers which message
+    ids hold the answer of a question, so that the agent never reads a Question.
+    """
+
+    _targets: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, sample: Sample) -> "ReferenceChannel":
+        return cls({q.id: q.targets for q in sample.questions})
+
+    def targets(self, question_id: str) -> tuple[str, ...]:
+        return self._targets.get(question_id, ())
+
+
+@attrs.frozen
+class AgentConfig:
+    """Everything an agent factory gets besides its work directory."""
+
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    llm: "LLM | None" = None
+    #: embedder name: "wordllama" (offline default), "litellm:<model>", "st:<model>"
+    embedder: str = "wordllama"
+    top_k: int = 5
+    chunk_size: int = 512
+    seed: int = 0
+    language: str = "en"
+    sample_id: str = ""
+    reference: ReferenceChannel | None = None
+    #: the run's endpoint for systems that need a base URL of their own (letta, mem0)
+    api_base: str | None = None
+
+
+@runtime_checkable
+class MemoryAgent(Protocol):
+    """A memory system under test. It sees chunks and questions, never answers.
+
+    Agents may also define ``async def aingest`` / ``async def arecall``; the runner
+    uses them when present and otherwise runs the sync methods in a worker thread.
+    """
+
+    def ingest(self, chunk: Chunk) -> None: ...
+
+    def recall(self, question: AgentQuestion) -> Recall: ...
+
+    def close(self) -> None: ...
+
+
+@attrs.frozen
+class ReaderConfig:
+    llm: "LLM | None" = None
+    language: str = "en"
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """Turns recalled items into an answer when the agent did not write one."""
+
+    async def answer(self, question: Question, items: tuple[Recalled, ...], info: DatasetInfo) -> str: ...
+
+
+@attrs.frozen
+class MetricConfig:
+    top_k: int = 5
+    language: str = "en"
+    judge: "LLM | None" = None
+
+
+@attrs.frozen
+class ScoreContext:
+    """One answered question as metrics see it."""
+
+    question: Question
+    prediction: str
+    items: tuple[Recalled, ...]
+    language: str = "en"
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """Scores one answered question; ``None`` means not applicable (left out of means).
+
+    ``score`` may be a coroutine function (the judge is).
+    """
+
+    name: str
+    version: str
+
+    def score(self, ctx: ScoreContext) -> float | None: ...
+

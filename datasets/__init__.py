@@ -1,0 +1,1 @@
+"""Dataset builders that ship with memplug: generators and loaders of official releases."""

@@ -1,0 +1,23 @@
+"""Maps the folders of the design card onto the import package `memplug`.
+
+`core/` is `memplug`, `adapters/` is `memplug.adapters` and `datasets/` is
+`memplug.datasets`. pyproject.toml cannot list sub-packages of several mapped roots
+without naming each one, so they are discovered here; works for wheels and editable
+installs alike.
+"""
+
+from setuptools import find_packages, setup
+
+ROOTS = {"memplug": "core", "memplug.adapters": "adapters", "memplug.datasets": "datasets"}
+
+packages = []
+for prefix, folder in ROOTS.items():
+    packages.append(prefix)
+    packages += [f"{prefix}.{sub}" for sub in find_packages(folder)]
+
+setup(
+    packages=packages,
+    package_dir=ROOTS,
+    package_data={"": ["*.json", "*.csv", "*.txt", "*.md", "*.html", "*.tsv"]},
+    include_package_data=True,
+)
