@@ -30,3 +30,54 @@ def seeds_dir() -> Path:
             pytest.fail(f"{seeds} is missing")
         pytest.skip(f"{seeds} not found")
     return seeds
+
+
+TESTKIT = Path(__file__).resolve().parent / "testkit"
+
+
+@pytest.fixture
+def plugins(monkeypatch):
+    """A fresh plugin manager for one test, with only memplug's own plugins loaded."""
+    from memplug.plugins import Plugins, reset_plugins
+
+    monkeypatch.setenv("MEMPLUG_LOAD_PLUGINS", "")
+    fresh = Plugins()
+    reset_plugins(fresh)
+    yield fresh
+    reset_plugins(None)
+
+
+@pytest.fixture
+def testkit(plugins, monkeypatch):
+    """Registers tests/testkit/memplug_testkit.py (dataset `counting`, agent `lookup`)."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(TESTKIT))
+    sys.modules.pop("memplug_testkit", None)
+    import memplug_testkit
+
+    memplug_testkit.LookupAgent.active = memplug_testkit.LookupAgent.peak = 0
+    plugins.register(memplug_testkit, name="testkit", dist="memplug-testkit", version="0.0.1")
+    yield memplug_testkit
+    plugins.unregister(memplug_testkit)
+
+
+def write_dist(folder: Path, name: str, version: str, entry_points: dict[str, str]) -> None:
+    """A minimal installed distribution (dist-info) declaring `memplug` entry points."""
+    info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[memplug]\n{lines}\n")
+
+
+@pytest.fixture
+def testkit_env(tmp_path, monkeypatch) -> dict[str, str]:
+    """Environment for subprocesses that find the testkit through a real entry point."""
+    site = tmp_path / "site"
+    write_dist(site, "memplug-testkit", "0.0.1", {"testkit": "memplug_testkit"})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTKIT), str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["MEMPLUG_LOAD_PLUGINS"] = "memplug-testkit"
+    env["COLUMNS"] = "200"
+    return env

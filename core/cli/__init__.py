@@ -1,0 +1,79 @@
+"""The `memplug` command line: one module per command, plugins may add more.
+
+User errors (:class:`memplug.errors.MemplugError`) print one line on stderr and exit 2,
+without a traceback; set MEMPLUG_DEBUG=1 to see it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from memplug import __version__
+from memplug.errors import MemplugError
+
+
+class MemplugGroup(click.Group):
+    """Adds plugin commands on first use and turns MemplugError into exit code 2."""
+
+    _plugins_loaded = False
+
+    def _load_plugin_commands(self) -> None:
+        if not self._plugins_loaded:
+            self._plugins_loaded = True
+            from memplug.plugins import get_plugins
+
+            get_plugins().hook.register_commands(cli=self)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is None:
+            self._load_plugin_commands()
+            command = super().get_command(ctx, name)
+        return command
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except MemplugError as exc:
+            if os.environ.get("MEMPLUG_DEBUG"):
+                raise
+            click.echo(f"memplug: error: {exc}", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=MemplugGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="memplug")
+def cli() -> None:
+    """Evaluate the long-term memory of LLM agents.
+
+    Datasets and memory agents are plugins: `memplug list` shows what is installed,
+    `memplug eval --agent bm25 --dataset memsim` runs an evaluation offline.
+    """
+
+
+def _register_builtin_commands() -> None:
+    from memplug.cli.eval import eval_command
+    from memplug.cli.generate import generate_command
+    from memplug.cli.list import list_command
+    from memplug.cli.report import report_command
+
+    for command in (list_command, eval_command, generate_command, report_command):
+        cli.add_command(command)
+
+
+_register_builtin_commands()
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="memplug")
+    except KeyboardInterrupt:
+        click.echo("memplug: interrupted", err=True)
+        sys.exit(130)

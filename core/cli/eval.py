@@ -1,0 +1,107 @@
+"""`memplug eval`: run one agent on one dataset and write a run directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from memplug.errors import MemplugError
+from memplug.options import parse_pairs, split_for
+from memplug.results import RunDir
+
+
+def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
+    """A rich progress bar on stderr (stdout stays clean) and the runner's callback."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+
+    def start(total: int, finished: int) -> Callable[[], None]:
+        task = bar.add_task("eval", total=total, completed=finished)
+        return lambda: bar.advance(task)
+
+    return bar, start
+
+
+@click.command("eval")
+@click.option("--agent", help="Memory agent name (see `memplug list --kind agents`).")
+@click.option("--dataset", help="Dataset name (see `memplug list --kind datasets`).")
+@click.option("--data", type=click.Path(path_type=Path), help="Release file or folder for a loader, "
+              "or a samples .jsonl written by `memplug generate`.")
+@click.option("--limit", type=click.IntRange(min=1), help="Keep the first N questions in dataset order.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for generators and agents.")
+@click.option("--llm", default=lambda: os.environ.get("MEMPLUG_LLM"), help="litellm model string, "
+              "e.g. openai/gpt-4o-mini (default: $MEMPLUG_LLM).")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --llm/--judge.")
+@click.option("--reader", help="How answers are written from recalled items: extractive (offline, "
+              "default without --llm) or llm (default with --llm).")
+@click.option("--judge", help="litellm model for LLM-as-judge scoring (adds the judge metric).")
+@click.option("--embedder", default="wordllama", show_default=True,
+              help="Embedder for agents that embed: wordllama (offline), litellm:<model>, st:<model>.")
+@click.option("--chunk-size", type=click.IntRange(min=1), help="Tokens per ingestion chunk "
+              "(default: the agent's, else the dataset's).")
+@click.option("--top-k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Items an agent recalls per question; K of recall@K.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Samples evaluated side by side (and concurrent LLM calls).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+              help="Folder that receives the run directory.")
+@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
+              help="Finish an interrupted run directory (finished samples are kept).")
+@click.option("-o", "pairs", multiple=True, metavar="KEY=VALUE",
+              help="Agent or dataset option (repeatable); prefix with agent. or dataset. if both accept it.")
+@click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@click.pass_context
+def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
+                 output: Path, **given: Any) -> None:
+    """Evaluate a memory agent on a dataset.
+
+    \b
+    Examples:
+      memplug eval --agent bm25 --dataset memsim -o n=20
+      memplug eval --agent bm25 --dataset memdaily --data ../shared/data/memdaily
+      memplug eval --agent mem0 --dataset factcon --llm openai/gpt-4o-mini
+      memplug eval --resume runs/20250101-120000-bm25-memsim
+    """
+    from memplug.runner import Evaluation, RunSpec
+
+    raw = parse_pairs(pairs)
+    fields: dict[str, Any] = {}
+    if resume is not None:  # start from the stored spec; options given now override it
+        fields.update(RunDir(resume).check().spec().get("spec", {}))
+    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    for key, value in given.items():
+        if resume is not None and ctx.get_parameter_source(key) in defaults:
+            continue
+        if key == "no_cache":
+            fields["cache"] = not value
+        else:
+            fields[key] = str(value) if key == "data" and value is not None else value
+    if not fields.get("agent") or not fields.get("dataset"):
+        raise MemplugError("--agent and --dataset are required (or --resume RUN_DIR)")
+    if resume is None or raw:
+        from memplug.plugins import get_plugins
+
+        reg = get_plugins().registry
+        agent_opts = getattr(reg("agents").get(fields["agent"]).load(), "options", ())
+        dataset_opts = getattr(reg("datasets").get(fields["dataset"]).load(), "options", ())
+        fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
+    known = {a.name for a in RunSpec.__attrs_attrs__}
+    spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
+    evaluation = Evaluation(spec)
+    if quiet:
+        path = evaluation.run(output=output, resume=resume)
+    else:
+        bar, start = _progress_factory()
+        with bar:
+            path = evaluation.run(output=output, resume=resume, progress=start)
+        from memplug.cli.report import print_tables
+
+        print_tables([path])
+    click.echo(str(path))

@@ -1,0 +1,73 @@
+"""`memplug generate`: write a generator's samples to a JSON-lines file (and check them)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from memplug.errors import MemplugError
+from memplug.options import parse_pairs, resolve
+from memplug.protocols import BuildOptions
+from memplug.serialize import dumps_sample
+
+
+@click.command("generate")
+@click.option("--dataset", required=True, help="Generator name (see `memplug list --kind datasets`).")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="Output .jsonl file, one sample per line (readable by `memplug eval --data`).")
+@click.option("--n", type=click.IntRange(min=1), help="Number of samples (the generator's `n` option).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Same seed and options, same bytes.")
+@click.option("--check", is_flag=True, help="Validate the generated data; exit 1 on any problem.")
+@click.option("--llm", default=lambda: os.environ.get("MEMPLUG_LLM"),
+              help="Let a litellm model rewrite wording (never answers), where the generator supports it.")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --llm.")
+@click.option("-o", "pairs", multiple=True, metavar="KEY=VALUE", help="Generator option (repeatable).")
+def generate_command(dataset: str, out: Path, n: int | None, seed: int, check: bool, llm: str | None,
+                     api_base: str | None, pairs: tuple[str, ...]) -> None:
+    """Generate a dataset offline and write it as JSON lines.
+
+    \b
+    Examples:
+      memplug generate --dataset memsim --n 300 --seed 7 --out memsim.jsonl --check
+      memplug generate --dataset factcon -o tokens=32000 --seed 1 --out factcon.jsonl
+    """
+    from memplug.plugins import get_plugins
+
+    builder = get_plugins().registry("datasets").get(dataset).load()()
+    raw = parse_pairs(pairs)
+    declared = getattr(builder, "options", ())
+    if n is not None:
+        if "n" not in {o.name for o in declared}:
+            raise MemplugError(f"dataset {dataset!r} has no option n; --n does not apply")
+        raw["n"] = str(n)
+    values = resolve(declared, raw, f"dataset {dataset!r}")
+    model = None
+    if llm:
+        from memplug.llm import LLM
+
+        model = LLM(llm, api_base=api_base)
+    samples = list(builder.build(BuildOptions(values=values, seed=seed, llm=model)))
+    tmp = out.with_name(f".{out.name}.tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tmp.open("w", encoding="utf-8") as fh:
+            for sample in samples:
+                fh.write(dumps_sample(sample) + "\n")
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise MemplugError(f"--out {out}: cannot write ({exc.strerror})") from None
+    n_questions = sum(len(s.questions) for s in samples)
+    click.echo(f"wrote {len(samples)} samples, {n_questions} questions to {out}", err=True)
+    if check:
+        checker = getattr(builder, "check", None)
+        if checker is None:
+            raise MemplugError(f"dataset {dataset!r} has no validator (--check)")
+        report = checker(samples)
+        click.echo(json.dumps({"ok": report.ok, "problems": report.problems[:20],
+                               "n_problems": len(report.problems), "stats": report.stats},
+                              indent=2, ensure_ascii=False, default=str))
+        if not report.ok:
+            raise SystemExit(1)

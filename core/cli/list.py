@@ -1,0 +1,53 @@
+"""`memplug list`: what is installed: datasets, agents, metrics, readers, broken plugins."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from memplug.plugins import KINDS, get_plugins
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--kind", type=click.Choice(KINDS), help="Show only one kind.")
+def list_command(as_json: bool, kind: str | None) -> None:
+    """List installed datasets, agents, metrics and readers with their options.
+
+    Agents whose optional extra is missing are shown with the install command.
+    Plugins that failed to load are listed with their error.
+    """
+    plugins = get_plugins()
+    kinds = [kind] if kind else list(KINDS)
+    items = {k: [e.describe() for e in plugins.registry(k)] for k in kinds}
+    broken = [{"plugin": b.plugin, "version": b.version, "error": b.error} for b in plugins.broken]
+    if as_json:
+        click.echo(json.dumps({**items, "broken": broken}, indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for k in kinds:
+        table = Table(title=k.capitalize(), title_justify="left", show_lines=False)
+        table.add_column("name", style="bold")
+        table.add_column("plugin")
+        table.add_column("status")
+        table.add_column("options (type=default)")
+        table.add_column("description")
+        for item in items[k]:
+            if item.get("error"):
+                status = f"[red]broken: {item['error']}[/red]"
+            elif not item["available"]:
+                status = f"[yellow]needs: {item['install']}[/yellow]"
+            else:
+                status = "[green]ok[/green]"
+            options = ", ".join(f"{o['name']}:{o['type']}={o['default']}" for o in item.get("options", []))
+            plugin = f"{item['plugin']} {item['version'] or ''}".strip()
+            table.add_row(item["name"], plugin, status, options, item["description"])
+        console.print(table)
+    if broken:
+        console.print("[red]Plugins that failed to load:[/red]")
+        for b in broken:
+            console.print(f"  {b['plugin']}: {b['error']}", markup=False)

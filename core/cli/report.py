@@ -1,0 +1,84 @@
+"""`memplug report`: compare finished runs in the terminal, as JSON, or as an HTML page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memplug.results import RunDir
+
+
+def _fmt(value: Any, ci: list[float] | None = None) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.3f}" if isinstance(value, float) else str(value)
+    return f"{text} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else text
+
+
+def _count(summary: dict[str, Any], category: str) -> str:
+    """Questions scored in a row: the largest per-metric count."""
+    counts = summary.get("n", {})
+    block = counts.get("overall") if category == "overall" else counts.get("by_category", {}).get(category)
+    return str(max((block or {}).values(), default=""))
+
+
+def print_tables(paths: list[Path]) -> None:
+    """One table of overall and per-category metrics, then efficiency and LLM usage."""
+    from rich.console import Console
+    from rich.table import Table
+
+    summaries = [RunDir(p).check().summary() for p in paths]
+    console = Console()
+    metrics = list(dict.fromkeys(m for s in summaries for m in s["metrics"]["overall"]))
+    table = Table(title="Scores (95% CI)", title_justify="left")
+    for col in ("run", "agent", "dataset", "category", "n", *metrics):
+        table.add_column(col)
+    for path, s in zip(paths, summaries):
+        rows = [("overall", s["metrics"]["overall"], s.get("ci", {}).get("overall", {}))]
+        rows += [(c, m, s.get("ci", {}).get("by_category", {}).get(c, {}))
+                 for c, m in s["metrics"]["by_category"].items()]
+        for i, (cat, values, cis) in enumerate(rows):
+            n = _count(s, cat)
+            table.add_row(s["run_id"] if i == 0 else "", s["agent"] if i == 0 else "", s["dataset"] if i == 0 else "",
+                          cat, n, *(_fmt(values.get(m), cis.get(m)) for m in metrics),
+                          end_section=i == len(rows) - 1)
+    console.print(table)
+    usage = Table(title="Efficiency and LLM usage", title_justify="left")
+    for col in ("run", "questions", "errors", "ingest s/msg", "recall s/q", "wall s", "LLM calls",
+                "cache hits", "tokens in", "tokens out", "cost $"):
+        usage.add_column(col)
+    for s in summaries:
+        e, u = s["efficiency"], s["llm"]
+        usage.add_row(s["run_id"], str(s["n_questions"]), str(s["n_errors"]),
+                      _fmt(e.get("ingest_s_per_message")), _fmt(e.get("recall_s_per_question")),
+                      _fmt(e.get("wall_s")), str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"]),
+                      str(u["completion_tokens"]), f"{u['cost_usd']:.4f}")
+    console.print(usage)
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the summaries as JSON.")
+@click.option("--html", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a self-contained HTML comparison page with charts.")
+def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None) -> None:
+    """Compare one or more finished runs.
+
+    \b
+    Examples:
+      memplug report runs/RUN_A runs/RUN_B
+      memplug report runs/* --html report.html
+    """
+    paths = [RunDir(p).check().path for p in runs]
+    if html is not None:
+        from memplug.htmlreport import write_html
+
+        click.echo(str(write_html(paths, html)), err=True)
+    if as_json:
+        out = [{"path": str(p), **RunDir(p).summary()} for p in paths]
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+    elif html is None:
+        print_tables(paths)

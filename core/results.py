@@ -1,0 +1,213 @@
+"""A run on disk: run.json, samples.jsonl and summary.json.
+
+samples.jsonl is append-only and flushed per record, so a killed run loses at most
+the line being written. A torn last line is detected and cut off on resume, never
+parsed as garbage. run.json and summary.json are replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from memplug import stats
+from memplug.errors import DataError, MemplugError
+
+USAGE_KEYS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON next to ``path`` and rename it into place: readers never see half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(obj, fh, ensure_ascii=False, indent=2, sort_keys=False)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """Paths and readers of one run directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.run_json = self.path / "run.json"
+        self.samples = self.path / "samples.jsonl"
+        self.summary_json = self.path / "summary.json"
+
+    def check(self) -> "RunDir":
+        if not self.run_json.is_file():
+            raise MemplugError(f"{self.path}: not a memplug run (no run.json)")
+        return self
+
+    def spec(self) -> dict[str, Any]:
+        return load_json(self.run_json)
+
+    def summary(self) -> dict[str, Any]:
+        if not self.summary_json.is_file():
+            raise MemplugError(f"{self.path}: no summary.json (unfinished run? finish it with --resume)")
+        return load_json(self.summary_json)
+
+    def records(self) -> list[dict[str, Any]]:
+        return read_records(self.samples)[0]
+
+
+def load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MemplugError(f"{path}: no such file") from None
+    except ValueError as exc:
+        raise DataError(path, f"invalid JSON ({exc})") from None
+
+
+def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Records of a samples.jsonl and the byte length of its intact part.
+
+    The last line may be torn by a kill in the middle of a write: it is left out
+    (and the intact length tells where to cut). A bad line elsewhere is corruption.
+    """
+    if not path.is_file():
+        return [], 0
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1  # every write ends in a newline; what follows it is torn
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(data[:end].split(b"\n")[:-1], 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise DataError(path, "corrupt record (not JSON)", f"line {number}") from None
+    return records, end
+
+
+class RecordWriter:
+    """Appends one JSON line per finished question and flushes it at once."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = path.open("a", encoding="utf-8")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def keep_complete_samples(path: Path, expected: Mapping[str, set[str]]) -> set[str]:
+    """Prepare samples.jsonl for a resume: cut a torn last line and drop partial samples.
+
+    A sample is complete when every expected question has a record. Records of
+    incomplete samples are removed (the sample is redone from the start), so no
+    question is ever written twice. Returns the ids of the complete samples.
+    """
+    records, _ = read_records(path)
+    seen: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        seen[r["sample_id"]].add(r["question_id"])
+    done = {sid for sid, qids in seen.items() if sid in expected and qids >= expected[sid]}
+    kept: list[dict[str, Any]] = []
+    written: set[tuple[str, str]] = set()
+    for r in records:
+        key = (r["sample_id"], r["question_id"])
+        if r["sample_id"] in done and key not in written:
+            kept.append(r)
+            written.add(key)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for r in kept:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return done
+
+
+def _sum_usage(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, float]:
+    total: dict[str, float] = {k: 0 for k in USAGE_KEYS}
+    for u in usages:
+        for k in USAGE_KEYS:
+            total[k] += (u or {}).get(k, 0) or 0
+    total["cost_usd"] = round(total["cost_usd"], 6)
+    return total
+
+
+def summarize(
+    records: list[dict[str, Any]],
+    agent: str,
+    dataset: str,
+    run_id: str,
+    wall_s: float,
+    resamples: int = 1000,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """summary.json from the records alone (plus the wall time), so a rescore can redo it.
+
+    Metrics are means over answered questions: a record with an error is counted in
+    n_errors and left out of every metric; a score of None (not applicable) is left out
+    of that metric. Intervals are percentile bootstraps resampling whole samples.
+    """
+    answered = [r for r in records if not r.get("error")]
+    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in answered:
+        by_category[r["category"]].append(r)
+
+    def block(rows: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
+        means: dict[str, float] = {}
+        intervals: dict[str, list[float]] = {}
+        counts: dict[str, int] = {}
+        names = sorted({k for r in rows for k in (r.get("scores") or {})})
+        for name in names:
+            pairs = [(r["scores"].get(name), r["sample_id"]) for r in rows]
+            pairs = [(v, s) for v, s in pairs if v is not None]
+            if not pairs:
+                continue
+            values = [float(v) for v, _ in pairs]
+            clusters = [s for _, s in pairs]
+            means[name] = round(sum(values) / len(values), 6)
+            low, high = stats.bootstrap_ci(values, clusters, level=level, resamples=resamples)
+            intervals[name] = [round(low, 6), round(high, 6)]
+            counts[name] = len(values)
+        return means, intervals, counts
+
+    overall, overall_ci, overall_n = block(answered)
+    cats = {c: block(rows) for c, rows in sorted(by_category.items())}
+
+    per_sample: dict[str, dict[str, Any]] = {}
+    for r in records:
+        per_sample.setdefault(r["sample_id"], r)
+    ingest_s = sum((r.get("timings") or {}).get("ingest_s") or 0.0 for r in per_sample.values())
+    n_messages = sum((r.get("timings") or {}).get("n_messages") or 0 for r in per_sample.values())
+    recall_times = [(r.get("timings") or {}).get("recall_s") for r in answered]
+    recall_times = [t for t in recall_times if t is not None]
+    llm = _sum_usage(
+        [r.get("usage") for r in records] + [r.get("ingest_usage") for r in per_sample.values()]
+    )
+    return {
+        "run_id": run_id,
+        "agent": agent,
+        "dataset": dataset,
+        "n_questions": len(records),
+        "n_errors": len(records) - len(answered),
+        "metrics": {"overall": overall, "by_category": {c: v[0] for c, v in cats.items()}},
+        "ci": {
+            "method": "percentile bootstrap of the mean, resampling whole samples",
+            "level": level,
+            "resamples": resamples,
+            "overall": overall_ci,
+            "by_category": {c: v[1] for c, v in cats.items()},
+        },
+        "n": {"overall": overall_n, "by_category": {c: v[2] for c, v in cats.items()}},
+        "efficiency": {
+            "ingest_s_per_message": round(ingest_s / n_messages, 6) if n_messages else None,
+            "recall_s_per_question": round(sum(recall_times) / len(recall_times), 6) if recall_times else None,
+            "wall_s": round(wall_s, 3),
+        },
+        "llm": llm,
+    }

@@ -1,0 +1,409 @@
+"""Feeds each sample to a fresh agent chunk by chunk, asks its questions, scores answers.
+
+Samples run concurrently (``concurrency``), the questions of one sample in order,
+because an agent's state may change on recall. Sync agent methods run in a thread
+pool as wide as the concurrency, so blocking LLM calls inside agents overlap too.
+A failure is recorded on the question it hit (or on all questions of a sample whose
+ingestion failed) and never aborts the run. Records are appended as they finish;
+a resumed run redoes unfinished samples from the start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import inspect
+import platform
+import re
+import subprocess
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import attrs
+
+import memplug
+from memplug import options as opts
+from memplug.chunking import chunk_messages
+from memplug.errors import MemplugError
+from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
+from memplug.plugins import Plugins, get_plugins
+from memplug.protocols import AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext
+from memplug.results import RecordWriter, RunDir, keep_complete_samples, read_records, summarize, write_json_atomic
+from memplug.serialize import is_sample_file, read_samples
+
+#: spec fields that change the numbers: a resume must not mix two of them
+SCORED_FIELDS = (
+    "agent", "dataset", "data", "seed", "llm", "api_base", "reader", "judge", "embedder",
+    "chunk_size", "top_k", "limit", "agent_options", "dataset_options",
+)
+
+
+@attrs.frozen
+class RunSpec:
+    """Everything that defines an evaluation; stored in run.json."""
+
+    agent: str
+    dataset: str
+    data: str | None = None
+    seed: int = 0
+    llm: str | None = None
+    api_base: str | None = None
+    reader: str | None = None
+    judge: str | None = None
+    embedder: str = "wordllama"
+    chunk_size: int | None = None
+    top_k: int = 5
+    limit: int | None = None
+    concurrency: int = 4
+    cache: bool = True
+    agent_options: dict[str, str] = attrs.field(factory=dict)
+    dataset_options: dict[str, str] = attrs.field(factory=dict)
+
+    def differences(self, stored: dict[str, Any]) -> list[str]:
+        """Fields that change results and differ from a stored spec (for --resume)."""
+        mine = attrs.asdict(self)
+        return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if stored.get(k) != mine[k]]
+
+
+@attrs.define
+class Run:
+    """A run in progress, handed to observer hooks."""
+
+    spec: RunSpec
+    run_id: str
+    path: Path
+    info: DatasetInfo
+    started: float = attrs.field(factory=time.time)
+
+
+def safe_name(text: str, limit: int = 80) -> str:
+    """A file name that cannot climb out of its folder ("../x" becomes "x-<hash>")."""
+    clean = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._")[:limit] or "x"
+    if clean != text:
+        clean = f"{clean}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return clean
+
+
+def select_questions(samples: Iterable[Sample], limit: int | None) -> list[Sample]:
+    """Keep the first ``limit`` questions in dataset order; drop samples left without one."""
+    out: list[Sample] = []
+    left = limit
+    for sample in samples:
+        questions = sample.questions if left is None else sample.questions[:left]
+        if left is not None:
+            left -= len(questions)
+        if questions:
+            out.append(attrs.evolve(sample, questions=questions))
+        if left is not None and left <= 0:
+            break
+    seen: set[str] = set()
+    for s in out:
+        if s.id in seen:
+            raise MemplugError(f"dataset has two samples with id {s.id!r}")
+        seen.add(s.id)
+    return out
+
+
+def _git_hash() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(memplug.__file__).parent, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Evaluation:
+    """Resolves plugins for a spec, then runs or resumes it."""
+
+    def __init__(self, spec: RunSpec, plugins: Plugins | None = None) -> None:
+        self.spec = spec
+        self.plugins = plugins or get_plugins()
+        reg = self.plugins.registry
+        self.agent_entry = reg("agents").get(spec.agent)
+        self.dataset_entry = reg("datasets").get(spec.dataset)
+        self.reader_name = spec.reader or ("llm" if spec.llm else "extractive")
+        self.reader_entry = reg("readers").get(self.reader_name)
+        self.agent_factory = self.agent_entry.load()
+        builder_cls = self.dataset_entry.load()
+        self.builder = builder_cls()
+        self.agent_values = opts.resolve(getattr(self.agent_factory, "options", ()), spec.agent_options,
+                                         f"agent {spec.agent!r}")
+        self.dataset_values = opts.resolve(getattr(self.builder, "options", ()), spec.dataset_options,
+                                           f"dataset {spec.dataset!r}")
+        info_for = getattr(self.builder, "info_for", None)
+        self.info: DatasetInfo = info_for(self.dataset_values) if info_for else self.builder.info
+        self.chunk_size = (
+            spec.chunk_size or getattr(self.agent_factory, "default_chunk_size", None) or self.info.default_chunk_size
+        )
+        self.llm = self._make_llm(spec.llm) if spec.llm else None
+        self.judge_llm = self._make_llm(spec.judge) if spec.judge else None
+        if self.reader_name == "llm" and self.llm is None:
+            raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
+        self.reader = self.reader_entry.load()(ReaderConfig(llm=self.llm, language=self.info.language))
+        metric_names = list(dict.fromkeys([*self.info.metrics, "recall@K", *(["judge"] if spec.judge else [])]))
+        mconfig = MetricConfig(top_k=spec.top_k, language=self.info.language, judge=self.judge_llm)
+        self.metric_entries = [reg("metrics").get(n) for n in metric_names]
+        self.metrics = [e.load()(mconfig) for e in self.metric_entries]
+
+    def _make_llm(self, model: str):
+        from memplug.llm import LLM
+
+        return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
+                   concurrency=max(self.spec.concurrency, 1))
+
+    # -- data -----------------------------------------------------------------
+    def samples(self) -> list[Sample]:
+        data = Path(self.spec.data).expanduser() if self.spec.data else None
+        if data is not None and not data.exists():
+            raise MemplugError(f"--data {data}: no such file or directory")
+        if data is not None and is_sample_file(data):
+            built: Iterable[Sample] = read_samples(data)
+        else:
+            built = self.builder.build(
+                BuildOptions(values=self.dataset_values, data=data, seed=self.spec.seed, llm=self.llm)
+            )
+        return select_questions(built, self.spec.limit)
+
+    # -- run files ------------------------------------------------------------
+    def versions(self) -> dict[str, Any]:
+        plugins: dict[str, str | None] = {}
+        for e in (self.agent_entry, self.dataset_entry, self.reader_entry, *self.metric_entries):
+            plugins[e.plugin] = e.version
+        return {
+            "memplug": memplug.__version__,
+            "python": platform.python_version(),
+            "plugins": plugins,
+            "dataset": {"name": self.info.name, "version": self.info.version},
+            "metrics": {m.name: m.version for m in self.metrics},
+            "chunk_size": self.chunk_size,
+        }
+
+    def new_run_dir(self, output: Path) -> tuple[str, Path]:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = safe_name(f"{stamp}-{self.spec.agent}-{self.spec.dataset}")
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MemplugError(f"--output {output}: cannot create ({exc.strerror})") from None
+        for n in range(1000):
+            run_id = base if n == 0 else f"{base}-{n}"
+            path = output / run_id
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise MemplugError(f"--output {output}: cannot write ({exc.strerror})") from None
+            return run_id, path
+        raise MemplugError(f"--output {output}: too many runs named {base}")
+
+    def run_json(self, run_id: str, started: str, status: str, wall_s: float, ended: str | None = None) -> dict:
+        spec = attrs.asdict(self.spec)
+        extra: dict[str, Any] = {}
+        judge = self.metrics_by_name().get("judge")
+        if judge is not None and hasattr(judge, "describe"):
+            extra["judge"] = judge.describe()
+        return {
+            "run_id": run_id,
+            "spec": spec,
+            "resolved": {
+                "reader": self.reader_name,
+                "chunk_size": self.chunk_size,
+                "agent_options": _jsonable(self.agent_values),
+                "dataset_options": _jsonable(self.dataset_values),
+                "metrics": [m.name for m in self.metrics],
+                "answer_prompt_source": self.info.answer_prompt_source,
+                **extra,
+            },
+            "versions": self.versions(),
+            "git": _git_hash(),
+            "started": started,
+            "ended": ended,
+            "wall_s": round(wall_s, 3),
+            "status": status,
+        }
+
+    def metrics_by_name(self) -> dict[str, Any]:
+        return {e.name: m for e, m in zip(self.metric_entries, self.metrics)}
+
+    # -- running --------------------------------------------------------------
+    def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable | None = None) -> Path:
+        """Run (or resume) and return the run directory. Ctrl-C leaves a resumable run."""
+        samples = self.samples()
+        if resume is not None:
+            run_dir = RunDir(resume).check()
+            stored = run_dir.spec()
+            diffs = self.spec.differences(stored.get("spec", {}))
+            if diffs:
+                raise MemplugError(f"cannot resume {resume}: options differ from run.json ({'; '.join(diffs)})")
+            run_id, path = stored["run_id"], run_dir.path
+            started, prior_wall = stored.get("started") or _now(), float(stored.get("wall_s") or 0.0)
+            expected = {s.id: {q.id for q in s.questions} for s in samples}
+            done = keep_complete_samples(run_dir.samples, expected)
+        else:
+            if output is None:
+                raise MemplugError("no --output directory given")
+            run_id, path = self.new_run_dir(Path(output))
+            run_dir = RunDir(path)
+            started, prior_wall, done = _now(), 0.0, set()
+        pending = [s for s in samples if s.id not in done]
+        run = Run(self.spec, run_id, path, self.info)
+        t0 = time.perf_counter()
+        write_json_atomic(run_dir.run_json, self.run_json(run_id, started, "running", prior_wall))
+        self.plugins.hook.memplug_run_start(run=run)
+        writer = RecordWriter(run_dir.samples)
+        status = "interrupted"
+        try:
+            asyncio.run(self._run_samples(run, pending, writer, progress,
+                                          total=sum(len(s.questions) for s in samples),
+                                          finished=sum(len(s.questions) for s in samples if s.id in done)))
+            status = "finished"
+        finally:
+            writer.close()
+            wall = prior_wall + time.perf_counter() - t0
+            if status == "finished":
+                records, _ = read_records(run_dir.samples)
+                summary = summarize(records, self.spec.agent, self.spec.dataset, run_id, wall)
+                write_json_atomic(run_dir.summary_json, summary)
+            write_json_atomic(run_dir.run_json, self.run_json(run_id, started, status, wall, _now()))
+        self.plugins.hook.memplug_run_end(run=run, summary=summary)
+        return path
+
+    async def _run_samples(self, run: Run, samples: list[Sample], writer: RecordWriter,
+                           progress: Callable | None, total: int, finished: int) -> None:
+        width = max(self.spec.concurrency, 1)
+        gate = asyncio.Semaphore(width)
+        pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="memplug-agent")
+        tick = progress(total, finished) if progress else (lambda n=1: None)
+
+        async def one(sample: Sample) -> None:
+            async with gate:
+                records = await self._run_sample(run, sample, pool, writer, tick)
+            self.plugins.hook.memplug_sample_end(run=run, sample=sample, records=records)
+
+        try:
+            await asyncio.gather(*(one(s) for s in samples))
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _call(self, pool: ThreadPoolExecutor, obj: Any, name: str, *args: Any) -> Any:
+        """Call ``obj.a<name>`` if the agent has an async variant, else ``obj.<name>`` in the pool."""
+        async_variant = getattr(obj, f"a{name}", None)
+        if async_variant is not None and inspect.iscoroutinefunction(async_variant):
+            return await async_variant(*args)
+        ctx = contextvars.copy_context()  # carries the LLM usage scope into the thread
+        return await asyncio.get_running_loop().run_in_executor(pool, ctx.run, getattr(obj, name), *args)
+
+    async def _run_sample(self, run: Run, sample: Sample, pool: ThreadPoolExecutor,
+                          writer: RecordWriter, tick: Callable) -> list[dict]:
+        from memplug.llm import usage_scope
+
+        workdir = run.path / "work" / safe_name(sample.id)
+        workdir.mkdir(parents=True, exist_ok=True)
+        config = AgentConfig(
+            options=self.agent_values, llm=self.llm, embedder=self.spec.embedder, top_k=self.spec.top_k,
+            chunk_size=self.chunk_size, seed=self.spec.seed, language=self.info.language, sample_id=sample.id,
+            reference=ReferenceChannel.of(sample) if self.agent_entry.info.get("reference") else None,
+            api_base=self.spec.api_base,
+        )
+        agent = None
+        ingest_error: str | None = None
+        t0 = time.perf_counter()
+        with usage_scope() as ingest_usage:
+            try:
+                agent = await asyncio.get_running_loop().run_in_executor(
+                    pool, contextvars.copy_context().run, self.agent_factory, config, workdir)
+                for chunk in chunk_messages(sample.messages, self.chunk_size):
+                    await self._call(pool, agent, "ingest", chunk)
+            except Exception as exc:
+                ingest_error = f"ingest failed: {_describe(exc)}"
+        ingest_s = time.perf_counter() - t0
+        base = {"ingest_s": round(ingest_s, 6), "n_messages": len(sample.messages)}
+        records = []
+        try:
+            for question in sample.questions:
+                record = await self._ask(agent, question, sample, pool, ingest_error)
+                record["timings"] = {**base, **record["timings"]}
+                record["ingest_usage"] = ingest_usage.as_dict()
+                writer.write(record)
+                records.append(record)
+                tick()
+        finally:
+            if agent is not None:
+                try:
+                    await self._call(pool, agent, "close")
+                except Exception:  # closing must not turn answered questions into errors
+                    pass
+        return records
+
+    async def _ask(self, agent: Any, question: Question, sample: Sample, pool: ThreadPoolExecutor,
+                   ingest_error: str | None) -> dict:
+        from memplug.llm import usage_scope
+
+        record: dict[str, Any] = {
+            "sample_id": sample.id, "question_id": question.id, "category": question.category,
+            "question": question.text, "prediction": None, "gold": list(question.answers),
+            "choices": dict(question.choices) if question.choices else None,
+            "correct_choice": question.correct_choice, "targets": list(question.targets),
+            "anchors": list(question.anchors), "recalled": [], "agent_answered": False,
+            "scores": {}, "timings": {}, "usage": {}, "error": ingest_error, "meta": {},
+        }
+        if ingest_error:
+            return record
+        with usage_scope() as usage:
+            try:
+                t0 = time.perf_counter()
+                recall = await self._call(pool, agent, "recall", AgentQuestion.of(question))
+                if not isinstance(recall, Recall):
+                    raise TypeError(f"agent returned {type(recall).__name__}, expected memplug.Recall")
+                t1 = time.perf_counter()
+                if recall.answer is not None:
+                    prediction = recall.answer
+                else:
+                    prediction = await self.reader.answer(question, recall.items, self.info)
+                t2 = time.perf_counter()
+                record.update(
+                    prediction=prediction, agent_answered=recall.answer is not None, meta=_jsonable(recall.meta),
+                    recalled=[attrs.asdict(i, retain_collection_types=False) for i in recall.items],
+                    timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
+                )
+                ctx = ScoreContext(question, prediction, recall.items, self.info.language)
+                for metric in self.metrics:
+                    value = metric.score(ctx)
+                    if inspect.isawaitable(value):
+                        value = await value
+                    record["scores"][metric.name] = None if value is None else float(value)
+            except Exception as exc:
+                record["error"] = _describe(exc)
+                record["scores"] = {}
+        record["usage"] = usage.as_dict()
+        return record
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for a record: the exception and where it was raised."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)

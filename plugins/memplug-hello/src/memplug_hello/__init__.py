@@ -1,0 +1,1 @@
+"""An example memplug plugin: the `hello` dataset and the `hello` agent."""

@@ -1,0 +1,98 @@
+"""A test plugin: a counting dataset and agents that can be slowed down or made to fail.
+
+Tests register this module directly (in-process) or expose it through a real entry
+point in a throw-away dist-info folder (subprocesses, e.g. the SIGKILL tests).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterable
+
+from memplug import (
+    AgentConfig, AgentQuestion, BuildOptions, Chunk, DatasetInfo, Message, Option, Question, Recall, Recalled, Sample,
+    hookimpl,
+)
+
+WORDS = ["apple", "river", "lamp", "violin", "cactus", "harbour", "pepper", "glacier", "saddle", "orbit"]
+
+
+class CountingDataset:
+    """Samples of numbered items; question i of a sample asks for item i."""
+
+    info = DatasetInfo(name="counting", version="1", description="numbered items", metrics=("em", "subem"),
+                       default_chunk_size=32)
+    options = (
+        Option("samples", int, 6, "number of samples"),
+        Option("questions", int, 3, "questions per sample"),
+        Option("messages", int, 4, "messages per sample"),
+    )
+
+    def build(self, options: BuildOptions) -> Iterable[Sample]:
+        v = options.values
+        for s in range(v["samples"]):
+            messages = [
+                Message(f"m{i}", f"Item {s}-{i} is {WORDS[(s + i + options.seed) % len(WORDS)]}.")
+                for i in range(v["messages"])
+            ]
+            questions = [
+                Question(f"q{i}", f"What is item {s}-{i}?", (WORDS[(s + i + options.seed) % len(WORDS)],),
+                         category="even" if i % 2 == 0 else "odd", targets=(f"m{i}",))
+                for i in range(min(v["questions"], v["messages"]))
+            ]
+            yield Sample(f"s{s}", messages, questions)
+
+
+class LookupAgent:
+    """Finds the message naming the item asked about; can sleep or fail on purpose."""
+
+    options = (
+        Option("delay", float, 0.0, "seconds to sleep per ingest and recall"),
+        Option("fail_question", str, "", "raise on recall of this question id"),
+        Option("fail_sample", str, "", "raise on ingest in this sample"),
+        Option("answer", bool, True, "write the answer itself instead of leaving it to the reader"),
+    )
+    active = 0
+    peak = 0
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        self.options = config.options
+        self.sample_id = config.sample_id
+        self.workdir = workdir
+        self.memory: dict[str, tuple[str, str]] = {}
+        LookupAgent.active += 1
+        LookupAgent.peak = max(LookupAgent.peak, LookupAgent.active)
+
+    def ingest(self, chunk: Chunk) -> None:
+        time.sleep(self.options["delay"])
+        if self.options["fail_sample"] == self.sample_id:
+            raise RuntimeError(f"ingest refused in {self.sample_id}")
+        for m in chunk.messages:
+            key = m.text.split(" is ")[0].replace("Item ", "")
+            self.memory[key] = (m.id, m.text)
+        (self.workdir / "memory.txt").write_text("\n".join(t for _, t in self.memory.values()))
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        time.sleep(self.options["delay"])
+        if self.options["fail_question"] and question.id == self.options["fail_question"]:
+            raise ValueError("recall exploded")
+        key = question.text.removeprefix("What is item ").rstrip("?")
+        if key not in self.memory:
+            return Recall(())
+        mid, text = self.memory[key]
+        answer = text.split(" is ")[1].rstrip(".") if self.options["answer"] else None
+        return Recall((Recalled(text, 1.0, (mid,)),), answer=answer)
+
+    def close(self) -> None:
+        LookupAgent.active -= 1
+
+
+@hookimpl
+def register_datasets(register):
+    register("counting", "memplug_testkit:CountingDataset")
+
+
+@hookimpl
+def register_agents(register):
+    register("lookup", "memplug_testkit:LookupAgent")
