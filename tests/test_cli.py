@@ -1,0 +1,99 @@
+"""The command line: the happy path and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def memplug(env, *args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+
+
+def one_line_error(result, *needles):
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_eval_then_report(testkit_env, tmp_path):
+    res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--output", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    run_dir = Path(res.stdout.strip().splitlines()[-1])
+    assert {p.name for p in run_dir.iterdir()} >= {"run.json", "samples.jsonl", "summary.json"}
+    table = memplug(testkit_env, "report", str(run_dir))
+    assert table.returncode == 0 and "overall" in table.stdout and "em" in table.stdout
+    as_json = json.loads(memplug(testkit_env, "report", str(run_dir), "--json").stdout)
+    assert as_json[0]["n_questions"] == 18
+
+
+def test_unknown_agent(testkit_env, tmp_path):
+    one_line_error(memplug(testkit_env, "eval", "--agent", "lookp", "--dataset", "counting",
+                           "--output", str(tmp_path)), "unknown agent 'lookp'", 'did you mean "lookup"')
+
+
+def test_option_without_equals(testkit_env, tmp_path):
+    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "delay",
+                           "--output", str(tmp_path)), "expected key=value")
+
+
+def test_unknown_option_and_wrong_type(testkit_env, tmp_path):
+    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "dely=1",
+                           "--output", str(tmp_path)), 'did you mean "delay"')
+    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "delay=soon",
+                           "--output", str(tmp_path)), "expected float")
+
+
+def test_output_that_is_not_writable(testkit_env, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting",
+                           "--output", str(blocker / "runs")), "--output")
+
+
+def test_dataset_file_that_is_not_json(testkit_env, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("this is not json {")
+    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "factcon", "--data", str(bad),
+                           "--output", str(tmp_path)), str(bad))
+
+
+def test_missing_data_path(testkit_env, tmp_path):
+    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--data",
+                           str(tmp_path / "nope"), "--output", str(tmp_path)), "no such file")
+
+
+def test_report_of_a_folder_that_is_not_a_run(testkit_env, tmp_path):
+    one_line_error(memplug(testkit_env, "report", str(tmp_path)), "not a memplug run")
+
+
+def test_generate_n_for_a_dataset_without_it(testkit_env, tmp_path):
+    one_line_error(memplug(testkit_env, "generate", "--dataset", "counting", "--n", "3",
+                           "--out", str(tmp_path / "x.jsonl")), "has no option n")
+
+
+def test_generate_writes_samples_that_eval_reads_back(testkit_env, tmp_path):
+    out = tmp_path / "c.jsonl"
+    res = memplug(testkit_env, "generate", "--dataset", "counting", "-o", "samples=2", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert len(out.read_text().splitlines()) == 2
+    res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--data", str(out),
+                  "--output", str(tmp_path / "runs"), "--quiet")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((Path(res.stdout.strip()) / "summary.json").read_text())
+    assert summary["n_questions"] == 6
+
+
+@pytest.mark.parametrize("args", [["--help"], ["eval", "--help"], ["list", "--help"], ["generate", "--help"],
+                                  ["report", "--help"]])
+def test_help(testkit_env, args):
+    res = memplug(testkit_env, *args)
+    assert res.returncode == 0 and "Usage" in res.stdout

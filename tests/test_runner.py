@@ -1,0 +1,140 @@
+"""The runner: run files, concurrency, per-question errors, resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memplug.errors import MemplugError
+from memplug.results import RunDir, read_records
+from memplug.runner import Evaluation, RunSpec, safe_name
+
+
+def run(tmp_path: Path, **kw) -> RunDir:
+    spec = RunSpec(agent=kw.pop("agent", "lookup"), dataset=kw.pop("dataset", "counting"), **kw)
+    return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
+
+
+def test_run_files_have_the_contract_keys(testkit, tmp_path):
+    rd = run(tmp_path)
+    spec = json.loads(rd.run_json.read_text())
+    assert spec["status"] == "finished" and spec["spec"]["agent"] == "lookup"
+    assert spec["versions"]["plugins"]["memplug-testkit"] == "0.0.1"
+    assert spec["versions"]["dataset"] == {"name": "counting", "version": "1"}
+    records = rd.records()
+    assert len(records) == 18
+    for key in ("sample_id", "question_id", "category", "prediction", "gold", "recalled", "scores", "timings",
+                "usage", "error"):
+        assert key in records[0]
+    summary = rd.summary()
+    assert set(summary) >= {"agent", "dataset", "n_questions", "n_errors", "metrics", "efficiency", "llm"}
+    assert summary["metrics"]["overall"]["em"] == 1.0
+    assert set(summary["metrics"]["by_category"]) == {"even", "odd"}
+    assert summary["metrics"]["overall"]["recall@5"] == 1.0
+    assert set(summary["efficiency"]) == {"ingest_s_per_message", "recall_s_per_question", "wall_s"}
+    assert set(summary["llm"]) == {"calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd"}
+    assert (rd.path / "work" / "s0" / "memory.txt").is_file()  # each sample has its own workdir
+
+
+def test_samples_run_side_by_side(testkit, tmp_path):
+    t0 = time.perf_counter()
+    run(tmp_path, concurrency=3, agent_options={"delay": "0.1"}, dataset_options={"samples": "6", "questions": "2"})
+    wall = time.perf_counter() - t0
+    assert testkit.LookupAgent.peak == 3
+    assert wall < 6 * 0.1 * 3 * 0.75  # sequential would need 6 samples x (1 ingest + 2 recalls) x 0.1 s
+
+
+def test_a_failing_question_is_an_error_not_a_wrong_answer(testkit, tmp_path):
+    rd = run(tmp_path, agent_options={"fail_question": "q1"})
+    summary = rd.summary()
+    failed = [r for r in rd.records() if r["error"]]
+    assert len(failed) == 6 and all(r["question_id"] == "q1" for r in failed)
+    assert all("recall exploded" in r["error"] and r["scores"] == {} for r in failed)
+    assert summary["n_errors"] == 6 and summary["n_questions"] == 18
+    assert summary["metrics"]["overall"]["em"] == 1.0  # errors are not scored as wrong
+    assert summary["n"]["overall"]["em"] == 12
+
+
+def test_a_failing_ingest_fails_only_its_sample(testkit, tmp_path):
+    rd = run(tmp_path, agent_options={"fail_sample": "s2"})
+    errors = {r["sample_id"] for r in rd.records() if r["error"]}
+    assert errors == {"s2"}
+    assert rd.summary()["n_errors"] == 3
+
+
+def test_reader_answers_when_the_agent_does_not(testkit, tmp_path):
+    rd = run(tmp_path, agent_options={"answer": "false"})
+    records = rd.records()
+    assert not any(r["agent_answered"] for r in records)
+    assert all(r["prediction"] and r["prediction"] != r["recalled"][0]["text"] for r in records)
+
+
+def test_limit_keeps_the_first_questions(testkit, tmp_path):
+    rd = run(tmp_path, limit=4)
+    assert [(r["sample_id"], r["question_id"]) for r in rd.records()] == [
+        ("s0", "q0"), ("s0", "q1"), ("s0", "q2"), ("s1", "q0")]
+
+
+def test_safe_name_cannot_escape():
+    assert "/" not in safe_name("../../etc/passwd") and not safe_name("..").startswith(".")
+    assert safe_name("s1") == "s1"
+
+
+def test_sample_ids_with_dots_stay_inside_the_run(testkit, tmp_path, monkeypatch):
+    from memplug.models import Message, Question, Sample
+
+    def build(self, options):
+        yield Sample("../../escape", [Message("m0", "Item 0-0 is apple.")],
+                     [Question("q0", "What is item 0-0?", ("apple",), targets=("m0",))])
+
+    monkeypatch.setattr(testkit.CountingDataset, "build", build)
+    rd = run(tmp_path)
+    assert rd.records()[0]["sample_id"] == "../../escape"
+    assert not (tmp_path / "escape").exists()
+    assert all(p.resolve().is_relative_to(rd.path.resolve()) for p in (rd.path / "work").iterdir())
+
+
+def test_resume_refuses_other_options(testkit, tmp_path):
+    rd = run(tmp_path)
+    other = RunSpec(agent="lookup", dataset="counting", top_k=3)
+    with pytest.raises(MemplugError, match="top_k"):
+        Evaluation(other).run(resume=rd.path)
+
+
+@pytest.mark.parametrize("kill_after", [2, 7, 13])
+def test_resume_after_sigkill_holds_every_question_once(testkit_env, tmp_path, kill_after):
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "lookup", "--dataset", "counting",
+           "-o", "delay=0.03", "-o", "samples=8", "--concurrency", "2", "--output", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, env=testkit_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    samples = None
+    while time.time() < deadline:
+        found = list(out.glob("*/samples.jsonl"))
+        if found and found[0].read_text().count("\n") >= kill_after:
+            samples = found[0]
+            break
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert samples is not None, proc.stderr.read().decode()
+    with samples.open("a") as fh:  # a write torn by the kill
+        fh.write('{"sample_id": "s7", "question_id": "q0", "pred')
+    run_dir = samples.parent
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
+    resumed = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--resume", str(run_dir), "--quiet"],
+                             env=testkit_env, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    records, end = read_records(samples)
+    keys = [(r["sample_id"], r["question_id"]) for r in records]
+    assert len(keys) == len(set(keys)) == 24
+    assert end == samples.stat().st_size  # the torn line was cut, not parsed
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["n_questions"] == 24 and summary["metrics"]["overall"]["em"] == 1.0
