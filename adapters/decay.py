@@ -1,0 +1,109 @@
+"""`decay`: human-like recall and consolidation (Hou et al., CHI EA '24; seed 003).
+
+Each memory (one message) keeps a consolidation g_n (g_0 = 1) and the time it was last
+recalled (or stored). For a question, with r the cosine similarity of question and
+memory and t the elapsed time divided by ``time_scale``:
+
+    p_n(t) = (1 - exp(-r * e^(-t / g_n))) / (1 - e^(-1))            (Eq. 8)
+
+A memory is recalled when p exceeds ``threshold`` (0.86 in the seed); recalled memories
+are ranked by p and capped at top-k. Each recalled memory is consolidated,
+
+    g_n = g_(n-1) + S(t),   S(t) = (1 - e^(-t)) / (1 + e^(-t))            (Eq. 9)
+
+and its last-recall time becomes the question's time. Time comes only from the
+dataset's timestamps (a message's ``time``, the question's ``time``), never the wall
+clock; a question without a time is taken to be asked at the newest memory's time, and
+a memory without a time at the question's (elapsed time 0).
+
+The default time scale, 1e7 seconds, is the one that reproduces the four scores of the
+seed's Table 1 (tests/test_decay.py).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from memplug.adapters.retrieval.embedders import get_embedder
+from memplug.adapters.retrieval.message_log import MessageLog
+from memplug.adapters.retrieval.timestamps import parse_time
+from memplug.errors import MemplugError
+from memplug.models import AgentQuestion, Chunk, Recall
+from memplug.options import Option, resolve
+from memplug.protocols import AgentConfig
+
+_NORM = 1.0 - math.exp(-1.0)
+
+
+def recall_probability(r: float | np.ndarray, t: float | np.ndarray, g: float | np.ndarray) -> np.ndarray:
+    """p_n(t) of Eq. 8: relevance r, scaled elapsed time t, consolidation g."""
+    return (1.0 - np.exp(-np.asarray(r) * np.exp(-np.asarray(t) / np.asarray(g)))) / _NORM
+
+
+def consolidation_gain(t: float | np.ndarray) -> np.ndarray:
+    """S(t) of Eq. 9, the growth of g at each recall after scaled elapsed time t."""
+    t = np.asarray(t, dtype=np.float64)
+    return (1.0 - np.exp(-t)) / (1.0 + np.exp(-t))
+
+
+class DecayAgent:
+    options = (
+        Option("threshold", float, 0.86, "recall a memory when its recall probability exceeds this"),
+        Option("time_scale", float, 1e7, "seconds per unit of t in p_n(t) and S(t)"),
+    )
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        opts = resolve(self.options, config.options, "decay")
+        self.threshold, self.time_scale = opts["threshold"], opts["time_scale"]
+        if self.time_scale <= 0:
+            raise MemplugError(f"decay: time_scale must be positive, got {self.time_scale}")
+        self.top_k = config.top_k
+        self.embedder = get_embedder(config.embedder, config.llm)
+        self.log = MessageLog()
+        self._vectors: list[np.ndarray] = []
+        self._pending: list[str] = []
+        self._stored: list[float] = []  # seconds; NaN when the message had no time
+        self.g = np.zeros(0)
+        self.last = np.zeros(0)
+
+    def ingest(self, chunk: Chunk) -> None:
+        entries = self.log.add(chunk)
+        self._pending.extend(e.text for e in entries)
+        self._stored.extend(np.nan if (s := parse_time(e.time)) is None else s for e in entries)
+
+    def _sync(self) -> None:
+        """Embed new memories in one batch and give them g_0 = 1, last = stored time."""
+        if self._pending:
+            self._vectors.append(self.embedder.embed(self._pending))
+            self._pending = []
+        n = len(self.log)
+        if len(self.g) < n:
+            self.g = np.concatenate([self.g, np.ones(n - len(self.g))])
+            self.last = np.concatenate([self.last, np.asarray(self._stored[len(self.last) : n])])
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        self._sync()
+        if not len(self.log):
+            return Recall(())
+        vectors = np.concatenate(self._vectors) if len(self._vectors) > 1 else self._vectors[0]
+        self._vectors = [vectors]
+        relevance = vectors @ self.embedder.embed([question.text])[0]
+        now = parse_time(question.time)
+        if now is None:
+            known = self.last[~np.isnan(self.last)]
+            now = float(known.max()) if len(known) else 0.0
+        last = np.where(np.isnan(self.last), now, self.last)
+        # time runs forward only: a memory stamped after the question counts as fresh
+        elapsed = np.maximum(now - last, 0.0) / self.time_scale
+        p = recall_probability(np.maximum(relevance, 0.0), elapsed, self.g)
+        above = np.flatnonzero(p > self.threshold)
+        chosen = above[np.argsort(-p[above], kind="stable")][: self.top_k]
+        self.g[chosen] += consolidation_gain(elapsed[chosen])
+        self.last[chosen] = now
+        return Recall(tuple(self.log.item(int(i), float(p[i])) for i in chosen))
+
+    def close(self) -> None:
+        """Everything lives in memory; nothing to release."""

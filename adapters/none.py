@@ -1,0 +1,24 @@
+"""`none`: no memory at all (MemSim's NonMem), the floor every memory should beat."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memplug.models import AgentQuestion, Chunk, Recall
+from memplug.protocols import AgentConfig
+
+
+class NoneAgent:
+    options = ()
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        """Keeps nothing."""
+
+    def ingest(self, chunk: Chunk) -> None:
+        """Forgets the chunk."""
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        return Recall(())
+
+    def close(self) -> None:
+        """Nothing to release."""

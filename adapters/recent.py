@@ -1,0 +1,30 @@
+"""`recent`: the last k messages (MemSim's ReceMem, short-term memory).
+
+k is the run's ``--top-k`` unless ``-o k=N`` sets it. Items are returned oldest first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.options import Option, resolve
+from memplug.protocols import AgentConfig
+
+
+class RecentAgent:
+    options = (Option("k", int, 0, "how many recent messages to keep (0: the run's --top-k)"),)
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        k = resolve(self.options, config.options, "recent")["k"] or config.top_k
+        self._window: deque[Recalled] = deque(maxlen=max(k, 0))
+
+    def ingest(self, chunk: Chunk) -> None:
+        self._window.extend(Recalled(m.text, None, (m.id,)) for m in chunk.messages)
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        return Recall(tuple(self._window))
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,56 @@
+"""The retrieval agents' common body: store messages, score them, return the top k.
+
+`bm25` and `embedding` differ only in the weights they give the :class:`Retriever`;
+both accept PerLTQA re-ranking (``-o rerank=perltqa``) and pseudo-relevance feedback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memplug.adapters.retrieval.message_log import MessageLog
+from memplug.adapters.retrieval.rerank import PerLTQAReranker
+from memplug.adapters.retrieval.retriever import Retriever
+from memplug.models import AgentQuestion, Chunk, Recall
+from memplug.options import Option, resolve
+from memplug.protocols import AgentConfig
+
+RERANK_OPTION = Option(
+    "rerank", str, "none", "perltqa: classify semantic/episodic, retrieve k per type, re-score (PerLTQA Eq. 3)",
+    choices=("none", "perltqa"),
+)
+
+
+class RetrievalAgent:
+    """Subclasses set the retriever weights from their options in :meth:`weights`."""
+
+    options: tuple[Option, ...] = ()
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        self.config = config
+        self.opts = resolve(type(self).options, config.options, type(self).__name__)
+        lexical, dense, feedback = self.weights(self.opts)
+        self.log = MessageLog()
+        self.retriever = Retriever(lexical, dense, feedback, embedder=config.embedder, llm=config.llm)
+        self.reranker = PerLTQAReranker() if self.opts["rerank"] == "perltqa" else None
+
+    def weights(self, opts: dict) -> tuple[float, float, float]:
+        """(lexical, dense, feedback) weights from the parsed options."""
+        raise NotImplementedError
+
+    def ingest(self, chunk: Chunk) -> None:
+        entries = self.log.add(chunk)
+        self.retriever.add([e.text for e in entries])
+        if self.reranker is not None:
+            self.reranker.add([e.text for e in entries], [e.meta for e in entries])
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        k = self.config.top_k
+        if self.reranker is not None:
+            ranked = self.reranker.rerank(question.text, self.retriever.scores(question.text), k)
+        else:
+            ranked = self.retriever.search(question.text, k)
+        return Recall(self.log.items(ranked))
+
+    def close(self) -> None:
+        """Everything lives in memory; nothing to release."""

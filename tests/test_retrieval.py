@@ -1,0 +1,144 @@
+"""Retrieval building blocks: tokenizer, BM25 (lazy re-index), dense index, embedders, re-ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memplug.adapters.retrieval import embedders as emb
+from memplug.adapters.retrieval.bm25_index import BM25Index, top_k
+from memplug.adapters.retrieval.dense_index import DenseIndex
+from memplug.adapters.retrieval.memory_types import EPISODIC, SEMANTIC, classify
+from memplug.adapters.retrieval.rerank import PerLTQAReranker
+from memplug.adapters.retrieval.retriever import Retriever
+from memplug.adapters.retrieval.timestamps import parse_time
+from memplug.adapters.retrieval.tokenizer import tokenize
+from memplug.errors import MemplugError
+
+
+def test_tokenizer_english_words_without_stopwords():
+    assert tokenize("The CEO of Apple Inc. is Tim Cook.") == ["ceo", "apple", "inc", "tim", "cook"]
+
+
+def test_tokenizer_chinese_unigrams_and_bigrams_mixed_with_latin():
+    assert tokenize("上司叫Zhao") == ["上", "司", "叫", "上司", "司叫", "zhao"]
+
+
+def test_bm25_finds_chinese_and_english_and_reindexes_lazily():
+    index = BM25Index()
+    index.add(["我的上司名叫赵雅琳。", "我表弟学历是博士。", "Roy Rogers is married to Dale Evans."])
+    assert index.search("我上司叫什么名字", 1)[0][0] == 0
+    assert index.search("Who is Roy Rogers married to?", 1)[0][0] == 2
+    index.add(["The capital of Romania is Bucharest."])  # added after a search: rebuilt on the next
+    assert index.search("capital of Romania", 1)[0][0] == 3
+    assert index.search("nothing matches zzz", 3) == []
+
+
+def test_top_k_orders_by_score_then_position_and_fills_with_zeros_on_request():
+    scores = np.array([0.0, 2.0, 1.0, 2.0, 0.0])
+    assert top_k(scores, 3) == [(1, 2.0), (3, 2.0), (2, 1.0)]
+    assert [i for i, _ in top_k(scores, 5, keep_zero=True)] == [1, 3, 2, 0, 4]
+
+
+def test_dense_index_grows_and_returns_cosine_top_k():
+    index = DenseIndex(2, use_faiss=False)
+    for _ in range(40):  # past the first allocation
+        index.add(np.array([[1.0, 0.0]]))
+    index.add(np.array([[0.0, 1.0], [0.6, 0.8]]))
+    best = index.search(np.array([0.0, 1.0]), 2)
+    assert [i for i, _ in best] == [40, 41]
+    assert best[0][1] == pytest.approx(1.0)
+
+
+def test_wordllama_loads_offline_from_memplug_cache(tmp_path, monkeypatch):
+    import wordllama.wordllama as wl
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("wordllama tried to download")
+
+    monkeypatch.setattr(wl.requests, "get", no_network)
+    monkeypatch.setenv("MEMPLUG_CACHE", str(tmp_path))
+    monkeypatch.setattr(emb, "_CACHE", {})
+    embedder = emb.get_embedder("wordllama")
+    assert (tmp_path / "wordllama" / "tokenizers").is_dir()
+    vectors = embedder.embed(["my boss is called Zhao", "the boss's name is Zhao", "rain in Spain"])
+    assert vectors.shape == (3, embedder.dim) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    assert emb.get_embedder("wordllama") is embedder  # cached per process
+
+
+def test_unknown_embedder_is_a_user_error():
+    with pytest.raises(MemplugError, match="unknown embedder"):
+        emb.get_embedder("glove")
+
+
+def test_litellm_embedder_goes_through_the_llm_layer(monkeypatch):
+    llm_module = pytest.importorskip("memplug.llm")
+
+    class FakeLLM:
+        api_base = api_key = None
+
+        def __init__(self, model="run-model", api_base=None, api_key=None):
+            self.model = model
+
+        def embed(self, texts):
+            return [[3.0, 4.0] for _ in texts]
+
+    monkeypatch.setattr(llm_module, "LLM", FakeLLM)
+    embedder = emb.LiteLLMEmbedder("openai/text-embedding-3-small", FakeLLM())
+    out = embedder.embed(["a", "b"])
+    assert embedder.name == "litellm:openai/text-embedding-3-small"
+    assert np.allclose(out, [[0.6, 0.8], [0.6, 0.8]]) and embedder.dim == 2
+
+
+def test_feedback_reaches_the_fact_named_by_the_first_hit():
+    texts = ["我的下属的单位叫深圳华厦建设有限公司。", "我的下属身高才160厘米。", "我叔叔的身高有173厘米。",
+             "我表哥个子好高，有190厘米呢。", "我上司个子挺高的，有185厘米呢。"]
+    question = "那个单位名称是深圳华厦建设有限公司的人，身高是什么？"
+    plain, fed = Retriever(feedback=0.0), Retriever(feedback=1.0)
+    for r in (plain, fed):
+        r.add(texts)
+    assert [i for i, _ in fed.search(question, 2)] == [0, 1]
+    assert fed.scores(question)[1] > fed.scores(question)[2]
+
+
+def test_hybrid_blends_scaled_scores():
+    r = Retriever(lexical=1.0, dense=1.0)
+    r.add(["Tim Cook runs Apple.", "Bananas are yellow.", "Paris is in France."])
+    scores = r.scores("Who runs Apple?")
+    assert scores.argmax() == 0 and 0.0 <= scores.min() and scores.max() <= 2.0
+
+
+def test_memory_type_classifier_and_metadata():
+    assert classify("Yesterday we went to the museum together.")[0] == EPISODIC
+    assert classify("Wang Wei is a cameraman and my colleague.")[0] == SEMANTIC
+    assert classify("x", {"memory_type": "event"}) == (EPISODIC, 1.0)
+
+
+def test_perltqa_rescoring_follows_eq3():
+    reranker = PerLTQAReranker()
+    reranker.add(["e1", "s1", "e2"], [{"memory_type": "event"}, {"memory_type": "profile"}, {"memory_type": "event"}])
+    ranked = reranker.rerank("What happened at the party yesterday?", np.array([0.0, 5.0, 1.0]), 2)
+    sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    # episodic question: P(pi|m) = 1 for events, 0 for the profile
+    assert ranked == [(2, pytest.approx(0.5 + 0.5 * sig(1.0))), (0, pytest.approx(0.5 + 0.5 * sig(0.0)))]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2024年04月01日 周一 08:39", "2024-04-01T08:39:00+00:00"),
+        ("2024-05-12T01:40:00", "2024-05-12T01:40:00+00:00"),
+        ("1700000000", None),
+    ],
+)
+def test_timestamps(text, expected):
+    from datetime import datetime, timezone
+
+    value = parse_time(text)
+    if expected is None:
+        assert value == 1_700_000_000
+    else:
+        assert datetime.fromtimestamp(value, timezone.utc).isoformat() == expected
+    assert parse_time("next Tuesday-ish") is None
