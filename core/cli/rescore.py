@@ -1,0 +1,261 @@
+"""`memplug rescore`: recompute metrics and judge verdicts from a run's records.
+
+Changing a metric or the judge should not mean re-running the memory agent and the
+answering LLM. Every record in samples.jsonl keeps the prediction, the gold and the
+recalled items, which is all a metric sees, so scores can be recomputed from it alone.
+The run's own files are never changed: the rescored records and summary are written
+next to them under a timestamp, with a ``rescore-<stamp>.json`` that says what was
+recomputed, with which judge, and which numbers moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import click
+
+from memplug import options as opts
+from memplug.errors import MemplugError, did_you_mean
+from memplug.models import DatasetInfo, Question, Recalled
+from memplug.plugins import Entry, Plugins, get_plugins
+from memplug.protocols import MetricConfig, ScoreContext
+from memplug.results import RunDir, summarize, write_json_atomic
+
+#: a metric parameterised by K ("recall@K") is asked for by its instance name ("recall@5")
+_AT_K = re.compile(r"^(?P<base>.+)@(?P<k>\d+)$")
+
+
+def dataset_info(spec: dict[str, Any], plugins: Plugins) -> DatasetInfo:
+    """The run's DatasetInfo (language, metric list), built from the stored dataset options."""
+    builder = plugins.registry("datasets").get(spec["dataset"]).load()()
+    values = opts.resolve(getattr(builder, "options", ()), spec.get("dataset_options") or {},
+                          f"dataset {spec['dataset']!r}")
+    info_for = getattr(builder, "info_for", None)
+    return info_for(values) if info_for else builder.info
+
+
+def make_llm(model: str, api_base: str | None, cache: bool):
+    """An LLM client configured like the runner's judge (temperature 0, on-disk cache)."""
+    from memplug.llm import LLM
+
+    return LLM(model, api_base=api_base, use_cache=cache)
+
+
+def metric_entry(name: str, plugins: Plugins) -> tuple[Entry, int | None]:
+    """The registry entry for a metric name and, for "name@K" metrics, the K asked for."""
+    registry = plugins.registry("metrics")
+    if name in registry:
+        return registry.get(name), None
+    match = _AT_K.match(name)
+    if match and f"{match['base']}@K" in registry:
+        return registry.get(f"{match['base']}@K"), int(match["k"])
+    raise MemplugError(f"unknown metric {name!r}{did_you_mean(name, registry.names())}")
+
+
+def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins) -> list[Any]:
+    metrics = []
+    for name in names:
+        entry, k = metric_entry(name, plugins)
+        metrics.append(entry.load()(config if k is None else attrs.evolve(config, top_k=k)))
+    return metrics
+
+
+def score_context(record: dict[str, Any], language: str) -> ScoreContext:
+    """What a metric saw when the run scored this record, rebuilt from the record."""
+    question = Question(
+        id=record["question_id"], text=record["question"], answers=tuple(record.get("gold") or ()),
+        category=record["category"], choices=record.get("choices"), correct_choice=record.get("correct_choice"),
+        targets=record.get("targets") or (), anchors=record.get("anchors") or (),
+    )
+    items = tuple(Recalled(i["text"], i.get("score"), i.get("message_ids") or ()) for i in record.get("recalled") or ())
+    return ScoreContext(question, record["prediction"], items, language)
+
+
+def scorable(record: dict[str, Any]) -> bool:
+    """A record the run scored: answered, without an error (errors stay errors)."""
+    return not record.get("error") and record.get("prediction") is not None
+
+
+async def score_records(records: list[dict[str, Any]], metrics: list[Any], language: str) -> list[dict[str, Any]]:
+    """{metric name: score} per record (None for unscorable ones); async metrics run concurrently.
+
+    A metric that fails stops the rescore with the question it failed on: a summary
+    with some verdicts missing would not be the same set of numbers.
+    """
+
+    async def one(record: dict[str, Any]) -> dict[str, Any]:
+        ctx = score_context(record, language)
+        out: dict[str, Any] = {}
+        for metric in metrics:
+            try:
+                value = metric.score(ctx)
+                if inspect.isawaitable(value):
+                    value = await value
+            except MemplugError:
+                raise
+            except Exception as exc:
+                raise MemplugError(f"metric {metric.name!r} failed on question {record['question_id']!r} of sample "
+                                   f"{record['sample_id']!r}: {type(exc).__name__}: {exc}") from exc
+            out[metric.name] = None if value is None else float(value)
+        return out
+
+    todo = [r for r in records if scorable(r)]
+    results = iter(await asyncio.gather(*(one(r) for r in todo)))
+    return [next(results) if scorable(r) else None for r in records]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def summary_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every number that differs between two summaries, by dotted key (absent = None)."""
+    old, new = _flatten(before), _flatten(after)
+    return [{"key": k, "before": old.get(k), "after": new.get(k)}
+            for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+
+
+def _stamp(folder: Path) -> str:
+    """A timestamp no earlier rescore of this run has used."""
+    base = datetime.now().strftime("%Y%m%d-%H%M%S")
+    n = 0
+    while (folder / f"rescore-{base if n == 0 else f'{base}-{n}'}.json").exists():
+        n += 1
+    return base if n == 0 else f"{base}-{n}"
+
+
+@attrs.frozen
+class Rescore:
+    """What `memplug rescore` wrote and found."""
+
+    summary_path: Path
+    samples_path: Path
+    changes_path: Path
+    changes: dict[str, Any]
+
+
+def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None = None,
+                api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None) -> Rescore:
+    """Recompute ``metrics`` (default: the run's own) for every answered record of a run.
+
+    Scores of metrics not recomputed are kept. A new ``judge`` model rescores every
+    verdict, so one summary never mixes two judges; without one, the run's judge is used.
+    """
+    plugins = plugins or get_plugins()
+    run = RunDir(path).check()
+    stored = run.spec()
+    spec = stored.get("spec", {})
+    old_summary = run.summary()
+    records = run.records()
+    info = dataset_info(spec, plugins)
+
+    names = list(dict.fromkeys(metrics or stored.get("resolved", {}).get("metrics") or []))
+    if judge and "judge" not in names:
+        names.append("judge")
+    if not names:
+        raise MemplugError(f"{path}: run.json lists no metrics; name them with --metrics")
+    judge_model = judge or spec.get("judge")
+    if "judge" in names and not judge_model:
+        raise MemplugError(f"{path}: the run had no judge; pass --judge MODEL to add judge verdicts")
+    judge_llm = make_llm(judge_model, api_base or spec.get("api_base"), cache) if "judge" in names else None
+    config = MetricConfig(top_k=spec.get("top_k", 5), language=info.language, judge=judge_llm)
+    instances = build_metrics(names, config, plugins)
+
+    new_scores = asyncio.run(score_records(records, instances, info.language))
+    rescored: list[dict[str, Any]] = []
+    changed = {m.name: 0 for m in instances}
+    for record, scores in zip(records, new_scores):
+        if scores is None:
+            rescored.append(record)
+            continue
+        old = record.get("scores") or {}
+        for name, value in scores.items():
+            changed[name] += old.get(name) != value
+        rescored.append({**record, "scores": {**old, **scores}})
+
+    ci = old_summary.get("ci") or {}
+    new_summary = summarize(
+        rescored, spec.get("agent", old_summary.get("agent")), spec.get("dataset", old_summary.get("dataset")),
+        stored.get("run_id", old_summary.get("run_id")), old_summary.get("efficiency", {}).get("wall_s") or 0.0,
+        **{k: ci[k] for k in ("resamples", "level") if k in ci},
+    )
+    diff = summary_changes(old_summary, new_summary)
+    judge_metric = next((m for m in instances if m.name == "judge"), None)
+    stamp = _stamp(run.path)
+    summary_path = run.path / f"summary.rescored-{stamp}.json"
+    samples_path = run.path / f"samples.rescored-{stamp}.jsonl"
+    changes_path = run.path / f"rescore-{stamp}.json"
+    changes = {
+        "run_id": stored.get("run_id"),
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "from": {"summary": run.summary_json.name, "samples": run.samples.name},
+        "written": {"summary": summary_path.name, "samples": samples_path.name},
+        "metrics": {m.name: getattr(m, "version", None) for m in instances},
+        "judge": {
+            "run": stored.get("resolved", {}).get("judge") or spec.get("judge"),
+            "rescore": judge_metric.describe() if judge_metric is not None else None,
+        },
+        "llm": judge_llm.usage.as_dict() if judge_llm is not None else None,
+        "questions_rescored": sum(s is not None for s in new_scores),
+        "changed_scores": changed,
+        "changed_summary": diff,
+        "identical": not diff,
+    }
+    _write_records(samples_path, rescored)
+    write_json_atomic(summary_path, new_summary)
+    write_json_atomic(changes_path, changes)
+    return Rescore(summary_path, samples_path, changes_path, changes)
+
+
+def _write_records(path: Path, records: list[dict[str, Any]]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+@click.command("rescore")
+@click.argument("run", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--metrics", help="Comma-separated metrics to recompute (default: the run's own), "
+              "e.g. em,f1,recall@5. Scores of other metrics are kept.")
+@click.option("--judge", help="litellm model for new judge verdicts (rescores every verdict; "
+              "default: the run's judge when the judge metric is recomputed).")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --judge (default: the run's).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+def rescore_command(run: Path, metrics: str | None, judge: str | None, api_base: str | None, no_cache: bool) -> None:
+    """Recompute metrics and judge verdicts of a finished run without re-running it.
+
+    Writes summary.rescored-<stamp>.json and samples.rescored-<stamp>.jsonl next to the
+    run's own files (which stay as they are) and rescore-<stamp>.json, which lists every
+    number that changed. Prints the new summary's path.
+
+    \b
+    Examples:
+      memplug rescore runs/RUN
+      memplug rescore runs/RUN --metrics f1,rouge_l
+      memplug rescore runs/RUN --judge openai/gpt-4o
+    """
+    names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    result = rescore_run(run, names, judge, api_base, cache=not no_cache)
+    changes = result.changes
+    if changes["identical"]:
+        click.echo(f"rescored {changes['questions_rescored']} questions: summary unchanged", err=True)
+    else:
+        click.echo(f"rescored {changes['questions_rescored']} questions; changed:", err=True)
+        for c in changes["changed_summary"]:
+            click.echo(f"  {c['key']}: {c['before']} -> {c['after']}", err=True)
+    click.echo(str(result.summary_path))

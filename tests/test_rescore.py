@@ -1,0 +1,154 @@
+"""`memplug rescore`: metrics recomputed from samples.jsonl, the run's own files untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memplug.cli import cli
+from memplug.cli.rescore import rescore_command, rescore_run, summary_changes
+from memplug.results import RunDir, summarize, write_json_atomic
+
+WORDS = ["apple", "river", "lamp"]
+
+
+def record(sample: int, question: int, prediction: str | None, error: str | None = None) -> dict:
+    """A record as the runner writes it for the testkit's `counting` dataset, scored by hand."""
+    gold = WORDS[(sample + question) % len(WORDS)]
+    recalled = [{"text": f"Item {sample}-{question} is {prediction}.", "score": 1.0, "message_ids": [f"m{question}"]}]
+    scores = {} if error else {"em": float(prediction == gold), "subem": float(gold in (prediction or "")),
+                               "recall@5": 1.0}
+    return {
+        "sample_id": f"s{sample}", "question_id": f"q{question}", "category": "even" if question % 2 == 0 else "odd",
+        "question": f"What is item {sample}-{question}?", "prediction": prediction, "gold": [gold], "choices": None,
+        "correct_choice": None, "targets": [f"m{question}"], "anchors": [], "recalled": [] if error else recalled,
+        "agent_answered": True, "scores": scores,
+        "timings": {"ingest_s": 0.01, "n_messages": 4, "recall_s": 0.001, "read_s": 0.0},
+        "usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+        "error": error, "meta": {},
+        "ingest_usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+    }
+
+
+def write_run(folder: Path, records: list[dict], judge: str | None = None) -> Path:
+    """A finished run directory with run.json, samples.jsonl and the runner's summary."""
+    folder.mkdir(parents=True)
+    spec = {"agent": "lookup", "dataset": "counting", "data": None, "seed": 0, "llm": None, "api_base": None,
+            "reader": None, "judge": judge, "embedder": "wordllama", "chunk_size": None, "top_k": 5, "limit": None,
+            "concurrency": 4, "cache": True, "agent_options": {}, "dataset_options": {}}
+    write_json_atomic(folder / "run.json", {"run_id": folder.name, "spec": spec, "status": "finished",
+                                            "resolved": {"metrics": ["em", "subem", "recall@5"]}})
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.234))
+    return folder
+
+
+def finished_run(tmp_path: Path) -> Path:
+    records = [record(s, q, WORDS[(s + q) % 3] if (s + q) % 4 else "wrong") for s in range(5) for q in range(3)]
+    records.append(record(5, 0, None, error="ValueError: recall exploded"))
+    return write_run(tmp_path / "run", records)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_rescore_reproduces_the_summary_exactly(testkit, tmp_path):
+    path = finished_run(tmp_path)
+    before = snapshot(path)
+    result = rescore_run(path)
+    assert result.summary_path.read_bytes() == before["summary.json"]
+    assert result.samples_path.read_bytes() == before["samples.jsonl"]
+    assert result.changes["identical"] and result.changes["changed_summary"] == []
+    assert result.changes["changed_scores"] == {"em": 0, "subem": 0, "recall@5": 0}
+    assert result.changes["questions_rescored"] == 15  # the errored question stays an error
+    assert result.changes["judge"] == {"run": None, "rescore": None}
+    after = snapshot(path)
+    assert {k: after[k] for k in before} == before  # the run's own files are untouched
+    assert set(after) - set(before) == {result.summary_path.name, result.samples_path.name, result.changes_path.name}
+    assert json.loads(result.changes_path.read_text()) == result.changes
+
+
+def test_rescore_repairs_tampered_scores_and_says_what_changed(testkit, tmp_path):
+    path = finished_run(tmp_path)
+    records = RunDir(path).records()
+    records[1]["scores"]["em"] = 0.0  # s0/q1: prediction "river" equals gold "river"
+    (path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_json_atomic(path / "summary.json", summarize(records, "lookup", "counting", "run", 1.234))
+    result = rescore_run(path, ["em"])
+    assert result.changes["changed_scores"] == {"em": 1}
+    changed = {c["key"]: (c["before"], c["after"]) for c in result.changes["changed_summary"]}
+    assert changed["metrics.overall.em"] == (round(10 / 15, 6), round(11 / 15, 6))  # 4 of 15 wrong
+    assert changed["metrics.by_category.odd.em"][1] > changed["metrics.by_category.odd.em"][0]
+    assert not any(k.startswith(("metrics.overall.subem", "n.", "efficiency", "llm")) for k in changed)
+    rescored = json.loads(result.samples_path.read_text().splitlines()[1])
+    assert rescored["scores"] == {"em": 1.0, "subem": 1.0, "recall@5": 1.0}
+
+
+def test_rescore_adds_a_metric_the_run_did_not_compute(testkit, tmp_path):
+    path = finished_run(tmp_path)
+    result = rescore_run(path, ["f1"])
+    summary = json.loads(result.summary_path.read_text())
+    assert summary["metrics"]["overall"]["f1"] == summary["metrics"]["overall"]["em"]  # one-word answers
+    assert summary["n"]["overall"]["f1"] == 15
+    keys = {c["key"] for c in result.changes["changed_summary"]}
+    assert "metrics.overall.f1" in keys and "ci.overall.f1" in keys
+    assert result.changes["changed_scores"] == {"f1": 15}
+
+
+def test_recall_at_another_k(testkit, tmp_path):
+    result = rescore_run(finished_run(tmp_path), ["recall@1"])
+    assert json.loads(result.summary_path.read_text())["metrics"]["overall"]["recall@1"] == 1.0
+
+
+def test_two_rescores_do_not_overwrite_each_other(testkit, tmp_path):
+    path = finished_run(tmp_path)
+    first, second = rescore_run(path), rescore_run(path)
+    assert first.changes_path != second.changes_path and first.changes_path.exists()
+
+
+def test_summary_changes_lists_every_moved_number():
+    before = {"metrics": {"overall": {"em": 0.5}}, "ci": {"overall": {"em": [0.4, 0.6]}}}
+    after = {"metrics": {"overall": {"em": 0.5, "f1": 0.7}}, "ci": {"overall": {"em": [0.4, 0.61]}}}
+    assert summary_changes(before, after) == [
+        {"key": "ci.overall.em", "before": [0.4, 0.6], "after": [0.4, 0.61]},
+        {"key": "metrics.overall.f1", "before": None, "after": 0.7},
+    ]
+
+
+@pytest.fixture
+def memplug_cli(monkeypatch):
+    """The memplug command group with `rescore` in it (registered by memplug.cli)."""
+    monkeypatch.setitem(cli.commands, "rescore", rescore_command)
+    return lambda *args: CliRunner().invoke(cli, list(args))
+
+
+def test_cli_prints_the_new_summary(testkit, tmp_path, memplug_cli):
+    path = finished_run(tmp_path)
+    out = memplug_cli("rescore", str(path))
+    assert out.exit_code == 0, out.output
+    written = Path(out.stdout.strip())
+    assert written.name.startswith("summary.rescored-") and written.read_bytes() == (path / "summary.json").read_bytes()
+    assert "summary unchanged" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--metrics", "emm"], 'unknown metric \'emm\' (did you mean "em"?)'),
+        (["--metrics", "judge"], "the run had no judge; pass --judge MODEL"),
+    ],
+)
+def test_cli_user_errors_exit_2(testkit, tmp_path, memplug_cli, args, message):
+    out = memplug_cli("rescore", str(finished_run(tmp_path)), *args)
+    assert out.exit_code == 2 and message in out.stderr
+
+
+def test_cli_refuses_an_unfinished_run(testkit, tmp_path, memplug_cli):
+    path = finished_run(tmp_path)
+    (path / "summary.json").unlink()
+    out = memplug_cli("rescore", str(path))
+    assert out.exit_code == 2 and "no summary.json" in out.stderr
