@@ -1,0 +1,195 @@
+"""`memplug judge-check`: measure an LLM judge where the gold is objective.
+
+A judged score is only as good as the judge. On multiple-choice questions (scored by
+`accuracy`) and short exact-answer questions (scored by `em`, or `--exact subem`) the
+right verdict is known without a judge, so the judge's verdicts can be compared with
+exact scoring: agreement and Cohen's kappa. With two judges, their mutual agreement is
+measured on every answered question, open-ended ones included. Results are printed and
+merged into ``judge-check.json`` in the run directory, where `memplug report` finds them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from datetime import datetime, timezone
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memplug.cli.rescore import build_metrics, dataset_info, make_llm, score_records, scorable
+from memplug.errors import MemplugError
+from memplug.plugins import Plugins, get_plugins
+from memplug.protocols import MetricConfig
+from memplug.results import RunDir, load_json, write_json_atomic
+from memplug.stats import agreement, cohen_kappa
+from memplug.text import tokens
+
+CHECK_FILE = "judge-check.json"
+#: a judge verdict (a score in [0, 1]) counts as "correct" from this value on
+VERDICT_THRESHOLD = 0.5
+
+
+def question_kind(record: dict[str, Any], language: str, max_answer_words: int) -> str | None:
+    """"multiple_choice", "exact_answer" (every gold answer is short), or None (open-ended)."""
+    if record.get("choices") and record.get("correct_choice") is not None:
+        return "multiple_choice"
+    gold = record.get("gold") or []
+    if gold and all(0 < len(tokens(g, language)) <= max_answer_words for g in gold):
+        return "exact_answer"
+    return None
+
+
+def _key(record: dict[str, Any]) -> tuple[str, str]:
+    return record["sample_id"], record["question_id"]
+
+
+def compare(x: list[int], y: list[int]) -> dict[str, Any]:
+    """n, agreement, Cohen's kappa (None when undefined) and the 2x2 table of two 0/1 raters."""
+    if not x:
+        return {"n": 0, "agreement": None, "kappa": None, "table": None}
+    kappa = cohen_kappa(x, y)
+    table = {f"{a}{b}": sum(1 for p, q in zip(x, y) if (p, q) == (a, b)) for a in (1, 0) for b in (1, 0)}
+    return {"n": len(x), "agreement": agreement(x, y), "kappa": None if math.isnan(kappa) else kappa, "table": table}
+
+
+def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words: int = 5,
+              api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None) -> dict[str, Any]:
+    """Judge the run's answers with each model and compare with exact scoring (and each other)."""
+    if not judges:
+        raise MemplugError("judge-check needs at least one --judge MODEL")
+    if len(set(judges)) != len(judges):
+        raise MemplugError(f"the same judge is given twice: {', '.join(judges)}")
+    plugins = plugins or get_plugins()
+    run = RunDir(path).check()
+    spec = run.spec().get("spec", {})
+    info = dataset_info(spec, plugins)
+    answered = [r for r in run.records() if scorable(r)]
+    kinds = {_key(r): question_kind(r, info.language, max_answer_words) for r in answered}
+    objective = [r for r in answered if kinds[_key(r)]]
+    if not objective and len(judges) == 1:
+        raise MemplugError(f"{path}: no multiple-choice or exact-answer question to check the judge on")
+    # two or more judges are also compared with each other on open-ended questions
+    to_judge = answered if len(judges) > 1 else objective
+    config = MetricConfig(top_k=spec.get("top_k", 5), language=info.language)
+    accuracy, exact_metric = build_metrics(["accuracy", exact], config, plugins)
+    exact_scores = asyncio.run(score_records(objective, [accuracy, exact_metric], info.language))
+    truth = {_key(r): s["accuracy"] if kinds[_key(r)] == "multiple_choice" else s[exact_metric.name]
+             for r, s in zip(objective, exact_scores)}
+
+    verdicts: dict[str, dict[tuple[str, str], int]] = {}
+    described: dict[str, Any] = {}
+    usage: dict[str, Any] = {}
+    for model in judges:
+        llm = make_llm(model, api_base or spec.get("api_base"), cache)
+        (judge,) = build_metrics(["judge"], MetricConfig(top_k=config.top_k, language=info.language, judge=llm),
+                                 plugins)
+        scores = asyncio.run(score_records(to_judge, [judge], info.language))
+        verdicts[model] = {_key(r): int(s["judge"] >= VERDICT_THRESHOLD)
+                           for r, s in zip(to_judge, scores) if s["judge"] is not None}
+        described[model] = judge.describe()
+        usage[model] = llm.usage.as_dict()
+
+    result: dict[str, Any] = {
+        "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "exact_metric": exact_metric.name,
+        "max_answer_words": max_answer_words,
+        "verdict_threshold": VERDICT_THRESHOLD,
+        "questions": {"answered": len(answered), "multiple_choice": sum(v == "multiple_choice" for v in kinds.values()),
+                      "exact_answer": sum(v == "exact_answer" for v in kinds.values())},
+        "judges": {},
+        "between_judges": [],
+    }
+    for model in judges:
+        v = verdicts[model]
+        by_kind = {}
+        for kind in ("multiple_choice", "exact_answer", None):
+            ids = [k for k in truth if k in v and (kind is None or kinds[k] == kind)]
+            by_kind[kind or "all"] = compare([v[k] for k in ids], [int(truth[k]) for k in ids])
+        disagree = [k for k in truth if k in v and v[k] != int(truth[k])]
+        result["judges"][model] = {
+            "judge": described[model],
+            "vs_exact": by_kind,
+            "disagreements": [{"sample_id": s, "question_id": q} for s, q in disagree],
+            "llm": usage[model],
+        }
+    for a, b in combinations(judges, 2):
+        ids = [k for k in verdicts[a] if k in verdicts[b]]
+        result["between_judges"].append({"judges": [a, b], **compare([verdicts[a][k] for k in ids],
+                                                                      [verdicts[b][k] for k in ids])})
+    _merge_into_run(run.path / CHECK_FILE, result)
+    return result
+
+
+def _merge_into_run(path: Path, result: dict[str, Any]) -> None:
+    """Keep earlier checks of other judges; a judge checked again replaces its old entry."""
+    stored = load_json(path) if path.is_file() else {"judges": {}, "between_judges": []}
+    stored["judges"].update(result["judges"])
+    pairs = {tuple(p["judges"]) for p in result["between_judges"]}
+    stored["between_judges"] = [p for p in stored["between_judges"] if tuple(p["judges"]) not in pairs]
+    stored["between_judges"] += result["between_judges"]
+    stored.update({k: v for k, v in result.items() if k not in ("judges", "between_judges")})
+    write_json_atomic(path, stored)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_check(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    q = result["questions"]
+    table = Table(title=f"Judge vs exact scoring ({q['multiple_choice']} multiple-choice, {q['exact_answer']} "
+                        f"exact-answer questions; exact = accuracy / {result['exact_metric']})", title_justify="left")
+    for col in ("judge", "questions", "n", "agreement", "kappa", "judge yes / exact no", "judge no / exact yes"):
+        table.add_column(col)
+    for model, check in result["judges"].items():
+        for i, (kind, c) in enumerate(check["vs_exact"].items()):
+            t = c["table"] or {}
+            table.add_row(model if i == 0 else "", kind, str(c["n"]), _fmt(c["agreement"]), _fmt(c["kappa"]),
+                          str(t.get("10", "-")), str(t.get("01", "-")), end_section=i == 2)
+    console.print(table)
+    if result["between_judges"]:
+        between = Table(title="Between judges (all answered questions)", title_justify="left")
+        for col in ("judges", "n", "agreement", "kappa"):
+            between.add_column(col)
+        for p in result["between_judges"]:
+            between.add_row(" vs ".join(p["judges"]), str(p["n"]), _fmt(p["agreement"]), _fmt(p["kappa"]))
+        console.print(between)
+
+
+@click.command("judge-check")
+@click.argument("run", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--judge", "judges", multiple=True, required=True,
+              help="litellm model to check (repeat for a second judge: adds their mutual agreement).")
+@click.option("--exact", type=click.Choice(["em", "subem"]), default="em", show_default=True,
+              help="Exact scoring of non-multiple-choice questions.")
+@click.option("--max-answer-words", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Gold answers up to this many words (CJK: characters) count as exact answers.")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint (default: the run's).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def judge_check_command(run: Path, judges: tuple[str, ...], exact: str, max_answer_words: int,
+                        api_base: str | None, no_cache: bool, as_json: bool) -> None:
+    """Check LLM judges against exact scoring on a run's objective questions.
+
+    Reports agreement and Cohen's kappa per judge (overall, multiple-choice,
+    exact-answer) and, with two judges, their mutual agreement. The result is also
+    written to judge-check.json in the run directory.
+
+    \b
+    Examples:
+      memplug judge-check runs/RUN --judge openai/gpt-4o-mini
+      memplug judge-check runs/RUN --judge openai/gpt-4o-mini --judge ollama/qwen2.5
+    """
+    result = check_run(run, list(judges), exact, max_answer_words, api_base, cache=not no_cache)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print_check(result)

@@ -1,0 +1,179 @@
+"""`memplug judge-check`: a judge's verdicts against exact scoring, and two judges against each other.
+
+The judges here are scripted (their verdict per question is fixed), so agreement and
+kappa have hand-worked values; the judge module itself is tested with its own prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memplug.cli import cli
+from memplug.cli import judge_check as jc
+from memplug.cli.judge_check import check_run, compare, judge_check_command, question_kind
+from memplug.results import summarize, write_json_atomic
+from test_rescore import record as counting_record
+
+CHOICES = {"A": "apple", "B": "river", "C": "lamp", "D": "violin"}
+
+
+def mc_record(i: int, right: bool) -> dict:
+    r = counting_record(i, 0, "A" if right else "B")
+    return {**r, "sample_id": f"mc{i}", "question_id": "q", "gold": ["apple"], "choices": CHOICES,
+            "correct_choice": "A", "scores": {"accuracy": float(right)}}
+
+
+def exact_record(i: int, right: bool) -> dict:
+    r = counting_record(i, 0, "apple" if right else "a red fruit")
+    return {**r, "sample_id": f"ex{i}", "question_id": "q", "gold": ["apple"]}
+
+
+def open_record(i: int) -> dict:
+    r = counting_record(i, 0, "She moved there because of her new job at the hospital.")
+    return {**r, "sample_id": f"op{i}", "question_id": "q",
+            "gold": ["She moved to Leeds in 2019 to take up a post as a hospital pharmacist."]}
+
+
+#: exact scoring: 6 of 10 multiple-choice right, 5 of 10 exact answers right, 4 open-ended
+RECORDS = ([mc_record(i, i < 6) for i in range(10)] + [exact_record(i, i < 5) for i in range(10)]
+           + [open_record(i) for i in range(4)])
+#: per judge model, the samples it calls correct
+VERDICTS = {
+    "always-yes": {r["sample_id"] for r in RECORDS},
+    # agrees with exact scoring except that it accepts two paraphrases ("a red fruit"),
+    # and accepts two of the four open-ended answers
+    "fair": {f"mc{i}" for i in range(6)} | {f"ex{i}" for i in range(7)} | {"op0", "op1"},
+}
+
+
+class ScriptedJudge:
+    """Stands in for memplug.judge.Judge: verdicts from VERDICTS, by the model it was given."""
+
+    name = "judge"
+    version = "test"
+
+    def __init__(self, config) -> None:
+        self.model = config.judge.model
+
+    async def score(self, ctx) -> float:
+        return 1.0 if ctx.question.id in VERDICTS[self.model] else 0.0
+
+    def describe(self) -> dict:
+        return {"model": self.model, "prompt": "scripted", "prompt_version": "test"}
+
+
+class FakeLLM:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.usage = types.SimpleNamespace(as_dict=lambda: {"calls": 0})
+
+
+@pytest.fixture
+def scripted(testkit, monkeypatch):
+    """The `judge` metric answers from VERDICTS; no LLM is built."""
+    import sys
+
+    module = types.ModuleType("memplug.judge")
+    module.Judge = ScriptedJudge
+    monkeypatch.setitem(sys.modules, "memplug.judge", module)
+    monkeypatch.setattr(jc, "make_llm", lambda model, api_base, cache: FakeLLM(model))
+
+
+def write_run(folder: Path) -> Path:
+    # the question id the scripted judge sees is the sample id (one question per sample)
+    records = [{**r, "question_id": r["sample_id"]} for r in RECORDS]
+    folder.mkdir(parents=True)
+    spec = {"agent": "lookup", "dataset": "counting", "dataset_options": {}, "top_k": 5, "judge": None}
+    write_json_atomic(folder / "run.json", {"run_id": folder.name, "spec": spec, "status": "finished"})
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.0))
+    return folder
+
+
+def test_question_kinds():
+    assert question_kind(mc_record(0, True), "en", 5) == "multiple_choice"
+    assert question_kind(exact_record(0, True), "en", 5) == "exact_answer"
+    assert question_kind(open_record(0), "en", 5) is None
+    assert question_kind({**open_record(0), "gold": ["张三的上司"]}, "zh", 5) == "exact_answer"  # 5 characters
+    assert question_kind({**open_record(0), "gold": ["张三的新上司"]}, "zh", 5) is None
+
+
+def test_compare_table_and_undefined_kappa():
+    c = compare([1, 1, 0, 0], [1, 0, 0, 0])
+    assert c["table"] == {"11": 1, "10": 1, "01": 0, "00": 2} and c["agreement"] == 0.75
+    assert compare([1, 1], [1, 1])["kappa"] is None  # one label throughout
+    assert compare([], []) == {"n": 0, "agreement": None, "kappa": None, "table": None}
+
+
+def test_one_judge_against_exact_scoring(scripted, tmp_path):
+    result = check_run(write_run(tmp_path / "run"), ["fair"])
+    assert result["questions"] == {"answered": 24, "multiple_choice": 10, "exact_answer": 10}
+    check = result["judges"]["fair"]["vs_exact"]
+    # all 20 objective questions: exact says yes 11, judge yes 13, agreeing on 18.
+    # p_o = 18/20 = 0.9; p_e = (13/20)(11/20) + (7/20)(9/20) = (143 + 63)/400 = 0.515
+    # kappa = (0.9 - 0.515) / (1 - 0.515) = 0.385 / 0.485 = 0.79381...
+    assert check["all"]["n"] == 20 and check["all"]["agreement"] == pytest.approx(0.9)
+    assert check["all"]["kappa"] == pytest.approx(0.385 / 0.485)
+    assert check["all"]["table"] == {"11": 11, "10": 2, "01": 0, "00": 7}
+    assert check["multiple_choice"]["agreement"] == 1.0 and check["multiple_choice"]["kappa"] == 1.0
+    assert check["exact_answer"]["agreement"] == pytest.approx(0.8)
+    assert result["judges"]["fair"]["disagreements"] == [{"sample_id": "ex5", "question_id": "ex5"},
+                                                         {"sample_id": "ex6", "question_id": "ex6"}]
+    assert result["judges"]["fair"]["judge"]["prompt_version"] == "test"
+    assert result["between_judges"] == []
+
+
+def test_two_judges_and_their_mutual_agreement(scripted, tmp_path):
+    path = write_run(tmp_path / "run")
+    result = check_run(path, ["always-yes", "fair"])
+    yes = result["judges"]["always-yes"]["vs_exact"]["all"]
+    # a judge that always says yes agrees on the 11 exact "yes" only, and no better than chance
+    assert yes["agreement"] == pytest.approx(11 / 20) and yes["kappa"] == pytest.approx(0.0)
+    (between,) = result["between_judges"]
+    # all 24 answered questions: "fair" says yes on 13 + 2 open-ended = 15, "always-yes" on 24
+    assert between["judges"] == ["always-yes", "fair"] and between["n"] == 24
+    assert between["agreement"] == pytest.approx(15 / 24) and between["kappa"] == pytest.approx(0.0)
+    stored = json.loads((path / "judge-check.json").read_text())
+    assert set(stored["judges"]) == {"always-yes", "fair"} and len(stored["between_judges"]) == 1
+
+
+def test_checks_accumulate_in_the_run(scripted, tmp_path):
+    path = write_run(tmp_path / "run")
+    check_run(path, ["fair"])
+    check_run(path, ["always-yes"])
+    stored = json.loads((path / "judge-check.json").read_text())
+    assert set(stored["judges"]) == {"fair", "always-yes"}
+
+
+@pytest.fixture
+def memplug_cli(monkeypatch):
+    monkeypatch.setitem(cli.commands, "judge-check", judge_check_command)
+    return lambda *args: CliRunner().invoke(cli, list(args))
+
+
+def test_cli_table_and_json(scripted, tmp_path, memplug_cli):
+    path = write_run(tmp_path / "run")
+    out = memplug_cli("judge-check", str(path), "--judge", "fair", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["judges"]["fair"]["vs_exact"]["all"]["n"] == 20
+    out = memplug_cli("judge-check", str(path), "--judge", "fair", "--judge", "always-yes")
+    assert out.exit_code == 0, out.output
+    assert "0.794" in out.stdout and "Between judges" in out.stdout
+
+
+def test_cli_refuses_the_same_judge_twice(scripted, tmp_path, memplug_cli):
+    out = memplug_cli("judge-check", str(write_run(tmp_path / "run")), "--judge", "fair", "--judge", "fair")
+    assert out.exit_code == 2 and "the same judge is given twice" in out.stderr
+
+
+def test_cli_needs_objective_questions(scripted, tmp_path, memplug_cli):
+    path = write_run(tmp_path / "run")
+    lines = [json.loads(line) for line in (path / "samples.jsonl").read_text().splitlines()]
+    (path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines if r["sample_id"].startswith("op")))
+    out = memplug_cli("judge-check", str(path), "--judge", "fair")
+    assert out.exit_code == 2 and "no multiple-choice or exact-answer question" in out.stderr
