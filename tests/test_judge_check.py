@@ -7,17 +7,16 @@ kappa have hand-worked values; the judge module itself is tested with its own pr
 from __future__ import annotations
 
 import json
-import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from memplug.cli import cli
-from memplug.cli import judge_check as jc
 from memplug.cli.judge_check import check_run, compare, judge_check_command, question_kind
 from memplug.results import summarize, write_json_atomic
 from test_rescore import record as counting_record
+from test_rescore import scripted_judge  # noqa: F401 (fixture)
 
 CHOICES = {"A": "apple", "B": "river", "C": "lamp", "D": "violin"}
 
@@ -42,7 +41,7 @@ def open_record(i: int) -> dict:
 #: exact scoring: 6 of 10 multiple-choice right, 5 of 10 exact answers right, 4 open-ended
 RECORDS = ([mc_record(i, i < 6) for i in range(10)] + [exact_record(i, i < 5) for i in range(10)]
            + [open_record(i) for i in range(4)])
-#: per judge model, the samples it calls correct
+#: per judge model, the questions it calls correct (one question per sample, named like it)
 VERDICTS = {
     "always-yes": {r["sample_id"] for r in RECORDS},
     # agrees with exact scoring except that it accepts two paraphrases ("a red fruit"),
@@ -51,37 +50,9 @@ VERDICTS = {
 }
 
 
-class ScriptedJudge:
-    """Stands in for memplug.judge.Judge: verdicts from VERDICTS, by the model it was given."""
-
-    name = "judge"
-    version = "test"
-
-    def __init__(self, config) -> None:
-        self.model = config.judge.model
-
-    async def score(self, ctx) -> float:
-        return 1.0 if ctx.question.id in VERDICTS[self.model] else 0.0
-
-    def describe(self) -> dict:
-        return {"model": self.model, "prompt": "scripted", "prompt_version": "test"}
-
-
-class FakeLLM:
-    def __init__(self, model: str) -> None:
-        self.model = model
-        self.usage = types.SimpleNamespace(as_dict=lambda: {"calls": 0})
-
-
 @pytest.fixture
-def scripted(testkit, monkeypatch):
-    """The `judge` metric answers from VERDICTS; no LLM is built."""
-    import sys
-
-    module = types.ModuleType("memplug.judge")
-    module.Judge = ScriptedJudge
-    monkeypatch.setitem(sys.modules, "memplug.judge", module)
-    monkeypatch.setattr(jc, "make_llm", lambda model, api_base, cache: FakeLLM(model))
+def scripted(scripted_judge):
+    scripted_judge.update(VERDICTS)
 
 
 def write_run(folder: Path) -> Path:

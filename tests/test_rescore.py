@@ -3,16 +3,54 @@
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from memplug.cli import cli
+from memplug.cli import judge_check, rescore
 from memplug.cli.rescore import rescore_command, rescore_run, summary_changes
 from memplug.results import RunDir, summarize, write_json_atomic
 
 WORDS = ["apple", "river", "lamp"]
+
+
+class ScriptedJudge:
+    """Stands in for memplug.judge.Judge: says "correct" on the question ids scripted for its model."""
+
+    name = "judge"
+    version = "test"
+    verdicts: dict[str, set[str]] = {}
+
+    def __init__(self, config) -> None:
+        self.model = config.judge.model
+
+    async def score(self, ctx) -> float:
+        return 1.0 if ctx.question.id in self.verdicts[self.model] else 0.0
+
+    def describe(self) -> dict:
+        return {"model": self.model, "prompt": "scripted", "prompt_version": "test"}
+
+
+class FakeLLM:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.usage = types.SimpleNamespace(as_dict=lambda: {"calls": 0})
+
+
+@pytest.fixture
+def scripted_judge(testkit, monkeypatch) -> dict[str, set[str]]:
+    """The `judge` metric answers from the returned {model: question ids judged correct}; no LLM is built."""
+    verdicts: dict[str, set[str]] = {}
+    module = types.ModuleType("memplug.judge")
+    module.Judge = type("Judge", (ScriptedJudge,), {"verdicts": verdicts})
+    monkeypatch.setitem(sys.modules, "memplug.judge", module)
+    for cli_module in (rescore, judge_check):
+        monkeypatch.setattr(cli_module, "make_llm", lambda model, api_base, cache: FakeLLM(model))
+    return verdicts
 
 
 def record(sample: int, question: int, prediction: str | None, error: str | None = None) -> dict:
@@ -152,3 +190,40 @@ def test_cli_refuses_an_unfinished_run(testkit, tmp_path, memplug_cli):
     (path / "summary.json").unlink()
     out = memplug_cli("rescore", str(path))
     assert out.exit_code == 2 and "no summary.json" in out.stderr
+
+
+def judged_run(tmp_path: Path, verdicts: dict[str, set[str]]) -> Path:
+    """A run judged by "judge-a", which accepted the answers to questions q0 and q1 of every sample."""
+    verdicts["judge-a"] = {"q0", "q1"}
+    records = []
+    for r in RunDir(finished_run(tmp_path)).records():
+        if not r["error"]:
+            r["scores"]["judge"] = float(r["question_id"] in verdicts["judge-a"])
+        records.append(r)
+    path = tmp_path / "judged"
+    write_run(path, records, judge="judge-a")
+    spec = json.loads((path / "run.json").read_text())
+    spec["resolved"]["metrics"].append("judge")
+    write_json_atomic(path / "run.json", spec)
+    return path
+
+
+def test_a_new_judge_rescores_every_verdict(scripted_judge, tmp_path):
+    path = judged_run(tmp_path, scripted_judge)
+    scripted_judge["judge-b"] = {"q0"}  # accepts question q0 of every sample
+    result = rescore_run(path, ["em"], judge="judge-b")
+    assert result.changes["judge"]["run"] == "judge-a"
+    assert result.changes["judge"]["rescore"]["model"] == "judge-b"
+    records = [json.loads(line) for line in result.samples_path.read_text().splitlines()]
+    judged = [r["scores"]["judge"] for r in records if not r["error"]]
+    assert judged == [float(r["question_id"] == "q0") for r in records if not r["error"]]  # none of judge-a's left
+    summary = json.loads(result.summary_path.read_text())
+    assert summary["metrics"]["overall"]["judge"] == pytest.approx(5 / 15, abs=1e-6)
+    assert {c["key"] for c in result.changes["changed_summary"]} >= {"metrics.overall.judge"}
+    assert result.changes["changed_scores"] == {"em": 0, "judge": 5}  # the five q1 verdicts flip
+
+
+def test_without_a_new_judge_the_runs_judge_is_used(scripted_judge, tmp_path):
+    path = judged_run(tmp_path, scripted_judge)
+    result = rescore_run(path)
+    assert result.changes["identical"] and result.changes["judge"]["rescore"]["model"] == "judge-a"
