@@ -1,0 +1,297 @@
+"""memplug's built-in metrics: one class per metric key, registered in :mod:`memplug.builtins`.
+
+Each class is built as ``Metric(config: MetricConfig)`` and scores one answered
+question; ``None`` means "not applicable" (no gold answer, no choices, no targets,
+no anchors) and is left out of means. Every metric has a ``version`` that goes into
+run.json: bump it whenever the definition changes, so that scores from different
+releases are never compared silently.
+
+Definitions and sources are in docs/metrics.md. Answer metrics take the maximum over
+the gold answers (SQuAD convention, kept by MemoryAgentBench).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Callable, Iterable, Mapping, Sequence
+
+from memplug.protocols import MetricConfig, ScoreContext
+from memplug.text import normalize_answer, resolve_language, tokens
+
+
+def _language(ctx: ScoreContext) -> str:
+    """The rule set for this question: "auto" is decided by the gold answers, not the prediction."""
+    return resolve_language(ctx.language, *ctx.question.answers)
+
+
+def _max_over_golds(ctx: ScoreContext, fn: Callable[[str, str, str], float]) -> float | None:
+    """max over gold answers of fn(prediction, gold, language).
+
+    A gold answer that normalises to "" (e.g. "The", "。") is skipped: it would make
+    any prediction a substring match. None when no gold answer is left.
+    """
+    lang = _language(ctx)
+    golds = [g for g in ctx.question.answers if normalize_answer(g, lang)]
+    return max(fn(ctx.prediction, g, lang) for g in golds) if golds else None
+
+
+class _AnswerMetric:
+    """Base for metrics that compare the prediction with each gold answer and keep the best."""
+
+    name: str
+    version = "1"
+    #: (prediction, gold, language) -> score in [0, 1]
+    compare: Callable[[str, str, str], float]
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        self.config = config or MetricConfig()
+
+    def score(self, ctx: ScoreContext) -> float | None:
+        return _max_over_golds(ctx, self.compare)
+
+
+class ExactMatch(_AnswerMetric):
+    """1.0 when the normalised prediction equals a normalised gold answer (SQuAD EM)."""
+
+    name = "em"
+
+    @staticmethod
+    def compare(prediction: str, gold: str, language: str) -> float:
+        return float(normalize_answer(prediction, language) == normalize_answer(gold, language))
+
+
+class SubstringExactMatch(_AnswerMetric):
+    """1.0 when a normalised gold answer occurs in the normalised prediction.
+
+    MemoryAgentBench's ``substring_exact_match_score``: ``normalize(gold) in
+    normalize(pred)``, one direction only (a prediction inside the gold does not count).
+    """
+
+    name = "subem"
+
+    @staticmethod
+    def compare(prediction: str, gold: str, language: str) -> float:
+        return float(normalize_answer(gold, language) in normalize_answer(prediction, language))
+
+
+def token_f1(prediction: Sequence[str], gold: Sequence[str]) -> float:
+    """SQuAD F1 of two token lists: harmonic mean of precision and recall of the shared bag."""
+    if not prediction or not gold:
+        return float(prediction == gold)
+    common = sum((Counter(prediction) & Counter(gold)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(prediction), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+class TokenF1(_AnswerMetric):
+    """SQuAD token F1 (characters and Latin words for CJK), max over gold answers."""
+
+    name = "f1"
+
+    @staticmethod
+    def compare(prediction: str, gold: str, language: str) -> float:
+        return token_f1(tokens(prediction, language), tokens(gold, language))
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence (dynamic programming, one row of memory)."""
+    if len(a) < len(b):
+        a, b = b, a
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev_diag = 0
+        for j, y in enumerate(b, start=1):
+            prev_diag, row[j] = row[j], prev_diag + 1 if x == y else max(row[j], row[j - 1])
+    return row[-1]
+
+
+def rouge_l(prediction: Sequence[str], gold: Sequence[str]) -> float:
+    """ROUGE-L F-measure (beta = 1, as rouge_score's ``fmeasure``) of two token lists."""
+    lcs = lcs_length(prediction, gold)
+    if lcs == 0:
+        return 0.0
+    precision, recall = lcs / len(prediction), lcs / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+class RougeL(_AnswerMetric):
+    """ROUGE-L F-measure over the same tokens as F1, max over gold answers.
+
+    Hand-written (a dozen lines) rather than Google's rouge_score, whose tokenizer
+    deletes every non-ASCII character and so scores Chinese as empty strings.
+    """
+
+    name = "rouge_l"
+
+    @staticmethod
+    def compare(prediction: str, gold: str, language: str) -> float:
+        return rouge_l(tokens(prediction, language), tokens(gold, language))
+
+
+def _ngrams(toks: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
+
+
+def sentence_bleu(prediction: Sequence[str], references: Iterable[Sequence[str]], max_order: int = 4) -> float:
+    """Sentence BLEU-4 in [0, 1] with sacrebleu's sentence-level defaults.
+
+    Smoothing "exp" (Chen & Cherry 2014, method 3, the NIST geometric sequence): an
+    order with no matching n-gram gets precision 1 / (2^k * total), k counting such
+    orders; *effective order*: orders longer than the prediction are left out of the
+    geometric mean, so a one-word answer is not zero by construction. Brevity penalty
+    against the closest reference length (ties: the shorter). Clipped counts are the
+    maximum over references. No matching unigram at all gives 0 (sacrebleu 2.x). Written here to avoid sacrebleu's dependencies (lxml,
+    portalocker, colorama) for forty lines; tests check it against sacrebleu's numbers.
+    """
+    refs = [list(r) for r in references]
+    if not prediction or not refs:
+        return 0.0
+    hyp_len = len(prediction)
+    ref_len = min((abs(len(r) - hyp_len), len(r)) for r in refs)[1]
+    log_sum, order, smooth = 0.0, 0, 1.0
+    for n in range(1, max_order + 1):
+        hyp_counts = _ngrams(prediction, n)
+        total = sum(hyp_counts.values())
+        if total == 0:
+            break
+        max_ref: Counter[tuple[str, ...]] = Counter()
+        for r in refs:
+            max_ref |= _ngrams(r, n)
+        correct = sum(min(c, max_ref[g]) for g, c in hyp_counts.items())
+        if correct == 0:
+            if n == 1:
+                return 0.0
+            smooth *= 2
+            precision = 1.0 / (smooth * total)
+        else:
+            precision = correct / total
+        log_sum += math.log(precision)
+        order = n
+    bp = 1.0 if hyp_len >= ref_len else math.exp(1 - ref_len / hyp_len)
+    return bp * math.exp(log_sum / order)
+
+
+class Bleu(_AnswerMetric):
+    """Sentence BLEU-4 with exp smoothing, all gold answers as references (not a max)."""
+
+    name = "bleu"
+
+    def score(self, ctx: ScoreContext) -> float | None:
+        lang = _language(ctx)
+        refs = [t for gold in ctx.question.answers if (t := tokens(gold, lang))]
+        if not refs:
+            return None
+        return sentence_bleu(tokens(ctx.prediction, lang), refs)
+
+
+# A letter standing alone, possibly bracketed or followed by "." ")" ":" — "B", "(B)", "B.".
+_BARE_LETTER = re.compile(r"^\s*[\(\[（【]?\s*([A-Za-z])\s*[\)\]）】]?\s*[.:：)、]?\s*$")
+# "Answer: B", "The answer is (B).", "答案：B", "选项B" … A lower-case letter counts only
+# before punctuation or the end ("answer: b."), so "the answer is a dog" is not "A".
+_ANSWER_LETTER = re.compile(
+    r"(?i:answer|choice|option)\s*(?i:is)?\s*[:：]?\s*|(?:答案|选项|选择)\s*(?:是|为|应为)?\s*[:：]?\s*"
+)
+_LETTER_AFTER = re.compile(r"[\(\[（【]?\s*(?:([A-Z])(?![A-Za-z])|([a-z])(?=\s*(?:$|[.)\]）】:：,，、。])))")
+# A choice letter opening a longer reply: "B. 36 years old", "(B) 36", "b) …".
+_LEADING_LETTER = re.compile(r"^\s*[\(\[（【]?\s*([A-Za-z])\s*[\)\]）】.:：、]")
+
+
+def _letters(prediction: str) -> Iterable[str]:
+    """Candidate choice letters in order of trust: bare letter, "Answer: X", leading "X."."""
+    if m := _BARE_LETTER.match(prediction):
+        yield m.group(1)
+    for m in _ANSWER_LETTER.finditer(prediction):
+        if after := _LETTER_AFTER.match(prediction, m.end()):
+            yield after.group(1) or after.group(2)
+    if m := _LEADING_LETTER.match(prediction):
+        yield m.group(1)
+
+
+def resolve_choice(prediction: str | None, choices: Mapping[str, str], language: str = "en") -> str | None:
+    """The choice letter a prediction stands for, or None when it cannot be told.
+
+    In order: a bare letter ("B", "B.", "(B)"); "Answer: B" and its variants; a letter
+    opening the reply ("B. 36 years old"); text equal to one choice after
+    normalisation; otherwise the choice whose text has the highest token F1 with the
+    prediction, when that maximum is positive and unique. Letters are matched
+    case-insensitively against the choice keys.
+    """
+    if not prediction or not choices:
+        return None
+    keys = {k.upper(): k for k in choices}
+    for letter in _letters(prediction):
+        if letter.upper() in keys:
+            return keys[letter.upper()]
+    lang = resolve_language(language, *choices.values())
+    norm = normalize_answer(prediction, lang)
+    exact = [k for k, text in choices.items() if normalize_answer(text, lang) == norm]
+    if len(exact) == 1:
+        return exact[0]
+    pred_tokens = tokens(prediction, lang)
+    f1 = {k: token_f1(pred_tokens, tokens(text, lang)) for k, text in choices.items()}
+    best = max(f1.values())
+    winners = [k for k, v in f1.items() if v == best]
+    return winners[0] if best > 0 and len(winners) == 1 else None
+
+
+class Accuracy:
+    """Multiple choice: 1.0 when the prediction resolves to the correct choice letter."""
+
+    name = "accuracy"
+    version = "1"
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        self.config = config or MetricConfig()
+
+    def score(self, ctx: ScoreContext) -> float | None:
+        q = ctx.question
+        if not q.choices or q.correct_choice is None:
+            return None
+        return float(resolve_choice(ctx.prediction, q.choices, ctx.language) == q.correct_choice)
+
+
+class RecallAtK:
+    """Share of the question's target message ids among the message ids of the first K items.
+
+    MemSim's Recall@5 (seed 000, §5.1): "the percentage of messages in retrieval target
+    successfully retrieved within the top-5 relevant messages"; K is ``--top-k``.
+    """
+
+    version = "1"
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        self.config = config or MetricConfig()
+        self.k = self.config.top_k
+        self.name = f"recall@{self.k}"
+
+    def score(self, ctx: ScoreContext) -> float | None:
+        targets = set(ctx.question.targets)
+        if not targets:
+            return None
+        found = {mid for item in ctx.items[: self.k] for mid in item.message_ids}
+        return len(targets & found) / len(targets)
+
+
+class AnchorMAP:
+    """PerLTQA's memory-anchor MAP (seed 001, §3.5, Eq. 5), per question.
+
+    MAP = 1/N Σ_i EM(q_i, mar_i) / NUM(mar_i): for each question, the number of its
+    memory anchors that occur verbatim (case-sensitive substring) in the answer, over
+    the number of anchors; the run's mean over questions is the 1/N Σ.
+    """
+
+    name = "anchor_map"
+    version = "1"
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        self.config = config or MetricConfig()
+
+    def score(self, ctx: ScoreContext) -> float | None:
+        anchors = ctx.question.anchors
+        if not anchors:
+            return None
+        return sum(1 for a in anchors if a in ctx.prediction) / len(anchors)
