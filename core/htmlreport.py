@@ -1,0 +1,479 @@
+"""`memplug report RUN... --html FILE`: one self-contained page that compares runs.
+
+People compare memory systems by looking, so the page holds what a reader of the
+seed papers looks for: the runs side by side (metrics overall and by category, with
+their bootstrap intervals, cost and errors), one bar chart per metric shaped like
+MemSim's Tables 6 and 7, an efficiency chart (MemSim's adaptation and response
+time), the headline metric against cost, every question a run got wrong with what
+it recalled, and the versions and options that produced each run.
+
+The file opens without a network: CSS and JS are inline and the charts are inline
+SVG drawn by matplotlib (text kept as text, so the page stays small and searchable).
+User text is escaped by Jinja2's autoescaping, never by hand.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import attrs
+import jinja2
+from markupsafe import Markup
+
+import memplug
+from memplug.errors import MemplugError
+from memplug.results import RunDir
+
+#: The LLM judge is the seeds' correctness measure whenever a run has one.
+PREFERRED_HEADLINE = "judge"
+#: Wrong answers listed per run; the rest stay in samples.jsonl (the page must stay openable).
+MAX_WRONG_PER_RUN = 500
+#: Recalled items listed per wrong answer (the first RECALLED_OPEN visible, the rest folded),
+#: and characters per item: a `full` agent recalls the whole history.
+MAX_RECALLED_SHOWN = 20
+RECALLED_OPEN = 5
+MAX_RECALLED_CHARS = 600
+#: Spec fields with their own column, and the one that differs between every run.
+OWN_COLUMNS = frozenset({"agent", "dataset"})
+
+_TEMPLATE = "report.html"
+_OVERALL = "overall"
+
+
+@attrs.frozen
+class LoadedRun:
+    """One run directory as the page needs it."""
+
+    path: Path
+    run: dict[str, Any]  # run.json
+    summary: dict[str, Any]  # summary.json
+    records: list[dict[str, Any]]  # samples.jsonl, a torn last line left out
+    label: str = ""
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run.get("run_id") or self.summary.get("run_id") or self.path.name)
+
+    @property
+    def agent(self) -> str:
+        return str(self.summary.get("agent") or self.run.get("spec", {}).get("agent") or "?")
+
+    @property
+    def dataset(self) -> str:
+        return str(self.summary.get("dataset") or self.run.get("spec", {}).get("dataset") or "?")
+
+    @property
+    def metrics(self) -> list[str]:
+        """Metric names in the dataset's declared order (run.json), then any others the summary has."""
+        overall = self.summary.get("metrics", {}).get(_OVERALL, {})
+        declared = [m for m in self.run.get("resolved", {}).get("metrics", []) if m in overall]
+        return declared + [m for m in overall if m not in declared]
+
+    @property
+    def headline(self) -> str | None:
+        return headline_metric(self.metrics)
+
+    def overall(self, metric: str) -> float | None:
+        return self.summary.get("metrics", {}).get(_OVERALL, {}).get(metric)
+
+    def by_category(self, category: str, metric: str) -> float | None:
+        return self.summary.get("metrics", {}).get("by_category", {}).get(category, {}).get(metric)
+
+    def interval(self, metric: str, category: str | None = None) -> list[float] | None:
+        """[low, high] from summary["ci"] when the run has intervals, else None."""
+        ci = self.summary.get("ci") or {}
+        block = ci.get(_OVERALL, {}) if category is None else ci.get("by_category", {}).get(category, {})
+        value = block.get(metric)
+        return list(value) if value and len(value) == 2 else None
+
+    @property
+    def categories(self) -> list[str]:
+        return list(self.summary.get("metrics", {}).get("by_category", {}))
+
+
+def headline_metric(metrics: Sequence[str]) -> str | None:
+    """The metric a run is judged by: the judge when present, else the dataset's first answer metric.
+
+    recall@K scores retrieval, not the answer, so it heads the page only when it is all
+    a run has.
+    """
+    if PREFERRED_HEADLINE in metrics:
+        return PREFERRED_HEADLINE
+    answer_metrics = [m for m in metrics if not m.startswith("recall@")]
+    return (answer_metrics or list(metrics) or [None])[0]
+
+
+def load_run(path: Path) -> LoadedRun:
+    """Read run.json, summary.json and samples.jsonl of one run directory."""
+    rd = RunDir(Path(path)).check()
+    summary = rd.summary()
+    if not isinstance(summary.get("metrics"), dict):
+        raise MemplugError(f"{rd.summary_json}: no 'metrics' object (not a memplug summary)")
+    return LoadedRun(path=rd.path, run=rd.spec(), summary=summary, records=rd.records())
+
+
+def _flat_spec(run: LoadedRun) -> dict[str, Any]:
+    """run.json's spec with agent/dataset options as `agent_options.key` entries."""
+    flat: dict[str, Any] = {}
+    for key, value in run.run.get("spec", {}).items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def differing_options(runs: Sequence[LoadedRun]) -> list[str]:
+    """Spec keys whose value is not the same in every run (a key a run lacks counts as differing)."""
+    specs = [_flat_spec(r) for r in runs]
+    keys = list(dict.fromkeys(k for s in specs for k in s if k not in OWN_COLUMNS))
+    missing = object()
+    return [k for k in keys if len({json.dumps(s.get(k, missing), default=str, sort_keys=True) for s in specs}) > 1]
+
+
+def _labelled(runs: list[LoadedRun], option_keys: Sequence[str]) -> list[LoadedRun]:
+    """Name each run by its agent, adding the options that tell runs of one agent apart."""
+    per_agent = Counter(r.agent for r in runs)
+    labels = []
+    for r in runs:
+        label = r.agent
+        if per_agent[r.agent] > 1:
+            spec = _flat_spec(r)
+            parts = [f"{k.split('.')[-1]}={spec[k]}" for k in option_keys if k in spec]
+            label = f"{r.agent} ({', '.join(parts)})" if parts else r.agent
+        labels.append(label)
+    counts = Counter(labels)
+    if any(n > 1 for n in counts.values()):  # still ambiguous: the run id always tells them apart
+        labels = [f"{lab} [{r.run_id}]" if counts[lab] > 1 else lab for lab, r in zip(labels, runs)]
+    return [attrs.evolve(r, label=lab) for r, lab in zip(runs, labels)]
+
+
+def is_wrong(record: dict[str, Any], headline: str | None) -> bool:
+    """An error, or a headline score below 1 (a metric that does not apply, None, is not wrong)."""
+    if record.get("error"):
+        return True
+    score = (record.get("scores") or {}).get(headline) if headline else None
+    return score is not None and score < 1
+
+
+def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
+    rows = []
+    for rec in run.records:
+        if not is_wrong(rec, run.headline):
+            continue
+        recalled = rec.get("recalled") or []
+        rows.append({
+            "category": rec.get("category") or "(none)",
+            "question_id": rec.get("question_id", ""),
+            "question": rec.get("question", ""),
+            "gold": rec.get("gold") or [],
+            "choices": rec.get("choices") or {},
+            "correct_choice": rec.get("correct_choice"),
+            "prediction": rec.get("prediction"),
+            "score": (rec.get("scores") or {}).get(run.headline) if run.headline else None,
+            "error": rec.get("error"),
+            "recalled": [
+                {
+                    "text": _clip(str(item.get("text", "")), MAX_RECALLED_CHARS),
+                    "score": item.get("score"),
+                    "message_ids": item.get("message_ids") or [],
+                    "target": bool(set(item.get("message_ids") or []) & set(rec.get("targets") or [])),
+                }
+                for item in recalled[:MAX_RECALLED_SHOWN]
+            ],
+            "recalled_more": max(0, len(recalled) - MAX_RECALLED_SHOWN),
+        })
+    return rows
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# -- numbers as text -----------------------------------------------------------
+def fmt_score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def fmt_seconds(value: float | None) -> str:
+    """Seconds at a scale a reader takes in at a glance (µs for a dict lookup, s for an LLM)."""
+    if value is None:
+        return "—"
+    if value < 1e-3:
+        return f"{value * 1e6:.0f} µs"
+    if value < 1:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def fmt_cost(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def fmt_value(value: Any) -> str:
+    if value is None:
+        return "—"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+# -- charts --------------------------------------------------------------------
+_TAG = re.compile(r"<[^>]+>")
+_ID_ATTR = re.compile(r'\bid="([^"]+)"')
+_ID_REF = re.compile(r'(url\(#|href="#)([^)"]+)')
+_RC = {
+    "svg.fonttype": "none",  # text stays text: small files, crisp and searchable in the browser
+    "svg.hashsalt": "memplug",  # stable clip-path ids: the same runs give the same page
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"],
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+    "legend.frameon": False,
+}
+_OVERALL_COLOR = "#4a4a4a"
+#: id stem of every data mark (bar, point) in a chart, so a browser test can count what was drawn.
+MARK = "mark"
+
+
+def _svg(fig: Any, prefix: str) -> Markup:
+    """The figure as an inline <svg> with ids made unique on the page.
+
+    The svg keeps its size in points, so text reads the same size in every chart; CSS
+    only shrinks it to fit a narrow window.
+    """
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+
+    def tag(match: re.Match[str]) -> str:  # ids only inside tags, never in chart text
+        t = _ID_ATTR.sub(lambda m: f'id="{prefix}-{m.group(1)}"', match.group(0))
+        return _ID_REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", t)
+
+    text = _TAG.sub(tag, text)
+    root_end = text.index(">")
+    return Markup(text[:root_end] + ' role="img"' + text[root_end:])
+
+
+def _error_bars(values: list[float], intervals: list[list[float] | None]) -> list[list[float]] | None:
+    if not any(intervals):
+        return None
+    low = [v - i[0] if i and not math.isnan(v) else 0.0 for v, i in zip(values, intervals)]
+    high = [i[1] - v if i and not math.isnan(v) else 0.0 for v, i in zip(values, intervals)]
+    return [[max(0.0, x) for x in low], [max(0.0, x) for x in high]]
+
+
+def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun],
+                    categories: Sequence[str], prefix: str) -> Markup:
+    """MemSim Table 6/7 as bars: one group per run, one bar per category and one for overall."""
+    import numpy as np
+
+    bars = [*categories, _OVERALL]
+    colors = list(plt.get_cmap("tab10").colors)
+    width = 0.8 / len(bars)
+    fig, ax = plt.subplots(figsize=(min(12.0, max(7.0, 1.0 + 0.14 * len(bars) * len(runs))), 2.9))
+    x = np.arange(len(runs))
+    top = 0.0
+    for i, cat in enumerate(bars):
+        overall = cat == _OVERALL
+        values = [(r.overall(metric) if overall else r.by_category(cat, metric)) for r in runs]
+        values = [math.nan if v is None else float(v) for v in values]
+        intervals = [r.interval(metric, None if overall else cat) for r in runs]
+        top = max([top, *(v for v in values if not math.isnan(v)), *(i[1] for i in intervals if i)])
+        drawn = ax.bar(x - 0.4 + width * (i + 0.5), values, width * 0.92, label=cat,
+                       color=_OVERALL_COLOR if overall else colors[i % len(colors)],
+                       yerr=_error_bars(values, intervals),
+                       error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "#222"})
+        for j, bar in enumerate(drawn.patches):
+            if not math.isnan(values[j]):
+                bar.set_gid(f"{MARK}-{i}-{j}")
+    ax.set_xticks(x, [r.label for r in runs])
+    ax.set_ylabel(metric)
+    if top <= 1.0:
+        ax.set_ylim(0, 1.02)
+    ax.grid(axis="y", color="#e4e4e4", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title(f"{metric} by category · {dataset}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, handlelength=1.0)
+    return _svg(fig, prefix)
+
+
+def _efficiency_chart(plt: Any, runs: Sequence[LoadedRun], prefix: str) -> Markup:
+    """Ingest seconds per message and recall seconds per question (MemSim's adaptation and response time)."""
+    panels = (("ingest_s_per_message", "ingest s / message"), ("recall_s_per_question", "recall s / question"))
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    fig, axes = plt.subplots(1, 2, figsize=(5.6, 1.0 + 0.3 * len(runs)), sharey=True)
+    labels = [r.label for r in runs]
+    y = list(range(len(runs)))
+    for ax, (key, title) in zip(axes, panels):
+        values = [(r.summary.get("efficiency") or {}).get(key) for r in runs]
+        drawn = [0.0 if v is None else float(v) for v in values]
+        for j, bar in enumerate(ax.barh(y, drawn, color="#4c78a8", height=0.6).patches):
+            if values[j] is not None:
+                bar.set_gid(f"{MARK}-{key}-{j}")
+        for yi, v, d in zip(y, values, drawn):
+            ax.annotate(fmt_seconds(v), (d, yi), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+        ax.set_title(title)
+        ax.set_xlim(0, (max(drawn) or 1.0) * 1.35)
+        ax.xaxis.set_major_locator(MaxNLocator(3))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else fmt_seconds(v)))
+        ax.tick_params(axis="x", labelsize=7.5)
+        ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
+        ax.set_axisbelow(True)
+    axes[0].set_yticks(y, labels)
+    axes[0].invert_yaxis()
+    fig.tight_layout()
+    return _svg(fig, prefix)
+
+
+def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], prefix: str) -> Markup:
+    """The headline metric against LLM cost per 1,000 questions, so runs of different sizes compare."""
+    fig, ax = plt.subplots(figsize=(5.6, 3.0))
+    colors = list(plt.get_cmap("tab10").colors)
+    for i, r in enumerate(runs):
+        value = r.overall(metric)
+        if value is None:
+            continue
+        cost = float((r.summary.get("llm") or {}).get("cost_usd") or 0.0)
+        per_k = 1000.0 * cost / max(1, int(r.summary.get("n_questions") or 0))
+        interval = r.interval(metric)
+        yerr = [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]] if interval else None
+        point = ax.errorbar([per_k], [value], yerr=yerr, fmt="o", color=colors[i % len(colors)], markersize=6,
+                            elinewidth=0.8, capsize=2)
+        point.lines[0].set_gid(f"{MARK}-{i}")
+        ax.annotate(r.label, (per_k, value), xytext=(6, 4), textcoords="offset points", fontsize=8)
+    ax.set_xlabel("LLM cost, USD per 1,000 questions")
+    ax.set_ylabel(metric)
+    ax.margins(x=0.3, y=0.15)
+    ax.set_xlim(left=0)
+    if all(0.0 <= (r.overall(metric) or 0.0) <= 1.0 for r in runs):
+        ax.set_ylim(0, 1.02)
+    ax.grid(color="#e4e4e4", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title(f"{metric} against cost · {dataset}")
+    return _svg(fig, prefix)
+
+
+# -- the page ------------------------------------------------------------------
+def _groups(runs: Sequence[LoadedRun]) -> dict[str, list[LoadedRun]]:
+    groups: dict[str, list[LoadedRun]] = {}
+    for r in runs:
+        groups.setdefault(r.dataset, []).append(r)
+    return groups
+
+
+def _ordered_union(lists: Iterable[Iterable[str]]) -> list[str]:
+    return list(dict.fromkeys(x for items in lists for x in items))
+
+
+def _best(runs: Sequence[LoadedRun], metric: str) -> float | None:
+    values = [r.overall(metric) for r in runs if r.overall(metric) is not None]
+    return max(values) if len(values) > 1 else None
+
+
+def _ci_note(runs: Sequence[LoadedRun]) -> str | None:
+    for r in runs:
+        ci = r.summary.get("ci")
+        if ci:
+            level = ci.get("level")
+            parts = [f"{level:.0%} intervals" if isinstance(level, (int, float)) else "intervals",
+                     ci.get("method"), f"{ci['resamples']} resamples" if ci.get("resamples") else None]
+            return ", ".join(p for p in parts if p)
+    return None
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("memplug", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,  # a typo in the template fails the tests, not the reader
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(score=fmt_score, seconds=fmt_seconds, cost=fmt_cost, value=fmt_value)
+    return env
+
+
+def render_html(run_dirs: Sequence[Path]) -> str:
+    """The page for these run directories, as text."""
+    if not run_dirs:
+        raise MemplugError("report: give at least one run directory")
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display; imported here because it costs about a second
+    import matplotlib.pyplot as plt
+
+    loaded = [load_run(Path(p)) for p in run_dirs]
+    option_keys = differing_options(loaded)
+    runs = _labelled(loaded, option_keys)
+    groups = []
+    n_chart = 0
+    with matplotlib.rc_context(_RC):
+        for dataset, members in _groups(runs).items():
+            metrics = _ordered_union(r.metrics for r in members)
+            common = [m for m in metrics if all(m in r.metrics for r in members)]
+            categories = _ordered_union(r.categories for r in members)
+            headline = headline_metric(common or metrics)
+            charts = []
+            for metric in metrics:
+                n_chart += 1
+                charts.append({"metric": metric, "svg": _category_chart(plt, metric, dataset, members, categories,
+                                                                        f"c{n_chart}")})
+            cost_svg = None
+            if headline is not None:
+                n_chart += 1
+                cost_svg = _cost_chart(plt, headline, dataset, members, f"c{n_chart}")
+            groups.append({"dataset": dataset, "runs": members, "metrics": metrics, "categories": categories,
+                           "headline": headline, "charts": charts, "cost_svg": cost_svg,
+                           "best": {m: _best(members, m) for m in metrics}})
+        efficiency_svg = _efficiency_chart(plt, runs, "eff")
+
+    wrong = []
+    for r in runs:
+        rows = _wrong_rows(r)
+        wrong.append({"run": r, "rows": rows[:MAX_WRONG_PER_RUN], "total": len(rows)})
+    return _environment().get_template(_TEMPLATE).render(
+        title="memplug report: " + ", ".join(r.label for r in runs),
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        memplug_version=memplug.__version__,
+        runs=runs,
+        option_keys=option_keys,
+        all_metrics=_ordered_union(g["metrics"] for g in groups),
+        flat_specs={r.run_id: _flat_spec(r) for r in runs},
+        groups=groups,
+        efficiency_svg=efficiency_svg,
+        ci_note=_ci_note(runs),
+        wrong=wrong,
+        wrong_categories=_ordered_union([row["category"] for row in w["rows"]] for w in wrong),
+        max_wrong=MAX_WRONG_PER_RUN,
+        recalled_open=RECALLED_OPEN,
+        run_json={r.run_id: json.dumps(r.run, indent=2, ensure_ascii=False) for r in runs},
+    )
+
+
+def write_html(run_dirs: list[Path], out: Path) -> Path:
+    """Write the comparison page for ``run_dirs`` to ``out`` and return its path."""
+    out = Path(out)
+    page = render_html(run_dirs)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise MemplugError(f"--html {out}: cannot write ({exc.strerror})") from None
+    return out

@@ -1,0 +1,279 @@
+"""`memplug report --html`: the page's content, its escaping, and how it renders in Chromium.
+
+The fixtures under tests/fixtures/runs/ are three hand-written runs of MemSim-style
+questions (full, bm25 and recent agents; 4 trajectories x 6 categories), with wrong
+answers and errors; their summaries were computed by memplug.results.summarize.
+
+The Chromium test is the recipe behind docs/img/report.png:
+    MEMPLUG_UPDATE_SCREENSHOT=1 .venv/bin/pytest tests/test_report_html.py -k chromium
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from memplug.errors import MemplugError
+from memplug.htmlreport import differing_options, headline_metric, is_wrong, load_run, write_html
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE_RUNS = ROOT / "tests" / "fixtures" / "runs"
+RUN_IDS = ("20250604-101512-full-memsim", "20250604-101630-bm25-memsim", "20250604-101745-recent-memsim")
+#: Wrong answers per run in the fixtures (accuracy 19/24, 16/24, 9/22 plus 2 errors).
+WRONG = {"full": 5, "bm25": 8, "recent": 15}
+#: Two metrics (accuracy, recall@5) by category, efficiency, accuracy against cost.
+N_CHARTS = 4
+SCREENSHOT = ROOT / "docs" / "img" / "report.png"
+
+
+@pytest.fixture
+def run_dirs() -> list[Path]:
+    return [FIXTURE_RUNS / r for r in RUN_IDS]
+
+
+@pytest.fixture
+def page(run_dirs: list[Path], tmp_path: Path) -> str:
+    return write_html(run_dirs, tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+class Page(HTMLParser):
+    """Tags, attributes and text of a page, enough to check it without a browser."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.stack: list[str] = []
+        self.scripts: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        if self.tags and self.tags[-1][0] == "script" and data.strip():
+            self.scripts.append(data)
+
+    def all(self, tag: str, **match: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in match.items())]
+
+
+def _figures(page: str) -> list[str]:
+    """The data-chart names of the page's chart figures."""
+    return [a["data-chart"] for a in Page(page).all("figure") if a.get("class") == "chart"]
+
+
+def test_page_is_self_contained(page: str) -> None:
+    parsed = Page(page)
+    assert not parsed.all("link") and not parsed.all("img") and not parsed.all("iframe")
+    for tag, attrs in parsed.tags:
+        for name in ("src", "href", "xlink:href", "action"):
+            value = attrs.get(name)
+            assert value is None or value.startswith("#"), f"<{tag} {name}={value!r}> leaves the page"
+    assert "@import" not in page and "url(http" not in page
+
+
+def test_every_chart_is_an_inline_svg(page: str) -> None:
+    assert _figures(page) == ["accuracy", "recall@5", "efficiency", "cost-memsim"]
+    assert page.count("<svg") == N_CHARTS
+    ids = [a["id"] for _, a in Page(page).tags if a.get("id")]
+    assert len(ids) == len(set(ids)), "ids repeat across charts: clip paths would point at the wrong chart"
+
+
+def test_user_text_is_escaped(page: str) -> None:
+    # a fixture question carries "<script>alert(1)</script>"; it must reach the page as text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert len(Page(page).all("script")) == 1  # the page's own filter script, nothing else
+
+
+def test_runs_table_shows_differing_options_metrics_and_intervals(run_dirs: list[Path], page: str) -> None:
+    assert differing_options([load_run(d) for d in run_dirs]) == ["top_k", "agent_options.window"]
+    assert 'title="top_k"' in page and 'title="agent_options.window"' in page
+    assert 'title="seed"' not in page  # the same in every run
+    # full's accuracy (19/24) and its bootstrap interval from summary.json
+    assert "0.792" in page and "[0.708, 0.833]" in page
+    # totals from summary["llm"]: recent retried its failed calls (36 calls), cost in USD
+    assert ">36<" in page and "$0.0017" in page
+
+
+def test_wrong_answers_are_listed_per_run(page: str) -> None:
+    for agent, n in WRONG.items():
+        assert f"{n}</span> shown of {n} wrong by accuracy" in page, agent
+    assert page.count('<tr data-category="') == sum(WRONG.values())
+    assert "RateLimitError" in page  # an error counts as wrong and shows its message
+
+
+def test_wrong_means_headline_below_one_or_error() -> None:
+    assert is_wrong({"scores": {"accuracy": 0.0}, "error": None}, "accuracy")
+    assert not is_wrong({"scores": {"accuracy": 1.0, "recall@5": 0.0}, "error": None}, "accuracy")
+    assert is_wrong({"scores": {}, "error": "TimeoutError"}, "accuracy")
+    assert not is_wrong({"scores": {"accuracy": None}, "error": None}, "accuracy")
+
+
+def test_headline_prefers_judge_then_the_first_answer_metric() -> None:
+    assert headline_metric(["accuracy", "recall@5"]) == "accuracy"
+    assert headline_metric(["recall@5", "subem", "judge"]) == "judge"
+    assert headline_metric(["recall@5", "f1"]) == "f1"
+    assert headline_metric(["recall@5"]) == "recall@5"
+    assert headline_metric([]) is None
+
+
+def _copy_run(run_id: str, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(FIXTURE_RUNS / run_id, tmp_path / run_id))
+
+
+def test_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    run = _copy_run(RUN_IDS[1], tmp_path)
+    with (run / "samples.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"sample_id": "memsim-en-0005", "question_id": "memsim-en-00')  # killed mid-write
+    page = write_html([run], tmp_path / "out.html").read_text(encoding="utf-8")
+    assert f"{WRONG['bm25']}</span> shown of {WRONG['bm25']} wrong" in page
+
+
+def test_corrupt_line_inside_samples_is_a_data_error(tmp_path: Path) -> None:
+    run = _copy_run(RUN_IDS[1], tmp_path)
+    lines = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[3] = "not json\n"
+    (run / "samples.jsonl").write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(MemplugError, match="line 4"):
+        write_html([run], tmp_path / "out.html")
+
+
+def test_a_run_without_summary_is_refused(tmp_path: Path) -> None:
+    run = _copy_run(RUN_IDS[0], tmp_path)
+    (run / "summary.json").unlink()
+    with pytest.raises(MemplugError, match="summary.json"):
+        write_html([run], tmp_path / "out.html")
+    with pytest.raises(MemplugError, match="run.json"):
+        write_html([tmp_path], tmp_path / "out.html")
+
+
+def test_intervals_are_shown_only_when_the_summary_has_them(tmp_path: Path) -> None:
+    run = _copy_run(RUN_IDS[0], tmp_path)
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    del summary["ci"]
+    (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    page = write_html([run], tmp_path / "out.html").read_text(encoding="utf-8")
+    assert "0.792" in page and "[0.708, 0.833]" not in page and "95% intervals" not in page
+    assert len(_figures(page)) == N_CHARTS  # a single run still gets every chart
+
+
+def test_runs_of_one_agent_are_told_apart_by_their_options(tmp_path: Path) -> None:
+    first = _copy_run(RUN_IDS[1], tmp_path / "a")
+    second = _copy_run(RUN_IDS[1], tmp_path / "b")
+    run = json.loads((second / "run.json").read_text(encoding="utf-8"))
+    run["run_id"], run["spec"]["top_k"] = "bm25-top10", 10
+    (second / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    page = write_html([first, second], tmp_path / "out.html").read_text(encoding="utf-8")
+    assert "bm25 (top_k=3)" in page and "bm25 (top_k=10)" in page
+
+
+# -- in a browser ----------------------------------------------------------------
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+)
+#: Runs after the page's own script: counts, per chart, the data marks (bars, points; their
+#: ids hold "-mark-") the browser laid out with a non-empty box, and what the filter hid.
+PROBE = """<script>
+(function () {
+  var figures = document.querySelectorAll("figure.chart");
+  for (var i = 0; i < figures.length; i++) {
+    var shapes = figures[i].querySelectorAll("svg [id*='-mark-']");
+    var drawn = 0;
+    for (var j = 0; j < shapes.length; j++) {
+      var box = shapes[j].getBBox();
+      if (box.width > 0 || box.height > 0) drawn++;
+    }
+    figures[i].setAttribute("data-drawn", String(drawn));
+  }
+  var hidden = document.querySelectorAll("tr[data-category][hidden], section.wrong-run[hidden]");
+  document.body.setAttribute("data-hidden", String(hidden.length));
+})();
+</script>"""
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail("chromium is missing; CI installs it with: apt-get install -y chromium")
+    pytest.skip("chromium not installed (apt-get install -y chromium)")
+
+
+def _browse(chromium: str, page: Path, tmp_path: Path, *args: str, fragment: str = "") -> tuple[str, list[str]]:
+    """Chromium's output (DOM or nothing) and the console messages the page produced."""
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    proc = subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri() + fragment],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    return proc.stdout, console
+
+
+def _probed(page: Path) -> Path:
+    probed = page.with_name("probed.html")
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    return probed
+
+
+def _drawn(dom: str) -> dict[str, int]:
+    parsed = Page(dom)
+    return {a["data-chart"]: int(a.get("data-drawn") or 0) for a in parsed.all("figure") if a.get("class") == "chart"}
+
+
+def test_console_check_catches_a_broken_page(tmp_path: Path) -> None:
+    """The no-console-errors check below can fail: a script error is caught."""
+    chromium = _chromium()
+    broken = tmp_path / "broken.html"
+    broken.write_text("<!DOCTYPE html><html><body><script>notDefined();</script></body></html>", encoding="utf-8")
+    _, console = _browse(chromium, broken, tmp_path, "--dump-dom")
+    assert any("notDefined" in line for line in console)
+
+
+def test_chromium_draws_every_chart_without_console_errors(run_dirs: list[Path], tmp_path: Path) -> None:
+    chromium = _chromium()
+    page = write_html(run_dirs, tmp_path / "report.html")
+    probed = _probed(page)
+
+    dom, console = _browse(chromium, probed, tmp_path, "--dump-dom")
+    assert console == []
+    drawn = _drawn(dom)
+    assert list(drawn) == ["accuracy", "recall@5", "efficiency", "cost-memsim"]
+    # 3 runs x (6 categories + overall) bars per metric, 2 x 3 efficiency bars, 3 points
+    assert drawn == {"accuracy": 21, "recall@5": 21, "efficiency": 6, "cost-memsim": 3}
+    assert 'data-hidden="0"' in dom
+
+    # the filters, preset from the URL as a shared link would: only bm25's aggregative rows stay
+    dom, console = _browse(chromium, probed, tmp_path, "--dump-dom", fragment=f"#category=aggregative&run={RUN_IDS[1]}")
+    assert console == []
+    parsed = Page(dom)
+    shown_runs = [a["data-run"] for a in parsed.all("section") if "data-run" in a and "hidden" not in a]
+    assert shown_runs == [RUN_IDS[1]]
+    rows = [a for a in parsed.all("tr") if "data-category" in a]
+    assert len(rows) == sum(WRONG.values())
+    visible = [a["data-category"] for a in rows if "hidden" not in a]
+    assert visible == ["aggregative"] * 10  # 3 + 4 + 3 aggregative misses of full, bm25 and recent
+    assert '<span class="shown">4</span>' in dom  # bm25's own count follows the filter
+
+    # the screenshot in docs/ comes from this recipe
+    shot = tmp_path / "report.png"
+    _, console = _browse(chromium, page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2000")
+    assert console == []
+    with shot.open("rb") as fh:
+        header = fh.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (1280, 2000)
+    if os.environ.get("MEMPLUG_UPDATE_SCREENSHOT") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, SCREENSHOT)
