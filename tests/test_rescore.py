@@ -227,3 +227,16 @@ def test_without_a_new_judge_the_runs_judge_is_used(scripted_judge, tmp_path):
     path = judged_run(tmp_path, scripted_judge)
     result = rescore_run(path)
     assert result.changes["identical"] and result.changes["judge"]["rescore"]["model"] == "judge-a"
+
+
+@pytest.mark.parametrize("agent_options, answered", [({"fail_question": "q1"}, 12), ({"answer": "false"}, 18)])
+def test_rescore_of_a_real_run_reproduces_its_summary(testkit, tmp_path, agent_options, answered):
+    """A run made by the runner (agent answers, or the extractive reader does) rescored as it is."""
+    from memplug.runner import Evaluation, RunSpec
+
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options=agent_options)).run(
+        output=tmp_path / "runs")
+    result = rescore_run(path)
+    assert result.changes["questions_rescored"] == answered
+    assert result.changes["identical"], result.changes["changed_summary"]
+    assert result.summary_path.read_bytes() == (path / "summary.json").read_bytes()
