@@ -1,0 +1,106 @@
+"""`emg`: the Editable Memory Graph agent (seed 004), without the reinforcement learning.
+
+Ingestion edits the graph (insertion, replacement, deletion; see :mod:`.graph`).
+Recall activates the top-K memories for the question (K = ``activate``, 3 in the seed)
+and expands depth-first through the graph from their entity nodes, following
+neighbours that share words with the question, to gather what a multi-hop question
+needs; current facts outrank replaced ones. For factual questions about an entity the
+graph knows, the agent writes the answer itself (``answer=auto``): the value reached
+by walking the graph (:mod:`.answer`), a short span.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from memplug.adapters.emg.answer import GraphAnswerer
+from memplug.adapters.emg.extract import LLMExtractor, extract_triple
+from memplug.adapters.emg.graph import MemoryGraph
+from memplug.adapters.retrieval.bm25_index import top_k
+from memplug.adapters.retrieval.embedders import get_embedder
+from memplug.adapters.retrieval.retriever import Retriever
+from memplug.adapters.retrieval.timestamps import parse_time
+from memplug.errors import MemplugError
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.options import Option, resolve
+from memplug.protocols import AgentConfig
+
+
+class EMGAgent:
+    options = (
+        Option("activate", int, 3, "memories activated by the question before graph expansion (K in the seed)"),
+        Option("depth", int, 3, "depth of the depth-first expansion from activated memories"),
+        Option("extractor", str, "rules", "how facts are extracted: rules (offline) or llm (the run's --llm)",
+               choices=("rules", "llm")),
+        Option("answer", str, "auto", "auto: answer factual questions from the graph; never: leave it to the reader",
+               choices=("auto", "never")),
+        Option("dense", float, 0.0, "weight of the embedder's cosine in activation (0: BM25 only)"),
+    )
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        self.opts = resolve(self.options, config.options, "emg")
+        if self.opts["extractor"] == "llm":
+            if config.llm is None:
+                raise MemplugError("emg: -o extractor=llm needs an LLM (--llm)")
+            extractor = LLMExtractor(config.llm)
+        else:
+            extractor = extract_triple
+        self.top_k = config.top_k
+        self.graph = MemoryGraph(extractor)
+        self.retriever = Retriever(1.0, self.opts["dense"], 0.0, embedder=config.embedder, llm=config.llm)
+        embedder = config.embedder
+
+        def embed(texts: list[str]) -> np.ndarray:
+            return get_embedder(embedder, config.llm).embed(texts)
+
+        self.answerer = GraphAnswerer(self.graph, embed)
+
+    def ingest(self, chunk: Chunk) -> None:
+        for m in chunk.messages:
+            self.graph.add(m.text, m.id, m.time, m.meta)
+        self.retriever.add([m.text for m in chunk.messages])
+
+    def _expand(self, start: int, question_scores: np.ndarray, depth: int, out: dict[int, float]) -> None:
+        """Depth-first from one memory through its entity nodes, keeping relevant neighbours."""
+        if depth == 0:
+            return
+        for i in self.graph.neighbours(self.graph.memories[start]):
+            if i not in out and question_scores[i] > 0:
+                out[i] = float(question_scores[i])
+                self._expand(i, question_scores, depth - 1, out)
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        if not len(self.graph):
+            return Recall(())
+        when = parse_time(question.time)
+        scores = self.retriever.scores(question.text)
+        chosen: dict[int, float] = {}
+        for i, s in top_k(scores, self.opts["activate"]):
+            chosen.setdefault(i, s)
+            self._expand(i, scores, self.opts["depth"], chosen)
+        answer = None
+        if self.opts["answer"] == "auto":
+            walked = self.answerer.answer(question.text, when)
+            if walked is not None:
+                answer, path = walked
+                lead = {m.index: float(scores[m.index]) for m in path}
+                chosen = {**lead, **{i: s for i, s in chosen.items() if i not in lead}}
+        # current facts outrank replaced ones; then the walk, activation and expansion order
+        order = sorted(chosen, key=lambda i: not self.graph.memories[i].valid_at(when))
+        for i, s in top_k(scores, self.top_k, keep_zero=True):
+            if len(order) >= self.top_k:
+                break
+            if i not in chosen:
+                order.append(i)
+                chosen[i] = s
+        items = tuple(self._item(i, chosen[i]) for i in order)
+        return Recall(items, answer=answer, meta={"emg_answered": answer is not None})
+
+    def _item(self, index: int, score: float) -> Recalled:
+        memory = self.graph.memories[index]
+        return Recalled(memory.text, score, (memory.message_id,))
+
+    def close(self) -> None:
+        """Everything lives in memory; nothing to release."""

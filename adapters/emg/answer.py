@@ -1,0 +1,106 @@
+"""Answering a factual question by walking the graph from the entity it names.
+
+Stands in for the seed's trained traversal policy (no reinforcement learning here): the
+question's entity is the longest known subject it mentions; at each hop the current
+facts about the entity are scored against the question's remaining relation words,
+nearest word first (in "the spouse of the author of X", "author" decides the first hop
+and "spouse" the second), and the best fact's value becomes the next entity. The walk stops
+when no fact matches a remaining word. The last value is the answer: a short span,
+not the whole memory.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from memplug.adapters.emg.extract import normalise
+from memplug.adapters.emg.graph import Memory, MemoryGraph
+
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose where when how is are was were does did do the a an of in to by for "
+    "with at on as from that this serves serve known".split()
+)
+#: at most this many hops; FactConsolidation's multi-hop questions need up to four
+MAX_HOPS = 4
+#: least match (lexical 1.0, or a cosine) for a fact to be followed
+MIN_MATCH = 0.45
+
+
+def _stem(word: str) -> str:
+    return word[:5]
+
+
+class GraphAnswerer:
+    def __init__(self, graph: MemoryGraph, embed: Callable[[list[str]], np.ndarray] | None) -> None:
+        self.graph = graph
+        self._embed = embed
+        self._vector = lru_cache(maxsize=100_000)(self._embed_one)
+
+    def _embed_one(self, text: str) -> np.ndarray:
+        return self._embed([text])[0]
+
+    def _similarity(self, word: str, relation: str) -> float:
+        if any(_stem(word) == _stem(t) for t in relation.split()):
+            return 1.0
+        if self._embed is None:
+            return 0.0
+        return float(self._vector(word) @ self._vector(relation))
+
+    def find_subject(self, words: list[str]) -> tuple[str, int, int] | None:
+        """Longest run of question words that is a known subject: (key, start, end)."""
+        best = None
+        for start in range(len(words)):
+            for end in range(min(len(words), start + 12), start, -1):
+                key = " ".join(words[start:end])
+                if key in self.graph.by_subject and (best is None or end - start > best[2] - best[1]):
+                    best = (key, start, end)
+                    break
+        return best
+
+    def answer(self, question: str, when: float | None = None) -> tuple[str, list[Memory]] | None:
+        """(answer span, the facts walked), or None when the question names no known entity."""
+        words = normalise(question).split()
+        found = self.find_subject(words)
+        if found is None:
+            return None
+        entity, start, end = found
+        # remaining relation words with their distance from the entity mention
+        remaining = {
+            i: w for i, w in enumerate(words) if (i < start or i >= end) and w not in _QUESTION_WORDS
+        }
+        path: list[Memory] = []
+        seen: set[int] = set()
+        for _ in range(MAX_HOPS):
+            facts = [self.graph.memories[i] for i in self.graph.by_subject.get(entity, [])]
+            facts = [m for m in facts if m.valid_at(when) and m.index not in seen]
+            if not facts or not remaining:
+                break
+            # the nearest remaining word that some fact matches decides the hop
+            best: tuple[float, Memory, int] | None = None
+            for i in sorted(remaining, key=lambda i: _distance(i, start, end)):
+                for memory in facts:
+                    sim = self._similarity(remaining[i], normalise(memory.triple.relation))
+                    if sim >= MIN_MATCH and (best is None or (sim, memory.index) > (best[0], best[1].index)):
+                        best = (sim, memory, i)
+                if best is not None:
+                    break
+            if best is None:
+                break
+            _, memory, word = best
+            path.append(memory)
+            seen.add(memory.index)
+            relation = normalise(memory.triple.relation)
+            # the hop uses up its word and every other word its relation spells out
+            for i in [i for i, w in remaining.items() if i == word or self._similarity(w, relation) >= 1.0]:
+                remaining.pop(i)
+            entity = normalise(memory.triple.value)
+        if not path:
+            return None
+        return path[-1].triple.value, path
+
+
+def _distance(i: int, start: int, end: int) -> int:
+    return start - i if i < start else i - end + 1

@@ -1,0 +1,157 @@
+"""The Editable Memory Graph: tree partitions, entity graph, and the three edits (seed 004, 4.2).
+
+Every memory sits in one (type, subclass) partition. A memory whose fact could be
+extracted is an edge subject -> value of the graph layer; entity nodes are the
+normalised subject and value strings, so a value of one fact ("Charles Dickens") is the
+subject node of others, which is what multi-hop traversal follows.
+
+Editing, as in the seed: the new memory is placed in its partition, the top-1 current
+memory of that partition is retrieved, and comparing their relations decides the edit:
+
+- **replacement**: same entity and relation with a new value; the old memory is kept
+  as history (``current = False``, ``replaced_by``) and no longer counts as current;
+- **deletion**: a memory that expires ("valid until …"); after its expiry, taken from
+  the dataset's time, it is no longer current;
+- **insertion**: anything else, a new relation.
+
+Top-1 retrieval in a partition is exact on (subject, relation) for extracted facts and
+token overlap otherwise (posting lists, skipping tokens too common to discriminate).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import defaultdict
+from typing import Any, Callable, Mapping
+
+import attrs
+
+from memplug.adapters.emg.extract import Triple, normalise
+from memplug.adapters.emg.taxonomy import partition_of
+from memplug.adapters.retrieval.timestamps import parse_time
+from memplug.adapters.retrieval.tokenizer import has_cjk, tokenize
+
+#: a token in more memories of a partition than this is skipped in top-1 look-ups
+MAX_POSTINGS = 1000
+_EXPIRY = re.compile(
+    r"(?:expires?|expiring|valid (?:until|through|till)|until)\s+(?:on\s+)?(.+?)(?:[.;,]|$)"
+    r"|(?:有效期至|有效期到|到期时间[是为]?)\s*(.+?)(?:[。；，]|$)",
+    re.IGNORECASE,
+)
+INSERTION, REPLACEMENT, DELETION = "insertion", "replacement", "deletion"
+
+
+@attrs.define
+class Memory:
+    index: int
+    text: str
+    message_id: str
+    time: float | None
+    partition: tuple[str, str]
+    triple: Triple | None
+    operation: str = INSERTION
+    current: bool = True
+    replaced_by: int | None = None
+    expires: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str] | None:
+        return (normalise(self.triple.subject), normalise(self.triple.relation)) if self.triple else None
+
+    def valid_at(self, when: float | None) -> bool:
+        """Current, and not expired at ``when`` (a dataset time; None: no expiry check)."""
+        return self.current and (self.expires is None or when is None or when <= self.expires)
+
+
+def expiry_of(text: str) -> float | None:
+    match = _EXPIRY.search(text)
+    return parse_time((match.group(1) or match.group(2) or "").strip()) if match else None
+
+
+def _units(text: str) -> list[str]:
+    """Characters for Chinese, words otherwise: the units a single-span diff works on."""
+    return [c for c in text if not c.isspace()] if has_cjk(text) else text.lower().split()
+
+
+def differs_in_value_only(new: str, old: str) -> bool:
+    """True when two memories differ in one span after a shared opening (entity, relation).
+
+    For memories without an extracted triple: "我的上司名叫赵雅琳" vs "我的上司名叫王芳" is
+    one fact with a new value; "我表弟今年36岁" vs "我表妹今年36岁" is not (the shared
+    opening is too short to hold the entity and relation).
+    """
+    a, b = _units(new), _units(old)
+    blocks = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(blocks) != 1:
+        return False
+    prefix = blocks[0][1]
+    return prefix >= 4 and prefix * 2 >= min(len(a), len(b))
+
+
+class MemoryGraph:
+    def __init__(self, extractor: Callable[[str], Triple | None]) -> None:
+        self.extractor = extractor
+        self.memories: list[Memory] = []
+        self._by_key: dict[tuple[tuple[str, str], tuple[str, str]], int] = {}
+        self._postings: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        self.by_subject: dict[str, list[int]] = defaultdict(list)
+        self.by_value: dict[str, list[int]] = defaultdict(list)
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+    def add(self, text: str, message_id: str, time: str | None = None, meta: Mapping[str, Any] | None = None) -> Memory:
+        triple = self.extractor(text)
+        partition = partition_of(f"{triple.subject} {triple.relation}" if triple else text)
+        memory = Memory(len(self.memories), text, message_id, parse_time(time), partition, triple)
+        old = self._top1(memory)
+        if old is not None and self._same_relation(memory, old):
+            old.current, old.replaced_by = False, memory.index
+            memory.operation = REPLACEMENT
+        memory.expires = expiry_of(text)
+        if memory.expires is not None:
+            memory.operation = DELETION
+        self._register(memory)
+        return memory
+
+    def _top1(self, memory: Memory) -> Memory | None:
+        if memory.key is not None:
+            found = self._by_key.get((memory.partition, memory.key))
+            return self.memories[found] if found is not None else None
+        postings = self._postings[memory.partition]
+        votes: dict[int, int] = defaultdict(int)
+        for token in set(tokenize(memory.text)):
+            hits = postings.get(token, ())
+            if len(hits) <= MAX_POSTINGS:
+                for i in hits:
+                    if self.memories[i].current:
+                        votes[i] += 1
+        if not votes:
+            return None
+        return self.memories[max(votes, key=lambda i: (votes[i], i))]
+
+    @staticmethod
+    def _same_relation(new: Memory, old: Memory) -> bool:
+        if new.key is not None and old.key is not None:
+            return new.key == old.key
+        return differs_in_value_only(new.text, old.text)
+
+    def _register(self, memory: Memory) -> None:
+        self.memories.append(memory)
+        if memory.key is not None:
+            self._by_key[(memory.partition, memory.key)] = memory.index
+            self.by_subject[memory.key[0]].append(memory.index)
+            self.by_value[normalise(memory.triple.value)].append(memory.index)
+        else:
+            postings = self._postings[memory.partition]
+            for token in set(tokenize(memory.text)):
+                postings[token].append(memory.index)
+
+    def neighbours(self, memory: Memory) -> list[int]:
+        """Memories incident to this memory's entity nodes: value node first, then subject."""
+        if memory.triple is None:
+            return []
+        value, subject = normalise(memory.triple.value), memory.key[0]
+        out = self.by_subject.get(value, []) + self.by_value.get(subject, []) + self.by_subject.get(subject, [])
+        return [i for i in dict.fromkeys(out) if i != memory.index]

@@ -1,0 +1,94 @@
+"""The editable memory graph: extraction, partitions, the three edits, traversal, answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memplug.adapters.emg import EMGAgent
+from memplug.adapters.emg.extract import Triple, extract_triple
+from memplug.adapters.emg.graph import DELETION, INSERTION, REPLACEMENT, MemoryGraph, differs_in_value_only
+from memplug.adapters.emg.taxonomy import partition_of
+from memplug.models import AgentQuestion, Chunk, Message
+from memplug.protocols import AgentConfig
+
+
+@pytest.mark.parametrize(
+    "sentence, triple",
+    [
+        ("Roy Rogers is married to Dale Evans.", ("Roy Rogers", "is married to", "Dale Evans")),
+        ("Gabe Newell is a citizen of United States of America.", ("Gabe Newell", "is a citizen of", "United States of America")),
+        ("Hines Ward plays the position of wide receiver.", ("Hines Ward", "plays the position of", "wide receiver")),
+        ("The capital of Romania is Bucharest.", ("Romania", "capital is", "Bucharest")),
+        ("The univeristy where Joan Didion was educated is University of California, Berkeley.",
+         ("Joan Didion", "univeristy where was educated is", "University of California, Berkeley")),
+        ("The Wheel of Time was written in the language of English.", ("The Wheel of Time", "was written in the language of", "English")),
+        ("Pedro Pierluisi worked in the city of Washington, D.C..", ("Pedro Pierluisi", "worked in the city of", "Washington, D.C.")),
+    ],
+)
+def test_rule_based_extraction(sentence, triple):
+    assert extract_triple(sentence) == Triple(*triple)
+
+
+def test_partitions_follow_the_seed_taxonomy():
+    assert partition_of("Roy Rogers is married to") == ("Relationship", "spouse")
+    assert partition_of("我的上司名叫") == ("Relationship", "colleague/friends")
+    assert partition_of("zzz") == ("Attribute", "other")
+
+
+def test_insertion_replacement_and_deletion():
+    graph = MemoryGraph(extract_triple)
+    first = graph.add("Roy Rogers is married to Dale Evans.", "1")
+    other = graph.add("Roy Rogers was born in the city of Cincinnati.", "2")
+    second = graph.add("Roy Rogers is married to John McVie.", "3")
+    assert (first.operation, other.operation, second.operation) == (INSERTION, INSERTION, REPLACEMENT)
+    assert not first.current and first.replaced_by == second.index and other.current and second.current
+    voucher = graph.add("The hotel voucher is valid until 2024-05-14.", "4")
+    assert voucher.operation == DELETION
+    assert voucher.valid_at(None) and not voucher.valid_at(voucher.expires + 1)
+
+
+def test_value_only_difference_without_a_triple():
+    assert differs_in_value_only("我的上司名叫王芳。", "我的上司名叫赵雅琳。")
+    assert not differs_in_value_only("我表妹今年36岁。", "我表弟今年36岁。")
+
+
+FACTS = [
+    "The author of Our Mutual Friend is Charles Dickens.",
+    "Charles Dickens is married to Catherine Hogarth.",
+    "Catherine Hogarth is a citizen of United Kingdom.",
+    "Charles Dickens is a citizen of France.",
+    "Alta IF is associated with the sport of association football.",
+    "Thomas Kyd was born in the city of London.",
+    "Alta IF is associated with the sport of baseball.",
+    "Catherine Hogarth is a citizen of Belgium.",
+]
+
+
+def agent_with_facts(**options) -> EMGAgent:
+    agent = EMGAgent(AgentConfig(options=options, top_k=3), Path("."))
+    agent.ingest(Chunk(0, [Message(str(i), t) for i, t in enumerate(FACTS[:4])]))
+    agent.ingest(Chunk(1, [Message(str(i + 4), t) for i, t in enumerate(FACTS[4:])]))
+    return agent
+
+
+def test_single_hop_answer_is_the_current_value_as_a_short_span():
+    recall = agent_with_facts().recall(AgentQuestion("q", "Which sport is Alta IF associated with?", "sh"))
+    assert recall.answer == "baseball"
+    assert recall.items[0].message_ids == ("6",)  # the current fact outranks the replaced one
+    assert ("4",) in [i.message_ids for i in recall.items][1:] or len(recall.items) == 3
+
+
+def test_multi_hop_walks_the_graph_nearest_relation_first():
+    question = "What is the country of citizenship of the spouse of the author of Our Mutual Friend?"
+    recall = agent_with_facts().recall(AgentQuestion("q", question, "mh"))
+    assert recall.answer == "Belgium"
+    assert [i.message_ids[0] for i in recall.items[:3]] == ["0", "1", "7"]
+
+
+def test_answer_never_leaves_the_answer_to_the_reader_and_expansion_still_gathers_facts():
+    question = "What is the country of citizenship of the spouse of the author of Our Mutual Friend?"
+    recall = agent_with_facts(answer="never", activate=1).recall(AgentQuestion("q", question, "mh"))
+    assert recall.answer is None
+    assert {"0", "1"} <= {i.message_ids[0] for i in recall.items}
