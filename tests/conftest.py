@@ -81,3 +81,17 @@ def testkit_env(tmp_path, monkeypatch) -> dict[str, str]:
     env["MEMPLUG_LOAD_PLUGINS"] = "memplug-testkit"
     env["COLUMNS"] = "200"
     return env
+
+
+@pytest.fixture
+def openai_stub(tmp_path, monkeypatch):
+    """A running loopback OpenAI-compatible server (tests/openai_stub.py), closed afterwards.
+
+    Also points MEMPLUG_CACHE_DIR at the test's tmp_path, so an LLM built without an
+    explicit cache_path never reads or writes the user's real response cache.
+    """
+    from openai_stub import OpenAIStub
+
+    monkeypatch.setenv("MEMPLUG_CACHE_DIR", str(tmp_path / "cache"))
+    with OpenAIStub() as stub:
+        yield stub
