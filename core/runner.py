@@ -375,7 +375,7 @@ class Evaluation:
                 t2 = time.perf_counter()
                 record.update(
                     prediction=prediction, agent_answered=recall.answer is not None, meta=_jsonable(recall.meta),
-                    recalled=[attrs.asdict(i, retain_collection_types=False) for i in recall.items],
+                    recalled=[attrs.asdict(i) for i in recall.items],
                     timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
                 )
                 ctx = ScoreContext(question, prediction, recall.items, self.info.language)

@@ -19,7 +19,7 @@ SAMPLE_KEYS = {"id", "messages", "questions"}
 
 
 def sample_to_dict(sample: Sample) -> dict[str, Any]:
-    return attrs.asdict(sample, recurse=True, retain_collection_types=False)
+    return attrs.asdict(sample)
 
 
 def sample_from_dict(raw: dict[str, Any]) -> Sample:
