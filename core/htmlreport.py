@@ -165,8 +165,9 @@ def is_wrong(record: dict[str, Any], headline: str | None) -> bool:
 
 def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
     rows = []
+    headline = run.headline
     for rec in run.records:
-        if not is_wrong(rec, run.headline):
+        if not is_wrong(rec, headline):
             continue
         recalled = rec.get("recalled") or []
         rows.append({
@@ -177,7 +178,7 @@ def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
             "choices": rec.get("choices") or {},
             "correct_choice": rec.get("correct_choice"),
             "prediction": rec.get("prediction"),
-            "score": (rec.get("scores") or {}).get(run.headline) if run.headline else None,
+            "score": (rec.get("scores") or {}).get(headline) if headline else None,
             "error": rec.get("error"),
             "recalled": [
                 {

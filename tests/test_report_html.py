@@ -109,6 +109,17 @@ def test_wrong_answers_are_listed_per_run(page: str) -> None:
     assert "RateLimitError" in page  # an error counts as wrong and shows its message
 
 
+def test_cli_writes_the_page(run_dirs: list[Path], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memplug.cli import cli
+
+    out = tmp_path / "nested" / "report.html"
+    result = CliRunner().invoke(cli, ["report", *map(str, run_dirs), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    assert _figures(out.read_text(encoding="utf-8")) == ["accuracy", "recall@5", "efficiency", "cost-memsim"]
+
+
 def test_wrong_means_headline_below_one_or_error() -> None:
     assert is_wrong({"scores": {"accuracy": 0.0}, "error": None}, "accuracy")
     assert not is_wrong({"scores": {"accuracy": 1.0, "recall@5": 0.0}, "error": None}, "accuracy")
