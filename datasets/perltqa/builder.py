@@ -1,0 +1,88 @@
+"""`perltqa`: PerLTQA (seed 001), personal long-term memory QA, generated offline or loaded.
+
+A sample is one character: its memory items (profile fields, profile description,
+social relationships, events, dialogues) are the messages, each labelled semantic or
+episodic in ``meta["memory_type"]``; its QA items are the questions, with the referenced
+memory ids as targets and the memory anchors as anchors (scored by ``anchor_map``,
+PerLTQA Eq. 5). Each question's category is its memory section (profile,
+social_relationship, events, dialogues) and ``meta["memory_type"]`` its memory type, so
+that memory classification (§3.4, Eq. 1) can be scored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from memplug.datasets.perltqa.generator import generate_release
+from memplug.datasets.perltqa.release import load_release
+from memplug.datasets.perltqa.schema import Checker, character_sample
+from memplug.errors import MemplugError
+from memplug.models import DatasetInfo, Sample
+from memplug.options import Option, resolve
+from memplug.protocols import BuildOptions
+
+#: PerLTQA App. A.5, Figure 8 ("Answer Generation Prompt"); [memories] and [question]
+#: become {memory} and {question}.
+ANSWER_PROMPT_EN = (
+    "Please answer the following question based on the provided memory information, ignoring any irrelevant "
+    "memories. Keep the response under fifty words.\n\n"
+    "Memory Information: {memory}\nQuestion: {question}\nAnswer:"
+)
+#: memplug's Chinese rendering of the same prompt (the paper prints only the English one)
+ANSWER_PROMPT_ZH = (
+    "请根据提供的记忆信息回答下面的问题，忽略无关的记忆。回答不超过五十个字。\n\n"
+    "记忆信息：{memory}\n问题：{question}\n回答："
+)
+SOURCE = "PerLTQA (arXiv 2402.16288, seed 001), App. A.5, Figure 8: Answer Generation Prompt"
+
+
+class PerLTQABuilder:
+    """Personal long-term memory QA over semantic (profile, relationships) and episodic memory."""
+
+    info = DatasetInfo(
+        name="perltqa",
+        version="1.0",
+        description="PerLTQA: a character's profile, social relationships, events and dialogues; "
+                    "questions with reference memories and memory anchors",
+        language="en",
+        capabilities=frozenset({"AR"}),
+        # one memory item per message; events average 313 words (§3.3), about 400 tokens
+        default_chunk_size=512,
+        metrics=("f1", "rouge_l", "anchor_map", "recall@K"),
+        answer_prompt=ANSWER_PROMPT_EN,
+        answer_prompt_source=SOURCE,
+    )
+
+    options = (
+        Option("lang", str, "en", "language of generated characters (and of scoring)", choices=("en", "zh")),
+        Option("characters", int, 3, "generator: number of characters (one sample each)"),
+        Option("relationships", int, 6, "generator: social relationships per character (at most 11)"),
+        Option("events", int, 2, "generator: events per relationship (at most 12 events per character)"),
+        Option("qa", Path, None, "loader: the QA file, when --data is the memory file and no *qa*.json lies beside it"),
+    )
+
+    def info_for(self, values: Mapping[str, Any]) -> DatasetInfo:
+        if values.get("lang", "en") == "zh":
+            return attrs.evolve(self.info, language="zh", answer_prompt=ANSWER_PROMPT_ZH,
+                                answer_prompt_source=SOURCE + " (Chinese rendering by memplug)")
+        return self.info
+
+    def build(self, options: BuildOptions) -> Iterable[Sample]:
+        values = resolve(self.options, options.values, "dataset 'perltqa'")
+        if options.data is not None:
+            return load_release(options.data, values["qa"], values["lang"])
+        return self._generate(values, options.seed)
+
+    def _generate(self, values: dict[str, Any], seed: int) -> Iterable[Sample]:
+        if values["characters"] < 1 or not 1 <= values["relationships"] <= 11 or values["events"] < 1:
+            raise MemplugError("options characters and events must be at least 1, relationships between 1 and 11")
+        memory, qa = generate_release(seed, values["lang"], values["characters"], values["relationships"],
+                                      values["events"])
+        check = Checker("<generated>")
+        for entry in qa:
+            for name, sections in entry.items():
+                sample = character_sample(name, memory[name], sections, values["lang"], check, check, "generated")
+                yield attrs.evolve(sample, id=f"perltqa_{values['lang']}_seed{seed}_{name}")

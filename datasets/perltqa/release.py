@@ -1,0 +1,63 @@
+"""Finds and reads the PerLTQA release: one memory file and one QA file.
+
+``--data`` is either a directory holding exactly one ``*mem*.json`` (e.g.
+``perltmem_en_v2.json``) and one ``*qa*.json`` (``perltqa_en_v2.json``), or the memory
+file itself, with the QA file given by ``-o qa=PATH`` (default: the one ``*qa*.json``
+beside it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from memplug.datasets.perltqa.schema import Checker, character_sample
+from memplug.errors import DataError
+from memplug.models import Sample
+
+
+def _one(folder: Path, pattern: str, what: str, exclude: Path | None = None) -> Path:
+    found = sorted(p for p in folder.glob(pattern) if p.is_file() and p != exclude)
+    if len(found) != 1:
+        listed = ", ".join(p.name for p in found) or "none"
+        raise DataError(folder, f"expected exactly one {what} file matching {pattern} (found: {listed}); "
+                                f"pass the memory file as --data and the QA file with -o qa=PATH")
+    return found[0]
+
+
+def release_paths(data: Path, qa: Path | None) -> tuple[Path, Path]:
+    """(memory file, QA file) from --data and the optional qa option."""
+    if data.is_dir():
+        memory = _one(data, "*mem*.json", "memory")
+        return memory, qa or _one(data, "*qa*.json", "QA", exclude=memory)
+    return data, qa or _one(data.parent, "*qa*.json", "QA", exclude=data)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(path, f"cannot read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"not valid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
+
+
+def load_release(data: Path, qa: Path | None, lang: str) -> Iterator[Sample]:
+    """One sample per character that has questions, in the QA file's order."""
+    memory_path, qa_path = release_paths(data, qa)
+    memory_check, qa_check = Checker(memory_path), Checker(qa_path)
+    memory = memory_check.expect(read_json(memory_path), dict, "top level")
+    entries = qa_check.expect(read_json(qa_path), list, "top level")
+    seen: set[str] = set()
+    for n, entry in enumerate(entries):
+        qa_check.expect(entry, dict, f"[{n}]")
+        for name, sections in entry.items():
+            if name in seen:
+                raise qa_check.fail(f"[{n}].{name}", "character listed twice")
+            seen.add(name)
+            if name not in memory:
+                raise qa_check.fail(f"[{n}].{name}", f"character not in the memory file {memory_path.name}")
+            yield character_sample(name, memory[name], sections, lang, memory_check, qa_check, str(qa_path))
