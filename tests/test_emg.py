@@ -24,6 +24,7 @@ from memplug.protocols import AgentConfig
         ("The univeristy where Joan Didion was educated is University of California, Berkeley.",
          ("Joan Didion", "univeristy where was educated is", "University of California, Berkeley")),
         ("The Wheel of Time was written in the language of English.", ("The Wheel of Time", "was written in the language of", "English")),
+        ("310. goaltender is associated with the sport of ice hockey.", ("goaltender", "is associated with the sport of", "ice hockey")),
         ("Pedro Pierluisi worked in the city of Washington, D.C..", ("Pedro Pierluisi", "worked in the city of", "Washington, D.C.")),
     ],
 )

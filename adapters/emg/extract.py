@@ -45,8 +45,12 @@ def normalise(text: str) -> str:
     return " ".join(w for w in words if w not in ("the", "a", "an"))
 
 
+_LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+")
+
+
 def _clean(sentence: str) -> str:
-    sentence = sentence.strip()
+    # list markers ("310. ", "- ") number or bullet a fact; they are not part of it
+    sentence = _LIST_MARKER.sub("", sentence.strip())
     if sentence.endswith(".") and not re.search(r"\b[A-Z]\.[A-Z]?\.?$", sentence[:-1]):
         sentence = sentence[:-1]
     elif sentence.endswith(".."):

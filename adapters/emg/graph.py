@@ -54,9 +54,11 @@ class Memory:
     current: bool = True
     replaced_by: int | None = None
     expires: float | None = None
+    #: (normalised subject, normalised relation) of the extracted fact
+    key: tuple[str, str] | None = attrs.field(init=False)
 
-    @property
-    def key(self) -> tuple[str, str] | None:
+    @key.default
+    def _key(self) -> tuple[str, str] | None:
         return (normalise(self.triple.subject), normalise(self.triple.relation)) if self.triple else None
 
     def valid_at(self, when: float | None) -> bool:

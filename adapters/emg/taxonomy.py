@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-# (type, subclass): cue words; matched as word prefixes in English, substrings in Chinese
+# (type, subclass): cue words; matched at word starts in English, anywhere in Chinese
 TAXONOMY: dict[tuple[str, str], tuple[str, ...]] = {
     ("Relationship", "spouse"): ("married", "spouse", "wife", "husband", "配偶", "老婆", "老公", "妻子", "丈夫"),
     ("Relationship", "parents/children"): ("child", "son", "daughter", "father", "mother", "parent",
@@ -44,21 +44,43 @@ TAXONOMY: dict[tuple[str, str], tuple[str, ...]] = {
 FALLBACK = ("Attribute", "other")
 TYPES = ("Relationship", "Preference", "Event", "Attribute")
 
+_CUE_OWNER = {cue: part for part, cues in TAXONOMY.items() for cue in cues}
+_EN_LENGTHS = sorted({len(c) for c in _CUE_OWNER if c.isascii() and " " not in c})
+_EN_PHRASES = [c for c in _CUE_OWNER if " " in c]
+_ZH_CUES = [c for c in _CUE_OWNER if not c.isascii()]
 _WORD = re.compile(r"[a-z]+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def _cues(text: str) -> set[str]:
+    """Cues in ``text``: English ones as word prefixes, Chinese ones as substrings.
+
+    Word prefixes are looked up in a dict (a few lengths per word) rather than with one
+    big regular expression, which is several times slower on short memories.
+    """
+    lowered = text.lower()
+    found = {c for c in _EN_PHRASES if c in lowered}
+    for word in _WORD.findall(lowered):
+        for n in _EN_LENGTHS:
+            if n > len(word):
+                break
+            if word[:n] in _CUE_OWNER:
+                found.add(word[:n])
+    if _CJK.search(text):
+        found.update(c for c in _ZH_CUES if c in text)
+    return found
+
+
+_ORDER = {part: i for i, part in enumerate(TAXONOMY)}
 
 
 def partition_of(text: str) -> tuple[str, str]:
     """The (type, subclass) whose cues best match ``text`` (subject and relation)."""
-    lowered = text.lower()
-    words = _WORD.findall(lowered)
-    best, best_hits = FALLBACK, 0
-    for part, cues in TAXONOMY.items():
-        hits = 0
-        for cue in cues:
-            if cue.isascii():
-                hits += any(w.startswith(cue) for w in words) if " " not in cue else cue in lowered
-            else:
-                hits += cue in text
-        if hits > best_hits:
-            best, best_hits = part, hits
-    return best
+    hits: dict[tuple[str, str], int] = {}
+    for cue in _cues(text):
+        part = _CUE_OWNER[cue]
+        hits[part] = hits.get(part, 0) + 1
+    if not hits:
+        return FALLBACK
+    # most cues wins; ties go to the subclass listed first in the taxonomy
+    return max(hits, key=lambda part: (hits[part], -_ORDER[part]))

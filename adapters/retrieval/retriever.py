@@ -82,7 +82,7 @@ class Retriever:
             new = self._texts[len(self._texts) - self._pending :]
             vectors = embed_batched(self.embedder, new)
             if self._dense is None:
-                self._dense = DenseIndex(vectors.shape[1], use_faiss=False)
+                self._dense = DenseIndex(vectors.shape[1])
             self._dense.add(vectors)
         self._pending = 0
 
