@@ -1,0 +1,232 @@
+"""`memdaily`: the loader of MemSim's official release (``--data PATH``).
+
+Two layouts exist: the per-type files ``NN_<type>_<scenario>.json`` (each a list of
+``{tid, message_list, question_list}``) and the merged ``memdaily.json``
+(``{type: {scenario: [{tid, message_list, QA}]}}``) that the release's
+``post_process.py`` writes. Items whose question is ``[ERRORQ]`` or answer ``[ERRORA]``
+are dropped, as that script does. Quirks of the files are kept, not fixed: message
+order is the file's even where timestamps go backwards; a doubled "。。" at the end of
+a message is shown once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import attrs
+
+from memplug.errors import DataError
+from memplug.models import DatasetInfo, Message, Question, Sample
+from memplug.options import Option
+from memplug.protocols import BuildOptions
+
+from .prompts import answer_prompt
+
+PER_TYPE = re.compile(r"^(\d\d)_([a-z_]+)_([a-z]+)\.json$")
+MERGED = "memdaily.json"
+_TIME = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日(?:\s*周.)?\s*(\d{1,2}):(\d{2})")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_STAMPS = {"zh": "{text} (消息地点 {place}, 消息时间 {time})", "en": "{text} (place: {place}, time: {time})"}
+
+_PROMPT, _SOURCE = answer_prompt("zh")
+INFO = DatasetInfo(
+    name="memdaily",
+    version="1.0",
+    description="MemDaily, MemSim's released dataset (seed 000): six kinds of single-choice questions on user messages",
+    language="zh",
+    capabilities={"AR"},
+    default_chunk_size=64,
+    metrics=("accuracy", "recall@K"),
+    answer_prompt=_PROMPT,
+    answer_prompt_source=_SOURCE,
+)
+
+
+def iso_time(text: Any) -> str | None:
+    """"2024年04月01日 周一 08:39" -> "2024-04-01T08:39"; other text is kept as it is."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    m = _TIME.search(text)
+    if not m:
+        return text
+    y, mo, d, h, mi = (int(g) for g in m.groups())
+    return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}"
+
+
+def release_files(data: Path) -> list[Path]:
+    """The per-type files of a directory (sorted), else its memdaily.json, else the file itself."""
+    if data.is_dir():
+        per_type = sorted(p for p in data.iterdir() if PER_TYPE.match(p.name))
+        if per_type:
+            return per_type
+        if (data / MERGED).is_file():
+            return [data / MERGED]
+        raise DataError(data, f"no MemDaily files here (expected NN_<type>_<scenario>.json or {MERGED})")
+    if not data.is_file():
+        raise DataError(data, "no such file or directory")
+    return [data]
+
+
+def read_json(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"invalid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(path, f"cannot read the file ({exc})") from None
+
+
+def detect_language(data: Path | None) -> str:
+    """"zh" when the release's first messages are Chinese (the official one), else "en"."""
+    if data is None:
+        return "zh"
+    try:
+        first = release_files(Path(data))[0]
+        with first.open(encoding="utf-8") as fh:
+            head = fh.read(4000)
+    except (DataError, OSError, UnicodeDecodeError):
+        return "zh"
+    return "zh" if _CJK.search(head) else "en"
+
+
+@attrs.frozen
+class _Item:
+    path: Path
+    place: str
+    qtype: str
+    scenario: str
+    raw: Mapping[str, Any]
+
+
+class MemDailyLoader:
+    """MemSim's MemDaily release, per-type files or the merged memdaily.json."""
+
+    info = INFO
+    options = (
+        Option("stamp", bool, True, "append '(消息地点 place, 消息时间 time)' to each message, as MemSim's benchmark does"),
+        Option("scenario", str, None, "keep only this scenario (roles, events, items, places, hybrid)"),
+    )
+
+    def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
+        """The info with the language of the release at ``data`` (Chinese unless it reads otherwise)."""
+        language = detect_language(data)
+        prompt, source = answer_prompt(language)
+        return attrs.evolve(self.info, language=language, answer_prompt=prompt, answer_prompt_source=source)
+
+    def build(self, options: BuildOptions) -> Iterator[Sample]:
+        if options.data is None:
+            raise DataError("memdaily", "needs the release: --data PATH (a folder of NN_<type>_<scenario>.json or memdaily.json)")
+        values = dict(options.values)
+        stamp = values.get("stamp", True)
+        only = values.get("scenario")
+        items = [it for path in release_files(Path(options.data)) for it in self._items(path)]
+        return (s for s in (self._sample(it, bool(stamp)) for it in items if only in (None, it.scenario)) if s is not None)
+
+    # ------------------------------------------------------------------ parsing
+    def _items(self, path: Path) -> Iterator[_Item]:
+        data = read_json(path)
+        match = PER_TYPE.match(path.name)
+        if match and isinstance(data, list):
+            for i, raw in enumerate(data):
+                yield _Item(path, f"[{i}]", match.group(2), match.group(3), _mapping(raw, path, f"[{i}]"))
+        elif isinstance(data, dict):
+            for qtype, scenarios in data.items():
+                if scenarios is None:
+                    continue
+                for scenario, trajectories in _mapping(scenarios, path, f"[{qtype!r}]").items():
+                    if trajectories is None:  # post_process.py leaves absent scenarios as null
+                        continue
+                    if not isinstance(trajectories, list):
+                        raise DataError(path, "expected a list of trajectories", f"[{qtype!r}][{scenario!r}]")
+                    for i, raw in enumerate(trajectories):
+                        place = f"[{qtype!r}][{scenario!r}][{i}]"
+                        yield _Item(path, place, qtype, scenario, _mapping(raw, path, place))
+        else:
+            raise DataError(path, "expected a list of trajectories (NN_<type>_<scenario>.json) "
+                                  f"or a {{type: {{scenario: [...]}}}} object ({MERGED})")
+
+    def _sample(self, item: _Item, stamp: bool) -> Sample | None:
+        path, place, raw = item.path, item.place, item.raw
+        for key in ("tid", "message_list"):
+            if key not in raw:
+                raise DataError(path, f"trajectory lacks {key!r}", place)
+        if "question_list" in raw:
+            qas = raw["question_list"]
+            if not isinstance(qas, list):
+                raise DataError(path, "question_list must be a list", place)
+        elif "QA" in raw:
+            qas = [raw["QA"]]
+        else:
+            raise DataError(path, "trajectory lacks 'question_list' (or 'QA')", place)
+        messages = self._messages(raw["message_list"], path, place, stamp)
+        text_lang = "zh" if any(_CJK.search(m.text) for m in messages) else "en"
+        sample_id = f"memdaily-{item.qtype}-{item.scenario}-{raw['tid']}"
+        ids = {m.id for m in messages}
+        questions = []
+        for j, qa in enumerate(qas):
+            qplace = f"{place}.question_list[{j}]" if "question_list" in raw else f"{place}.QA"
+            qa = _mapping(qa, path, qplace)
+            if qa.get("question") == "[ERRORQ]" or qa.get("answer") == "[ERRORA]":
+                continue  # the release's own post_process.py drops these
+            questions.append(self._question(qa, sample_id, j, item, ids, path, qplace))
+        if not questions:
+            return None
+        meta = {"type": item.qtype, "scenario": item.scenario, "tid": raw["tid"], "file": path.name, "lang": text_lang}
+        return Sample(sample_id, messages, questions, meta)
+
+    @staticmethod
+    def _messages(raw: Any, path: Path, place: str, stamp: bool) -> list[Message]:
+        if not isinstance(raw, list):
+            raise DataError(path, "message_list must be a list", place)
+        out = []
+        for k, m in enumerate(raw):
+            where = f"{place}.message_list[{k}]"
+            if isinstance(m, str):  # the noisy layouts keep messages as plain strings
+                out.append(Message(str(k), m, speaker="user"))
+                continue
+            m = _mapping(m, path, where)
+            if not isinstance(m.get("message"), str):
+                raise DataError(path, "message lacks its text ('message')", where)
+            text = re.sub(r"。{2,}$", "。", m["message"].strip())
+            time_text, spot = m.get("time"), m.get("place")
+            lang = "zh" if _CJK.search(text) else "en"
+            shown = _STAMPS[lang].format(text=text, place=spot, time=time_text) if stamp and time_text else text
+            meta = {"place": spot, "time_text": time_text}
+            out.append(Message(str(m.get("mid", k)), shown, time=iso_time(time_text), speaker="user", meta=meta))
+        if len({m.id for m in out}) != len(out):
+            raise DataError(path, "message ids (mid) repeat", place)
+        return out
+
+    @staticmethod
+    def _question(qa: Mapping[str, Any], sample_id: str, j: int, item: _Item, ids: set[str],
+                  path: Path, place: str) -> Question:
+        for key in ("question", "answer", "choices", "ground_truth", "target_step_id"):
+            if key not in qa:
+                raise DataError(path, f"question lacks {key!r}", place)
+        choices = qa["choices"]
+        if not isinstance(choices, dict) or not choices:
+            raise DataError(path, "choices must be an object of lettered options", place)
+        choices = {str(k).strip(): str(v).strip() for k, v in choices.items()}
+        correct = str(qa["ground_truth"]).strip()
+        if correct not in choices:
+            raise DataError(path, f"ground_truth {correct!r} is not one of the choices {sorted(choices)}", place)
+        targets = qa["target_step_id"]
+        if not isinstance(targets, list):
+            raise DataError(path, "target_step_id must be a list of message ids", place)
+        targets = [str(t) for t in targets]
+        missing = [t for t in targets if t not in ids]
+        if missing:
+            raise DataError(path, f"target_step_id {missing} names no message of the trajectory", place)
+        return Question(f"{sample_id}-q{qa.get('qid', j)}", str(qa["question"]), (str(qa["answer"]),), item.qtype,
+                        choices, correct, targets, time=iso_time(qa.get("time")),
+                        meta={"scenario": item.scenario, "time_text": qa.get("time")})
+
+
+def _mapping(value: Any, path: Path, place: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise DataError(path, f"expected an object, got {type(value).__name__}", place)
+    return value
