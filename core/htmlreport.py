@@ -347,12 +347,14 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
     """The headline metric against LLM cost per 1,000 questions, so runs of different sizes compare."""
     fig, ax = plt.subplots(figsize=(5.6, 3.0))
     colors = list(plt.get_cmap("tab10").colors)
+    costs = []
     for i, r in enumerate(runs):
         value = r.overall(metric)
         if value is None:
             continue
         cost = float((r.summary.get("llm") or {}).get("cost_usd") or 0.0)
         per_k = 1000.0 * cost / max(1, int(r.summary.get("n_questions") or 0))
+        costs.append(per_k)
         interval = r.interval(metric)
         yerr = [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]] if interval else None
         point = ax.errorbar([per_k], [value], yerr=yerr, fmt="o", color=colors[i % len(colors)], markersize=6,
@@ -362,7 +364,10 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
     ax.set_xlabel("LLM cost, USD per 1,000 questions")
     ax.set_ylabel(metric)
     ax.margins(x=0.3, y=0.15)
-    ax.set_xlim(left=0)
+    if any(costs):
+        ax.set_xlim(left=0)
+    else:  # offline runs (extractive reader, no LLM): keep the points off the frame
+        ax.set_xlim(-1, 1)
     if all(0.0 <= (r.overall(metric) or 0.0) <= 1.0 for r in runs):
         ax.set_ylim(0, 1.02)
     ax.grid(color="#e4e4e4", linewidth=0.6)

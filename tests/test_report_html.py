@@ -33,14 +33,15 @@ N_CHARTS = 4
 SCREENSHOT = ROOT / "docs" / "img" / "report.png"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def run_dirs() -> list[Path]:
     return [FIXTURE_RUNS / r for r in RUN_IDS]
 
 
-@pytest.fixture
-def page(run_dirs: list[Path], tmp_path: Path) -> str:
-    return write_html(run_dirs, tmp_path / "report.html").read_text(encoding="utf-8")
+@pytest.fixture(scope="module")
+def page(run_dirs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The page for the three fixture runs, written once for the checks that only read it."""
+    return write_html(run_dirs, tmp_path_factory.mktemp("page") / "report.html").read_text(encoding="utf-8")
 
 
 class Page(HTMLParser):
@@ -173,6 +174,18 @@ def test_intervals_are_shown_only_when_the_summary_has_them(tmp_path: Path) -> N
     page = write_html([run], tmp_path / "out.html").read_text(encoding="utf-8")
     assert "0.792" in page and "[0.708, 0.833]" not in page and "95% intervals" not in page
     assert len(_figures(page)) == N_CHARTS  # a single run still gets every chart
+
+
+def test_each_dataset_gets_its_own_charts(tmp_path: Path) -> None:
+    memsim = _copy_run(RUN_IDS[0], tmp_path / "a")
+    other = _copy_run(RUN_IDS[1], tmp_path / "b")
+    summary = json.loads((other / "summary.json").read_text(encoding="utf-8"))
+    summary["dataset"], summary["llm"]["cost_usd"] = "memdaily", 0.0  # an offline run costs nothing
+    (other / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    page = write_html([memsim, other], tmp_path / "out.html").read_text(encoding="utf-8")
+    assert _figures(page) == ["accuracy", "recall@5", "accuracy", "recall@5", "efficiency",
+                              "cost-memsim", "cost-memdaily"]
+    assert "$0.0000" in page
 
 
 def test_runs_of_one_agent_are_told_apart_by_their_options(tmp_path: Path) -> None:
