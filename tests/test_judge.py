@@ -140,3 +140,23 @@ def test_parse_verdict(reply: str, field: str, expected: float | None) -> None:
 
 def test_second_field_is_read_from_json_only() -> None:
     assert parse_verdict("Yes.", "coherence", text_fallback=False) is None
+
+
+def test_judge_through_the_llm_layer_sends_temperature_and_seed(openai_stub: Any) -> None:
+    """The real LLM class against the loopback OpenAI stub: the request carries temperature 0
+    and the judge seed, and the PerLTQA prompt's two verdicts come from one reply."""
+    from memplug.llm import LLM
+
+    openai_stub.reply = lambda request: '{"correctness": 1, "coherence": 0.5}'
+    llm = LLM("openai/stub", api_base=openai_stub.base_url, api_key="sk-test")
+    try:
+        config = MetricConfig(judge=llm)
+        meta = {"family": "perltqa"}
+        assert judge_score(Judge(config), "Wang Wei is a cameraman.", meta=meta) == 1.0
+        assert judge_score(JudgeCoherence(config), "Wang Wei is a cameraman.", meta=meta) == 0.5
+    finally:
+        llm.close()
+    first = openai_stub.chat_requests[0]
+    assert (first["temperature"], first["seed"]) == (0, JUDGE_SEED)
+    # the coherence metric's identical call is served by the response cache
+    assert len(openai_stub.chat_requests) == 1
