@@ -99,8 +99,8 @@ def test_question_text_comes_from_the_templates(sample: Sample) -> None:
     assert q.text == RELATIONS[third].ask(inner)
 
 
-def test_kind_questions_and_samples_options() -> None:
-    samples = generate(seed=3, tokens=6000, kind="mh", questions=10, samples=2)
+def test_kind_questions_and_n_options() -> None:
+    samples = generate(seed=3, tokens=6000, kind="mh", questions=10, n=2)
     assert [s.id for s in samples] == ["factcon_6000_seed3_0", "factcon_6000_seed3_1"]
     assert all({q.category for q in s.questions} == {"mh"} and len(s.questions) == 10 for s in samples)
     assert samples[0].messages != samples[1].messages

@@ -68,13 +68,13 @@ def test_generated_release_loads_through_the_loader(tmp_path: Path) -> None:
     (tmp_path / "perltmem_gen.json").write_text(json.dumps(memory, ensure_ascii=False), encoding="utf-8")
     (tmp_path / "perltqa_gen.json").write_text(json.dumps(qa, ensure_ascii=False), encoding="utf-8")
     loaded = list(PerLTQABuilder().build(BuildOptions(data=tmp_path)))
-    generated = generate(seed=7, characters=2, relationships=4, events=1)
+    generated = generate(seed=7, n=2, relationships=4, events=1)
     assert [s.messages for s in loaded] == [s.messages for s in generated]
     assert [s.questions for s in loaded] == [s.questions for s in generated]
 
 
 def test_options_shape_the_characters() -> None:
-    (one,) = generate(seed=3, characters=1, relationships=2, events=1)
+    (one,) = generate(seed=3, n=1, relationships=2, events=1)
     assert sum(m.meta["kind"] == "social_relationship" for m in one.messages) == 2
     assert sum(m.meta["kind"] == "events" for m in one.messages) == 2
     assert sum(m.meta["kind"] == "dialogues" for m in one.messages) == 2
@@ -90,3 +90,16 @@ def test_info_follows_the_language() -> None:
     for prompt in (builder.info.answer_prompt, zh.answer_prompt):
         assert prompt.format(memory="M", question="Q", choices="")
     assert builder.info.metrics[:3] == ("f1", "rouge_l", "anchor_map")
+
+
+def test_gold_answers_score_full_anchor_map(samples: list[Sample]) -> None:
+    """Eq. 5 on the gold answers: every anchor is found, so the mean is 1."""
+    from memplug.metrics import AnchorMAP
+    from memplug.protocols import MetricConfig, ScoreContext
+
+    lang = samples[0].meta["language"]
+    metric = AnchorMAP(MetricConfig(language=lang))
+    scores = [metric.score(ScoreContext(q, q.answers[0], (), lang)) for s in samples for q in s.questions]
+    assert scores and all(score == 1.0 for score in scores)
+    wrong = samples[0].questions[0]
+    assert metric.score(ScoreContext(wrong, "no idea", (), lang)) == 0.0

@@ -67,7 +67,7 @@ class FactConBuilder:
         Option("questions", int, 100, "generator: questions per context (while their facts fit in the tokens)"),
         Option("kind", str, "both", "generator: sh (single-hop), mh (multi-hop) or both, half each",
                choices=("both", "sh", "mh")),
-        Option("samples", int, 1, "generator: number of contexts"),
+        Option("n", int, 1, "generator: number of contexts (memplug generate --n)"),
     )
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
@@ -77,11 +77,11 @@ class FactConBuilder:
         return self._generate(values, options.seed)
 
     def _generate(self, values: dict, seed: int) -> Iterable[Sample]:
-        tokens, questions, samples = values["tokens"], values["questions"], values["samples"]
+        tokens, questions, samples = values["tokens"], values["questions"], values["n"]
         if not 500 <= tokens <= MAX_TOKENS:
             raise MemplugError(f"option tokens={tokens}: must be between 500 and {MAX_TOKENS}")
         if questions < 1 or samples < 1:
-            raise MemplugError("options questions and samples must be at least 1")
+            raise MemplugError("options questions and n must be at least 1")
         config = GeneratorConfig(tokens=tokens, questions=questions, kind=values["kind"])
         for i in range(samples):
             # a string seed is hashed with SHA-512 by random.Random: stable across runs and platforms

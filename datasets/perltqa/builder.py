@@ -58,7 +58,7 @@ class PerLTQABuilder:
 
     options = (
         Option("lang", str, "en", "language of generated characters (and of scoring)", choices=("en", "zh")),
-        Option("characters", int, 3, "generator: number of characters (one sample each)"),
+        Option("n", int, 3, "generator: number of characters, one sample each (memplug generate --n)"),
         Option("relationships", int, 6, "generator: social relationships per character (at most 11)"),
         Option("events", int, 2, "generator: events per relationship (at most 12 events per character)"),
         Option("qa", Path, None, "loader: the QA file, when --data is the memory file and no *qa*.json lies beside it"),
@@ -77,9 +77,9 @@ class PerLTQABuilder:
         return self._generate(values, options.seed)
 
     def _generate(self, values: dict[str, Any], seed: int) -> Iterable[Sample]:
-        if values["characters"] < 1 or not 1 <= values["relationships"] <= 11 or values["events"] < 1:
-            raise MemplugError("options characters and events must be at least 1, relationships between 1 and 11")
-        memory, qa = generate_release(seed, values["lang"], values["characters"], values["relationships"],
+        if values["n"] < 1 or not 1 <= values["relationships"] <= 11 or values["events"] < 1:
+            raise MemplugError("options n and events must be at least 1, relationships between 1 and 11")
+        memory, qa = generate_release(seed, values["lang"], values["n"], values["relationships"],
                                       values["events"])
         check = Checker("<generated>")
         for entry in qa:

@@ -49,7 +49,10 @@ def load_release(data: Path, qa: Path | None, lang: str) -> Iterator[Sample]:
     """One sample per character that has questions, in the QA file's order."""
     memory_path, qa_path = release_paths(data, qa)
     memory_check, qa_check = Checker(memory_path), Checker(qa_path)
-    memory = memory_check.expect(read_json(memory_path), dict, "top level")
+    memory = read_json(memory_path)
+    if not isinstance(memory, dict):
+        raise memory_check.fail("top level", f"expected the memory file, an object keyed by character name, got "
+                                             f"{type(memory).__name__} (is this the QA file?)")
     entries = qa_check.expect(read_json(qa_path), list, "top level")
     seen: set[str] = set()
     for n, entry in enumerate(entries):
