@@ -168,7 +168,9 @@ def question_keys(draft: Draft, lang: Language, entities: Mapping[str, Mapping[s
         return [str(entities[e]["display"]) for e in spec["entities"]]
     if spec["op"] == "count":
         return [str(spec["pred"][1])]
-    return [str(entities[spec["entity"]]["label"])] if spec["entity"] != "user" else []
+    if spec["entity"] == "user":  # "my passport number": the attribute is what singles the fact out
+        return [lang.labels[spec["attribute"]]]
+    return [str(entities[spec["entity"]]["label"])]
 
 
 def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict], maker: Maker, lang: Language,

@@ -21,7 +21,8 @@ class Rewriter:
     def __call__(self, text: str, keep: Sequence[str]) -> str:
         reply = self.llm.complete([{"role": "user", "content": self.prompt.format(text=text)}]).text
         reply = (reply or "").strip().strip('"').strip()
-        if reply and all(k in reply for k in keep if k):
+        folded = reply.casefold()  # "My cousin" may start the sentence or not: case is wording
+        if reply and all(k.casefold() in folded for k in keep if k):
             self.kept += 1
             return reply
         self.discarded += 1
