@@ -45,6 +45,7 @@ import os
 import random
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Coroutine, Iterator, Literal, Sequence, TypeVar
@@ -149,6 +150,9 @@ def _litellm() -> Any:
     """Import and quiet litellm on first need: the import alone takes 1-3 s."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map
     import litellm
+
+    # pydantic warns about litellm's own response types on first use; nothing a user can act on
+    warnings.filterwarnings("ignore", message=r"Item '.*' on TypedDict class '.*' is using the `ReadOnly` qualifier")
 
     litellm.telemetry = False
     litellm.suppress_debug_info = True
@@ -490,6 +494,8 @@ class LLM:
         for n in range(self.max_retries + 1):
             try:
                 async with io.semaphore:  # held for the attempt, not while backing off
+                    if self.direct:  # aiohttp's own timeout: wait_for would add a task per call
+                        return await attempt()
                     return await asyncio.wait_for(attempt(), self.timeout)
             except _Fatal as exc:
                 raise LLMError(self._scrub(f"{self.model}: {what} failed: {exc}")) from None
@@ -533,9 +539,12 @@ class LLM:
             headers["Authorization"] = f"Bearer {self.api_key}"
         payload = {**payload, "model": self.model.split("/", 1)[1] if self.model.startswith("openai/") else self.model}
         try:
-            async with io.session.post(f"{self.api_base}{route}", data=json.dumps(payload), headers=headers) as response:
+            timeout = aiohttp.ClientTimeout(total=self.timeout)
+            async with io.session.post(f"{self.api_base}{route}", data=json.dumps(payload), headers=headers, timeout=timeout) as response:
                 raw = await response.read()
                 status, response_headers = response.status, response.headers
+        except (asyncio.TimeoutError, TimeoutError):
+            raise
         except aiohttp.ClientError as exc:
             raise _Transient(f"connection failed: {type(exc).__name__}: {exc}") from None
         if status >= 400:

@@ -8,7 +8,9 @@ from a ThreadingHTTPServer (one thread per request, so ``latency`` sleeps overla
 concurrent calls take one latency, not 64). HTTP/1.1 keep-alive is on, so a client that
 reuses its connection pool is measured as such. ``fail_next(n, kind)`` injects faults:
 ``"429"`` (with a ``Retry-After`` header), ``"500"``, ``"malformed"`` (200 with a body
-that is not JSON) and ``"hang"`` (no answer until the client times out).
+that is not JSON), ``"hang"`` (no answer until the client times out), ``"400"`` (a bad
+request) and ``"401"`` (which, like OpenAI's, quotes the key it was given: tests use it
+to prove keys are scrubbed from errors).
 
 Run as a script for benches and manual use:
     python tests/openai_stub.py --port 8000 --latency 0.2
@@ -29,7 +31,7 @@ from typing import Any, Callable
 
 Reply = Callable[[dict[str, Any]], str] | str | None
 
-FAULT_KINDS = ("429", "500", "malformed", "hang")
+FAULT_KINDS = ("429", "500", "malformed", "hang", "400", "401")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -133,7 +135,8 @@ class OpenAIStub:
             self.max_in_flight = self.in_flight
 
     def start(self) -> "OpenAIStub":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="openai-stub", daemon=True)
+        # a short poll so close() (which waits for the serve loop to notice) takes ms, not 0.5 s
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="openai-stub", daemon=True)
         self._thread.start()
         return self
 
@@ -272,6 +275,11 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             elif fault == "500":
                 self._send_json(500, {"error": {"message": "internal error (stub)", "type": "server_error"}})
+            elif fault == "400":
+                self._send_json(400, {"error": {"message": "invalid request (stub)", "type": "invalid_request_error"}})
+            elif fault == "401":
+                key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                self._send_json(401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}})
             elif fault == "malformed":
                 self._send(200, b"<html>this is not json")
             elif fault == "hang":

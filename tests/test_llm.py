@@ -1,0 +1,285 @@
+"""The LLM layer against the loopback stub: cache, retries, limits, accounting, secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memplug.errors import MemplugError
+from memplug.llm import LLM, Completion, LLMError, default_model, usage_scope
+from openai_stub import OpenAIStub, hashed_embedding
+
+SECRET = "sk-SECRET-0123456789abcdef"
+
+
+def user(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+@pytest.fixture
+def make_llm(openai_stub, tmp_path: Path):
+    """LLMs on the stub with a private cache and short backoff; closed after the test."""
+    made: list[LLM] = []
+
+    def make(**kwargs) -> LLM:
+        kwargs = {"api_base": openai_stub.base_url, "api_key": "sk-test", "cache_path": tmp_path / "llm.sqlite3", "retry_base": 0.01, **kwargs}
+        llm = LLM(kwargs.pop("model", "openai/stub"), **kwargs)
+        made.append(llm)
+        return llm
+
+    yield make
+    for llm in made:
+        llm.close()
+
+
+# --- cache ---------------------------------------------------------------------------
+
+
+def test_second_identical_call_is_a_cache_hit(openai_stub, make_llm):
+    llm = make_llm()
+    first = llm.complete(user("first line\nthe question"))
+    second = llm.complete(user("first line\nthe question"))
+    assert first == Completion("the question", 4, 2, 0.0, cached=False)
+    assert second.cached and second.text == "the question"
+    assert len(openai_stub.chat_requests) == 1
+    assert llm.usage.as_dict() == {"calls": 1, "cache_hits": 1, "prompt_tokens": 4, "completion_tokens": 2, "cost_usd": 0.0}
+
+
+def test_cache_survives_a_new_llm_object(openai_stub, make_llm):
+    make_llm().complete(user("persist me"))
+    again = make_llm().complete(user("persist me"))
+    assert again.cached and len(openai_stub.chat_requests) == 1
+
+
+def test_cache_key_covers_output_parameters(openai_stub, make_llm):
+    llm = make_llm()
+    llm.complete(user("q"), max_tokens=5)
+    llm.complete(user("q"), max_tokens=6)
+    llm.complete(user("q"), max_tokens=5, stop=["\n"])
+    assert len(openai_stub.chat_requests) == 3
+    assert llm.complete(user("q"), stop=["\n"], max_tokens=5).cached
+    make_llm(model="openai/other").complete(user("q"), max_tokens=5)  # another model: a miss
+    assert len(openai_stub.chat_requests) == 4
+
+
+def test_no_cache_above_temperature_zero(openai_stub, make_llm):
+    llm = make_llm()
+    for _ in range(2):
+        assert not llm.complete(user("q"), temperature=0.7).cached
+    hot = make_llm(temperature=1.0)
+    for _ in range(2):
+        assert not hot.complete(user("q")).cached
+    assert len(openai_stub.chat_requests) == 4
+    assert openai_stub.chat_requests[-1]["temperature"] == 1.0
+    assert llm.usage.cache_hits == hot.usage.cache_hits == 0
+
+
+def test_no_cache_flag_neither_reads_nor_writes(openai_stub, make_llm, tmp_path: Path):
+    llm = make_llm(use_cache=False, cache_path=tmp_path / "never.sqlite3")
+    llm.complete(user("q"))
+    assert not llm.complete(user("q")).cached
+    assert len(openai_stub.chat_requests) == 2
+    assert not (tmp_path / "never.sqlite3").exists()
+
+
+def test_params_and_seed_reach_the_server(openai_stub, make_llm):
+    llm = make_llm(seed=7)
+    reply = llm.complete(user("say it"), response_format={"type": "json_object"}, max_tokens=9)
+    assert json.loads(reply.text) == {"text": "say it"}
+    body = openai_stub.chat_requests[-1]
+    assert body["model"] == "stub" and body["seed"] == 7 and body["max_tokens"] == 9 and body["temperature"] == 0.0
+    with pytest.raises(TypeError, match="api_key"):
+        llm.complete(user("q"), api_key="x")
+
+
+# --- retries -------------------------------------------------------------------------
+
+
+def test_retry_on_429_waits_retry_after(openai_stub, make_llm):
+    openai_stub.retry_after = 0.4
+    openai_stub.fail_next(1, "429")
+    start = time.monotonic()
+    assert make_llm().complete(user("q")).text == "q"
+    assert time.monotonic() - start >= 0.4
+    assert len(openai_stub.chat_requests) == 2
+
+
+@pytest.mark.parametrize("kind", ["500", "malformed"])
+def test_retry_on_server_error_and_malformed_body(openai_stub, make_llm, kind):
+    openai_stub.fail_next(2, kind)
+    llm = make_llm()
+    assert llm.complete(user("q")).text == "q"
+    assert len(openai_stub.chat_requests) == 3
+    assert llm.usage.calls == 1  # failed attempts are not calls
+
+
+def test_hang_times_out_then_succeeds(openai_stub, make_llm):
+    openai_stub.fail_next(1, "hang")
+    start = time.monotonic()
+    assert make_llm(timeout=0.3).complete(user("q")).text == "q"
+    assert 0.3 <= time.monotonic() - start < 3
+    assert len(openai_stub.chat_requests) == 2
+
+
+def test_gives_up_after_max_retries(openai_stub, make_llm):
+    openai_stub.fail_next(10, "500")
+    with pytest.raises(LLMError, match="after 3 attempts: HTTP 500") as info:
+        make_llm(max_retries=2).complete(user("q"))
+    assert "\n" not in str(info.value) and isinstance(info.value, MemplugError)
+    assert len(openai_stub.chat_requests) == 3
+
+
+def test_no_retry_on_a_bad_request(openai_stub, make_llm):
+    openai_stub.fail_next(1, "400")
+    with pytest.raises(LLMError, match="HTTP 400"):
+        make_llm().complete(user("q"))
+    assert len(openai_stub.chat_requests) == 1
+
+
+# --- accounting and limits -------------------------------------------------------------
+
+
+def test_usage_scopes_are_isolated_between_tasks(openai_stub, make_llm):
+    openai_stub.latency = 0.05
+    llm = make_llm()
+
+    async def task(n: int) -> dict:
+        with usage_scope() as usage:
+            await asyncio.gather(*[llm.acomplete(user(f"task {n} call {i}")) for i in range(n)])
+            await llm.acomplete(user(f"task {n} call 0"))  # a cache hit
+        return usage.as_dict()
+
+    async def both() -> tuple[dict, dict, dict]:
+        with usage_scope() as outer:
+            one, three = await asyncio.gather(task(1), task(3))
+            # the sync path in a worker thread counts in the scope it was started from
+            await asyncio.to_thread(llm.complete, user("from a thread"))
+        return one, three, outer.as_dict()
+
+    one, three, outer = asyncio.run(both())
+    assert one == {"calls": 1, "cache_hits": 1, "prompt_tokens": 4, "completion_tokens": 4, "cost_usd": 0.0}
+    assert three == {"calls": 3, "cache_hits": 1, "prompt_tokens": 12, "completion_tokens": 12, "cost_usd": 0.0}
+    assert outer == {"calls": 5, "cache_hits": 2, "prompt_tokens": 19, "completion_tokens": 19, "cost_usd": 0.0}
+    assert llm.usage.as_dict() == outer
+
+
+def test_cost_comes_from_litellm_price_map(openai_stub, make_llm):
+    reply = make_llm(model="openai/gpt-4o-mini").complete(user("one two three"))
+    assert reply.prompt_tokens == 3 and reply.completion_tokens == 3
+    # gpt-4o-mini: $0.15 / $0.60 per million tokens in litellm's bundled map
+    assert reply.cost_usd == pytest.approx(3 * 0.15e-6 + 3 * 0.60e-6)
+
+
+def test_async_concurrency_limit(openai_stub, make_llm):
+    openai_stub.latency = 0.1
+    llm = make_llm(concurrency=4)
+
+    async def many() -> list[Completion]:
+        return await asyncio.gather(*[llm.acomplete(user(f"q{i}")) for i in range(20)])
+
+    replies = asyncio.run(many())
+    assert [r.text for r in replies] == [f"q{i}" for i in range(20)]
+    assert openai_stub.max_in_flight == 4
+
+
+def test_sync_calls_from_threads_share_the_limit(openai_stub, make_llm):
+    openai_stub.latency = 0.1
+    llm = make_llm(concurrency=2)
+    threads = [threading.Thread(target=llm.complete, args=(user(f"t{i}"),)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert openai_stub.max_in_flight == 2 and llm.usage.calls == 6
+
+
+def test_the_llm_works_across_event_loops(openai_stub, make_llm):
+    llm = make_llm()
+    assert asyncio.run(llm.acomplete(user("a"))).text == "a"
+    assert asyncio.run(llm.acomplete(user("b"))).text == "b"  # a second loop, same pool
+
+
+# --- embeddings ----------------------------------------------------------------------
+
+
+def test_embeddings_are_ordered_cached_and_counted(openai_stub, make_llm):
+    llm = make_llm()
+    texts = ["the cat sat", "a dog ran", "the cat sat"]
+    vectors = llm.embed(texts)
+    assert vectors == [hashed_embedding(t, 64) for t in texts]
+    assert all(math.isclose(sum(x * x for x in v), 1.0) for v in vectors)
+    assert asyncio.run(llm.aembed(["a dog ran", "new text"])) == [vectors[1], hashed_embedding("new text", 64)]
+    inputs = [body["input"] for path, body, _ in openai_stub.log if path.endswith("/embeddings")]
+    assert inputs == [texts, ["new text"]]  # "a dog ran" came from the cache
+    assert llm.usage.calls == 2 and llm.usage.cache_hits == 1 and llm.usage.prompt_tokens == 11
+    assert llm.embed([]) == []
+
+
+# --- secrets -------------------------------------------------------------------------
+
+
+def test_api_key_never_leaks(openai_stub, make_llm, tmp_path: Path, caplog):
+    caplog.set_level(logging.DEBUG)
+    llm = make_llm(api_key=SECRET, max_retries=1)
+    assert SECRET not in repr(llm) and "***" in repr(llm)
+    openai_stub.fail_next(1, "429")
+    llm.complete(user("cached answer"))
+    llm.embed(["cached vector"])
+    openai_stub.fail_next(1, "401")  # the server quotes the key back, as OpenAI does
+    with pytest.raises(LLMError) as info:
+        llm.complete(user("other"))
+    assert "Incorrect API key provided: ***" in str(info.value)
+    assert SECRET not in str(info.value)
+    assert caplog.records and all(SECRET not in r.getMessage() for r in caplog.records)
+    assert openai_stub.log[0][2] == f"Bearer {SECRET}"  # it was sent, just never shown
+    llm.close()
+    files = list(tmp_path.glob("llm.sqlite3*"))
+    assert files and all(SECRET.encode() not in f.read_bytes() for f in files)
+
+
+def test_default_model_reads_env(monkeypatch):
+    monkeypatch.setenv("MEMPLUG_LLM", "ollama/qwen2.5")
+    assert default_model() == "ollama/qwen2.5"
+    monkeypatch.delenv("MEMPLUG_LLM")
+    assert default_model() is None
+
+
+# --- the litellm transport (every model that is not openai/ with an api_base) --------
+
+
+@pytest.mark.filterwarnings("ignore:Item .* is using the `ReadOnly` qualifier")  # pytest resets litellm's filter
+def test_litellm_transport(openai_stub, make_llm):
+    openai_stub.retry_after = 0.3
+    llm = make_llm(transport="litellm", api_key=SECRET)
+    openai_stub.fail_next(1, "429")
+    openai_stub.fail_next(1, "500")
+    openai_stub.fail_next(1, "malformed")
+    start = time.monotonic()
+    reply = llm.complete(user("via litellm"))
+    assert time.monotonic() - start >= 0.3
+    assert reply == Completion("via litellm", 2, 2, 0.0)
+    assert len(openai_stub.chat_requests) == 4
+    assert llm.complete(user("via litellm")).cached
+    assert llm.embed(["x y"]) == [hashed_embedding("x y", 64)]
+    openai_stub.fail_next(1, "401")
+    with pytest.raises(LLMError, match="HTTP 401") as info:
+        llm.complete(user("bad key"))
+    assert SECRET not in str(info.value)
+    assert len(openai_stub.chat_requests) == 5  # no retry on 401
+
+
+def test_stub_serves_models_and_rejects_unknown_faults():
+    with OpenAIStub() as stub:
+        import urllib.request
+
+        with urllib.request.urlopen(stub.base_url + "/models") as response:
+            assert json.loads(response.read())["data"][0]["id"] == "stub"
+        with pytest.raises(ValueError):
+            stub.fail_next(1, "teapot")
