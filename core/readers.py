@@ -32,8 +32,15 @@ from memplug.text import Span, token_spans
 if TYPE_CHECKING:
     from memplug.llm import LLM
 
-#: weight of an item at rank r is DECAY**r: rank breaks near-ties in favour of the agent's order
-DECAY = 0.9
+#: an item at rank r weighs 1 / (1 + RANK_WEIGHT * ln(1 + r)): the agent's order breaks
+#: near-ties (the newer of two conflicting facts, when the agent ranks it first) but does not
+#: bury a better-matching item at rank 50 of a "full" agent that returns everything in order
+RANK_WEIGHT = 0.1
+
+
+def rank_weight(rank: int) -> float:
+    return 1.0 / (1.0 + RANK_WEIGHT * math.log1p(rank))
+
 #: multiple choice: a sentence that shares nothing with the question still counts this much
 FLOOR = 0.25
 #: open questions: a phrase of the kind the question asks for (a number for "how many") counts this much more
@@ -301,9 +308,9 @@ def extract_answer(question: str, items: Sequence[Recalled]) -> str:
     """The shortest phrase of the best recalled sentence that answers ``question``, or "".
 
     Sentences are ranked by the share of the question's content keys they contain
-    (single CJK characters count UNIGRAM_WEIGHT) times DECAY**rank; within them, phrases by: kind asked for ("how many" -> a number, "who"
-    -> a capitalised name; TYPE_BONUS), closeness to the question's words, fewest
-    content tokens, earliest. A sentence sharing nothing with the question is no
+    (single CJK characters count UNIGRAM_WEIGHT) times rank_weight(rank); within them,
+    phrases by: kind asked for ("how many" -> a number, "who" -> a capitalised name;
+    TYPE_BONUS), closeness to the question's words, fewest content tokens, earliest. A sentence sharing nothing with the question is no
     evidence: with none left the answer is "".
     """
     spans = token_spans(question)
@@ -318,7 +325,7 @@ def extract_answer(question: str, items: Sequence[Recalled]) -> str:
         coverage = sentence.evidence.share_of(q)
         if coverage == 0:
             continue
-        relevance = coverage * DECAY**sentence.rank
+        relevance = coverage * rank_weight(sentence.rank)
         for phrase in _phrases(sentence, q.keys):
             typed = (asks_number and phrase.numeric) or (asks_name and phrase.named)
             key = (relevance * (TYPE_BONUS if typed else 1.0), -phrase.distance, -phrase.n_content, -seq)
@@ -335,7 +342,7 @@ def choose(question: str, choices: Mapping[str, str], items: Sequence[Recalled])
     so words every choice shares ("years old") carry no weight and the distinguishing
     ones ("36") carry it all. Support of a choice in a sentence = weighted share of its
     keys found there (as a multiset: "12月12日" needs "12" twice), times the sentence's relevance (FLOOR + (1 - FLOOR) * share of
-    the question's keys it holds) times DECAY**rank. A choice scores its best support;
+    the question's keys it holds) times rank_weight(rank). A choice scores its best support;
     ties go to the larger summed support, then to the earlier letter.
     """
     keys = {letter: content_keys(text) for letter, text in choices.items()}
@@ -350,7 +357,7 @@ def choose(question: str, choices: Mapping[str, str], items: Sequence[Recalled])
     full = {letter: sum(weight[k] * n for k, n in ks.items()) for letter, ks in keys.items()}
     for sentence in _sentences(items):
         found = sentence.evidence.counts
-        relevance = (FLOOR + (1 - FLOOR) * sentence.evidence.share_of(q)) * DECAY**sentence.rank
+        relevance = (FLOOR + (1 - FLOOR) * sentence.evidence.share_of(q)) * rank_weight(sentence.rank)
         for letter, ks in keys.items():
             if full[letter] == 0:
                 continue
