@@ -17,6 +17,7 @@ from memplug.cli.judge_check import check_run, compare, judge_check_command, que
 from memplug.results import summarize, write_json_atomic
 from test_rescore import record as counting_record
 from test_rescore import scripted_judge  # noqa: F401 (fixture)
+from test_rescore import stub_judge
 
 CHOICES = {"A": "apple", "B": "river", "C": "lamp", "D": "violin"}
 
@@ -148,3 +149,15 @@ def test_cli_needs_objective_questions(scripted, tmp_path, memplug_cli):
     (path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines if r["sample_id"].startswith("op")))
     out = memplug_cli("judge-check", str(path), "--judge", "fair")
     assert out.exit_code == 2 and "no multiple-choice or exact-answer question" in out.stderr
+
+
+def test_the_real_judge_through_the_llm_layer(testkit, openai_stub, tmp_path):
+    openai_stub.reply = stub_judge
+    path = write_run(tmp_path / "run")
+    result = check_run(path, ["openai/stub-judge"], api_base=openai_stub.base_url)
+    check = result["judges"]["openai/stub-judge"]
+    assert check["vs_exact"]["all"] == {"n": 20, "agreement": 1.0, "kappa": 1.0,
+                                        "table": {"11": 11, "10": 0, "01": 0, "00": 9}}
+    assert check["judge"]["prompt_version"].startswith("strict@")
+    assert len(openai_stub.chat_requests) == 20  # one judge: only the objective questions are judged
+    assert check["llm"]["calls"] == 20

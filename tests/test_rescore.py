@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -240,3 +241,28 @@ def test_rescore_of_a_real_run_reproduces_its_summary(testkit, tmp_path, agent_o
     assert result.changes["questions_rescored"] == answered
     assert result.changes["identical"], result.changes["changed_summary"]
     assert result.summary_path.read_bytes() == (path / "summary.json").read_bytes()
+
+
+def stub_judge(body: dict) -> str:
+    """A judge behind the loopback server: correct when the answer names the gold value or letter."""
+    prompt = body["messages"][-1]["content"]
+    gold = re.search(r"^Gold answer\(s\): (.*)$", prompt, re.M).group(1)
+    answer = re.search(r"^Answer to grade: (.*)$", prompt, re.M).group(1).strip()
+    accepted = {g.strip().lower() for g in gold.split("|")} | {g.split(".")[0].strip().lower() for g in gold.split("|")}
+    return json.dumps({"correct": answer.lower() in accepted})
+
+
+def test_a_judged_run_rescored_through_the_llm_layer(testkit, openai_stub, tmp_path):
+    """The runner's judge verdicts are reproduced from the response cache; nothing else is asked."""
+    from memplug.runner import Evaluation, RunSpec
+
+    openai_stub.reply = stub_judge
+    spec = RunSpec(agent="lookup", dataset="counting", judge="openai/stub-judge", api_base=openai_stub.base_url)
+    path = Evaluation(spec).run(output=tmp_path / "runs")
+    assert json.loads((path / "summary.json").read_text())["metrics"]["overall"]["judge"] == 1.0
+    asked = len(openai_stub.chat_requests)
+    result = rescore_run(path)
+    assert result.changes["identical"] and result.summary_path.read_bytes() == (path / "summary.json").read_bytes()
+    assert len(openai_stub.chat_requests) == asked  # all 18 verdicts came from the cache
+    assert result.changes["llm"]["cache_hits"] == 18
+    assert result.changes["judge"]["rescore"]["model"] == "openai/stub-judge"

@@ -69,11 +69,16 @@ def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins) 
 
 
 def score_context(record: dict[str, Any], language: str) -> ScoreContext:
-    """What a metric saw when the run scored this record, rebuilt from the record."""
+    """What a metric saw when the run scored this record, rebuilt from the record.
+
+    ``question_meta`` matters to the judge, which picks its prompt by the dataset family
+    in the question's meta.
+    """
     question = Question(
         id=record["question_id"], text=record["question"], answers=tuple(record.get("gold") or ()),
         category=record["category"], choices=record.get("choices"), correct_choice=record.get("correct_choice"),
         targets=record.get("targets") or (), anchors=record.get("anchors") or (),
+        time=record.get("question_time"), meta=record.get("question_meta") or {},
     )
     items = tuple(Recalled(i["text"], i.get("score"), i.get("message_ids") or ()) for i in record.get("recalled") or ())
     return ScoreContext(question, record["prediction"], items, language)
