@@ -59,7 +59,8 @@ class ResponseCache:
 
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or self._local.pid != os.getpid():  # a forked child needs its own
+            self._local.pid = os.getpid()
             # autocommit mode (isolation_level=None): each statement is its own
             # transaction, so no write is ever left open across calls
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -86,7 +87,11 @@ class ResponseCache:
         return found
 
     def put(self, key: str, value: bytes) -> None:
-        self.put_many({key: value})
+        # one statement in autocommit mode is one transaction: a single round through
+        # SQLite (and one GIL release) instead of BEGIN, INSERT, COMMIT
+        self._connect().execute(
+            "INSERT OR REPLACE INTO responses (key, value, created) VALUES (?, ?, ?)", (key, sqlite3.Binary(value), time.time())
+        )
 
     def put_many(self, items: Mapping[str, bytes]) -> None:
         """Write all items in one transaction: all land or none do."""
@@ -107,6 +112,6 @@ class ResponseCache:
     def close(self) -> None:
         """Close this thread's connection (others close when their threads end)."""
         conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        if conn is not None and self._local.pid == os.getpid():
             conn.close()
             self._local.conn = None

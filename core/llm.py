@@ -268,21 +268,22 @@ class _IOLoop:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    async def _aclose(self) -> None:
+    async def _shutdown(self) -> None:
         if self.session is not None:
             await self.session.close()
             self.session = None
+        self.loop.stop()
 
     def close(self) -> None:
-        if self.loop.is_closed() or os.getpid() != self.pid:
+        """Close the pool and stop the loop; callable from any thread, the loop's own included
+        (a finalizer runs wherever the last reference to its LLM is dropped)."""
+        if self.loop.is_closed() or os.getpid() != self.pid or not self.thread.is_alive():
             return
-        if self.thread.is_alive():
-            with contextlib.suppress(Exception):
-                self.submit(self._aclose()).result(timeout=5)
-            self.loop.call_soon_threadsafe(self.loop.stop)
+        self.submit(self._shutdown())
+        if threading.current_thread() is not self.thread:
             self.thread.join(timeout=5)
-        if not self.thread.is_alive():
-            self.loop.close()
+            if not self.thread.is_alive():
+                self.loop.close()
 
 
 # --- the LLM -----------------------------------------------------------------------

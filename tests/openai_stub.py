@@ -100,6 +100,8 @@ class OpenAIStub:
         self.log: list[tuple[str, dict[str, Any], str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        #: TCP connections accepted: a client that pools connections opens few
+        self.connections = 0
         self._faults: deque[str] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -133,6 +135,7 @@ class OpenAIStub:
             self.log.clear()
             self._faults.clear()
             self.max_in_flight = self.in_flight
+            self.connections = 0
 
     def start(self) -> "OpenAIStub":
         # a short poll so close() (which waits for the serve loop to notice) takes ms, not 0.5 s
@@ -233,6 +236,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read stub.log
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.stub._lock:
+            self.server.stub.connections += 1
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)

@@ -200,10 +200,19 @@ def test_sync_calls_from_threads_share_the_limit(openai_stub, make_llm):
     assert openai_stub.max_in_flight == 2 and llm.usage.calls == 6
 
 
-def test_the_llm_works_across_event_loops(openai_stub, make_llm):
-    llm = make_llm()
-    assert asyncio.run(llm.acomplete(user("a"))).text == "a"
-    assert asyncio.run(llm.acomplete(user("b"))).text == "b"  # a second loop, same pool
+def test_one_connection_pool_across_calls_and_event_loops(openai_stub, make_llm):
+    llm = make_llm(concurrency=3, use_cache=False)
+
+    async def batch(tag: str) -> None:
+        for _ in range(4):
+            await asyncio.gather(*[llm.acomplete(user(f"{tag}{i}")) for i in range(3)])
+
+    asyncio.run(batch("a"))
+    asyncio.run(batch("b"))  # a second event loop reuses the same pool
+    for i in range(3):
+        llm.complete(user(f"sync {i}"))
+    assert len(openai_stub.chat_requests) == 27
+    assert openai_stub.connections <= 3
 
 
 # --- embeddings ----------------------------------------------------------------------
