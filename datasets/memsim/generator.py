@@ -12,7 +12,7 @@ import datetime as dt
 import math
 import random
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 import attrs
 
@@ -108,6 +108,8 @@ class MemSimBuilder:
         eta = int(values["eta"])
         if eta < 1:
             raise MemplugError(f"option eta={eta}: must be >= 1")
+        if values["noise"] is not None and eta == 1:
+            raise MemplugError("option noise: noise messages are only used with eta > 1")
         if values["profile"] is not None and lang_code != "zh":
             raise MemplugError("option profile: MemSim's meta_profile.csv is Chinese; use it with lang=zh")
         space = self.space(lang_code, values["profile"])

@@ -159,7 +159,9 @@ class _Builder:
 
         def title(rng: random.Random, p: Mapping[str, Any]) -> str:
             t, about = p[f"{key}.type"], p[topic]
-            return f"{about} {t}".title() if s.lang == "en" else f"{about}{t}"
+            if s.lang == "en":
+                return f"{about} {t}".title()
+            return f"{about}{t}" if topic == "user.occupation" else f"{about}爱好者{t}"
 
         add(f"{key}.title", (f"{key}.type", topic), title)
 

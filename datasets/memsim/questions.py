@@ -101,8 +101,9 @@ class Maker:
             hints.append(Hint(entity, attr, profile[entity][attr], "entity_noise", "label" if attr == "name" else style))
 
     # ---------------------------------------------------------------- distractors
-    def distractors(self, rng: random.Random, attr: str, value: Any, profile: Mapping[str, dict], n: int = 3) -> list[str]:
-        """Values of the same attribute from other entities first, then perturbed or sampled values."""
+    def distractors(self, rng: random.Random, attr: str, value: Any, profile: Mapping[str, dict], group: str,
+                    n: int = 3) -> list[str]:
+        """Values of the same attribute from other entities of the group first, then perturbed or sampled values."""
         answer = self.render(attr, value)
         out: list[str] = []
 
@@ -112,21 +113,26 @@ class Maker:
                 out.append(text)
 
         if attr not in ("age", "height", "birthday", "phone", "id_number", "passport", "bank_card", "license", "email", "comment"):
-            same = [a[attr] for e, a in profile.items() if attr in a and a[attr] != value]
+            peers = ("person", "user") if group in ("person", "user") else (group,)
+            same = [a[attr] for e, a in profile.items() if attr in a and a[attr] != value and GROUP[ENTITIES[e]] in peers]
             rng.shuffle(same)
             for candidate in same[:2]:
                 offer(candidate)
         for _ in range(60):
             if len(out) >= n:
                 break
-            offer(self.perturb(rng, attr, value))
+            offer(self.perturb(rng, attr, value, group))
         if len(out) < n:  # a tiny value space: fall back to marked variants, still distinct
             for k in range(1, 10):
                 offer(f"{value}{'·' * k}")
         return out
 
-    def perturb(self, rng: random.Random, attr: str, value: Any) -> Any:
+    def perturb(self, rng: random.Random, attr: str, value: Any, group: str = "person") -> Any:
         s = self.space
+        if attr == "name" and group in ("place", "item"):
+            names = s.places if group == "place" else s.items
+            same_type = next((v for v in names.values() if value in v), None)
+            return rng.choice(same_type if same_type and rng.random() < 0.8 else rng.choice(tuple(names.values())))
         if attr == "age":
             return value + rng.choice((-3, -2, -1, 1, 2, 3))
         if attr == "height":
@@ -198,7 +204,7 @@ class Maker:
         question = phrasing.format(poss=self.lang.possessive(ref), ref=ref, label=self.label(attr))
         scenario = {"person": "roles", "event": "events", "user": "self"}.get(group, f"{group}s")
         return Draft("simple", scenario, hints, question, self.render(attr, profile[entity][attr]),
-                     self.distractors(rng, attr, profile[entity][attr], profile),
+                     self.distractors(rng, attr, profile[entity][attr], profile, group),
                      {"op": "lookup", "entity": entity, "attribute": attr})
 
     def _bridge(self, rng: random.Random, profile: Mapping[str, dict], asked: tuple[str, ...] | None = None
@@ -231,11 +237,11 @@ class Maker:
         question = rng.choice(self.lang.cond_q).format(label=self.label(attr), cond=cond_text)
         question = question[:1].upper() + question[1:]
         if noisy:
-            chatter = " ".join(rng.sample(self.lang.small_talk, rng.randint(2, 3)))
             sep = " " if self.lang.code == "en" else ""
+            chatter = sep.join(rng.sample(self.lang.small_talk, rng.randint(2, 3)))
             question = f"{chatter}{sep}{rng.choice(self.lang.connectors)}{question}"
         return Draft("noisy" if noisy else "conditional", "roles" if group == "person" else "events", hints, question,
-                     self.render(attr, value), self.distractors(rng, attr, value, profile),
+                     self.render(attr, value), self.distractors(rng, attr, value, profile, group),
                      {"op": "lookup_by", "group": group, "cond": [cond, profile[entity][cond]], "attribute": attr})
 
     def noisy(self, rng: random.Random, profile: Mapping[str, dict]) -> Draft:
