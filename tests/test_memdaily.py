@@ -121,3 +121,22 @@ def test_broken_files_name_the_file_and_the_place(release, tmp_path):
         load(tmp_path / "..")
     with pytest.raises(DataError, match="--data"):
         list(MemDailyLoader().build(BuildOptions()))
+
+
+def test_memdaily_eta_mixes_noise_and_remaps_targets(release, tmp_path):
+    posts = tmp_path / "posts.txt"
+    posts.write_text("\n".join(f"今天的第{i}条随想。" for i in range(50)), encoding="utf-8")
+    vanilla = {s.id: s for s in load(release, stamp=False)}
+    noisy = load(release, stamp=False, eta=10, noise=posts)
+    assert len(noisy) == len(vanilla)
+    for s in noisy:
+        v = vanilla[s.id]
+        assert len(s.messages) == 10 * len(v.messages)
+        by_id = {m.id: m.text for m in s.messages}
+        old = {m.id: m.text for m in v.messages}
+        for q, vq in zip(s.questions, v.questions):
+            assert [by_id[t] for t in q.targets] == [old[t] for t in vq.targets]
+    assert [m.text for m in load(release, stamp=False, eta=10, noise=posts)[0].messages] == [
+        m.text for m in noisy[0].messages]
+    with pytest.raises(Exception, match="go together"):
+        load(release, eta=10)

@@ -12,17 +12,19 @@ a message is shown once.
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import attrs
 
-from memplug.errors import DataError
+from memplug.errors import DataError, MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
 from memplug.options import Option
 from memplug.protocols import BuildOptions
 
+from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
 from .prompts import answer_prompt
 
 PER_TYPE = re.compile(r"^(\d\d)_([a-z_]+)_([a-z]+)\.json$")
@@ -109,6 +111,8 @@ class MemDailyLoader:
     options = (
         Option("stamp", bool, True, "append '(消息地点 place, 消息时间 time)' to each message, as MemSim's benchmark does"),
         Option("scenario", str, None, "keep only this scenario (roles, events, items, places, hybrid)"),
+        Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (needs noise=PATH)"),
+        Option("noise", Path, None, "file of irrelevant messages, one per line, mixed in when eta > 1"),
     )
 
     def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
@@ -123,8 +127,19 @@ class MemDailyLoader:
         values = dict(options.values)
         stamp = values.get("stamp", True)
         only = values.get("scenario")
+        eta = int(values.get("eta") or 1)
+        if eta < 1:
+            raise MemplugError(f"option eta={eta}: must be >= 1")
+        if (eta > 1) != (values.get("noise") is not None):
+            raise MemplugError("options eta and noise go together: MemDaily-η mixes in messages from noise=PATH")
+        pool = read_noise_file(values["noise"]) if eta > 1 else []
         items = [it for path in release_files(Path(options.data)) for it in self._items(path)]
-        return (s for s in (self._sample(it, bool(stamp)) for it in items if only in (None, it.scenario)) if s is not None)
+        samples = (s for s in (self._sample(it, bool(stamp)) for it in items if only in (None, it.scenario)) if s is not None)
+        if eta == 1:
+            return samples
+        rng = random.Random(f"memdaily-eta:{options.seed}")
+        rng.shuffle(pool)
+        return (with_noise(s, eta, pool, random.Random(f"memdaily-eta:{options.seed}:{s.id}")) for s in samples)
 
     # ------------------------------------------------------------------ parsing
     def _items(self, path: Path) -> Iterator[_Item]:
@@ -230,3 +245,17 @@ def _mapping(value: Any, path: Path, place: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise DataError(path, f"expected an object, got {type(value).__name__}", place)
     return value
+
+
+def with_noise(sample: Sample, eta: int, pool: list[NoiseMessage], rng: random.Random) -> Sample:
+    """MemDaily-η as MemSim's ``infuse_noise.py``: ids become positions, targets are remapped."""
+    real = list(sample.messages)
+    positions = interleave(rng, len(real), eta)
+    noise = iter(pick_noise(rng, pool, (eta - 1) * len(real), set(), set()))
+    new_id = {m.id: str(p) for m, p in zip(real, positions)}
+    at = dict(zip(positions, real))
+    messages = [attrs.evolve(at[p], id=str(p)) if p in at else Message(str(p), next(noise).text, speaker="user",
+                                                                          meta={"role": "eta_noise"})
+                for p in range(eta * len(real))]
+    questions = [attrs.evolve(q, targets=tuple(new_id[t] for t in q.targets)) for q in sample.questions]
+    return attrs.evolve(sample, messages=messages, questions=questions, meta={**sample.meta, "eta": eta})
