@@ -251,6 +251,22 @@ def _error_message(raw: bytes) -> str:
     return " ".join(str(message).split())[:300]
 
 
+def _env_proxy(url: str) -> str | None:
+    """The HTTP(S)_PROXY that applies to ``url`` (NO_PROXY honoured), as httpx and litellm do.
+
+    Resolved once per session: aiohttp's ``trust_env`` re-reads the environment and
+    ~/.netrc on every request, which cost 0.1 of efficiency at 64 calls in flight.
+    """
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if not proxies or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+        return None
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 # --- the I/O loop ------------------------------------------------------------------
 
 
@@ -261,6 +277,7 @@ class _IOLoop:
         self.loop = asyncio.new_event_loop()
         self.pid = os.getpid()
         self.session: Any = None  # aiohttp.ClientSession, made on first direct call
+        self.proxy: str | None = None
         self.semaphore: asyncio.Semaphore | None = None
         self.thread = threading.Thread(target=self.loop.run_forever, name="memplug-llm-io", daemon=True)
         self.thread.start()
@@ -532,16 +549,18 @@ class LLM:
 
         io = self._loop()
         if io.session is None:
-            # no connection cap of its own: the semaphore is the limit; trust_env honours
-            # HTTP(S)_PROXY and NO_PROXY as litellm and the openai client do
-            io.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=True)
+            # no connection cap of its own: the semaphore is the limit
+            io.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+            io.proxy = _env_proxy(f"{self.api_base}{route}")
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         payload = {**payload, "model": self.model.split("/", 1)[1] if self.model.startswith("openai/") else self.model}
         try:
             timeout = aiohttp.ClientTimeout(total=self.timeout)
-            async with io.session.post(f"{self.api_base}{route}", data=json.dumps(payload), headers=headers, timeout=timeout) as response:
+            async with io.session.post(
+                f"{self.api_base}{route}", data=json.dumps(payload), headers=headers, timeout=timeout, proxy=io.proxy
+            ) as response:
                 raw = await response.read()
                 status, response_headers = response.status, response.headers
         except (asyncio.TimeoutError, TimeoutError):

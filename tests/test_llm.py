@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memplug.errors import MemplugError
-from memplug.llm import LLM, Completion, LLMError, default_model, usage_scope
+from memplug.llm import LLM, Completion, LLMError, _env_proxy, default_model, usage_scope
 from openai_stub import OpenAIStub, hashed_embedding
 
 SECRET = "sk-SECRET-0123456789abcdef"
@@ -251,6 +251,18 @@ def test_api_key_never_leaks(openai_stub, make_llm, tmp_path: Path, caplog):
     llm.close()
     files = list(tmp_path.glob("llm.sqlite3*"))
     assert files and all(SECRET.encode() not in f.read_bytes() for f in files)
+
+
+def test_proxy_comes_from_the_environment(monkeypatch):
+    for var in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+        monkeypatch.delenv(var.upper(), raising=False)
+    assert _env_proxy("http://10.1.2.3:8000/v1/chat/completions") is None
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
+    assert _env_proxy("http://10.1.2.3:8000/v1/chat/completions") == "http://proxy:3128"
+    assert _env_proxy("https://api.example/v1/embeddings") is None
+    monkeypatch.setenv("NO_PROXY", "10.1.2.3")
+    assert _env_proxy("http://10.1.2.3:8000/v1/chat/completions") is None
 
 
 def test_default_model_reads_env(monkeypatch):
