@@ -14,7 +14,7 @@ import pytest
 
 from memplug.errors import MemplugError
 from memplug.llm import LLM, Completion, LLMError, _env_proxy, default_model, usage_scope
-from openai_stub import OpenAIStub, hashed_embedding
+from openai_stub import hashed_embedding
 
 SECRET = "sk-SECRET-0123456789abcdef"
 
@@ -296,11 +296,10 @@ def test_litellm_transport(openai_stub, make_llm):
     assert len(openai_stub.chat_requests) == 5  # no retry on 401
 
 
-def test_stub_serves_models_and_rejects_unknown_faults():
-    with OpenAIStub() as stub:
-        import urllib.request
+def test_stub_serves_models_and_rejects_unknown_faults(openai_stub):
+    import urllib.request
 
-        with urllib.request.urlopen(stub.base_url + "/models") as response:
-            assert json.loads(response.read())["data"][0]["id"] == "stub"
-        with pytest.raises(ValueError):
-            stub.fail_next(1, "teapot")
+    with urllib.request.urlopen(openai_stub.base_url + "/models") as response:
+        assert json.loads(response.read())["data"][0]["id"] == "stub"
+    with pytest.raises(ValueError):
+        openai_stub.fail_next(1, "teapot")
