@@ -1,0 +1,171 @@
+"""Cognee as a memory, the way MemoryAgentBench ran it (seed 002, D.2).
+
+Ingestion calls ``cognee.add`` and ``cognee.cognify`` per chunk (``-o cognify=end``:
+add per chunk, cognify once before the first question). Recall calls
+``cognee.search`` with ``SearchType.CHUNKS`` for the items; with ``-o search=`` set to
+one of Cognee's completion types, Cognee also writes the answer from its graph.
+
+Cognee is configured through its config API with the run's LLM (its ``custom``
+provider: the litellm model string and ``--api-base``) and the run's embedder, which
+must be an API model (``--embedder litellm:<model>``; Cognee cannot take an in-process
+embedder). Cognee calls litellm itself, so its calls do not pass through memplug's
+cache and are not in memplug's token counts; ``Recall.meta`` says so.
+
+Storage: Cognee's configuration and engines are process-wide, and memplug runs
+samples concurrently, so one Cognee system root serves the whole run (the run's
+``work/cognee`` folder) and each sample is a Cognee dataset of its own. Cognee keeps
+one graph and one vector database per dataset there (its access-control mode), and
+every search names the sample's dataset, so nothing is shared between samples but
+Cognee's relational catalogue of users and datasets.
+
+Message ids: Cognee re-chunks what it is given and its chunks keep no caller
+metadata, so a recalled chunk is credited with the ids of the ingested messages whose
+text it contains (or that contain it, for a message Cognee split).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from memplug.adapters.external import (
+    RunEmbedder,
+    api_base,
+    chunk_text,
+    message_text,
+    prepare_offline,
+    provider_and_name,
+    require_llm,
+)
+from memplug.errors import MemplugError
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.options import Option
+from memplug.protocols import AgentConfig
+
+#: Cognee's search types that write an answer (the rest return context)
+COMPLETION_TYPES = ("RAG_COMPLETION", "GRAPH_COMPLETION", "GRAPH_COMPLETION_COT",
+                    "GRAPH_SUMMARY_COMPLETION", "HYBRID_COMPLETION")
+USAGE_NOTE = "cognee calls litellm itself: its LLM calls are not in memplug's cache or usage counts"
+
+
+def dataset_name(sample_id: str) -> str:
+    """A Cognee dataset name for a sample: readable, safe, and unique per sample id."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", sample_id)[:40]
+    return f"memplug_{safe}_{hashlib.sha1(sample_id.encode()).hexdigest()[:8]}"
+
+
+def configure_cognee(config: AgentConfig, root: Path) -> None:
+    """Hand the run's LLM, embedder and storage roots to Cognee (process-wide settings)."""
+    import cognee
+
+    llm = require_llm(config, "cognee", "cognify and completion search")
+    kind, _, embed_model = config.embedder.partition(":")
+    if kind != "litellm" or not embed_model:
+        raise MemplugError(
+            f"agent 'cognee' embeds through an API, not --embedder {config.embedder!r}: "
+            "set --embedder litellm:<model> (e.g. litellm:openai/text-embedding-3-small)"
+        )
+    endpoint = api_base(config)
+    dim = RunEmbedder(config).dim  # the real dimension, so Cognee's vector tables match
+    cognee.config.set_llm_provider("custom")
+    cognee.config.set_llm_model(llm.model)
+    cognee.config.set_llm_endpoint(endpoint or "")
+    cognee.config.set_llm_api_key(llm.api_key or os.environ.get("OPENAI_API_KEY") or "unused")
+    provider, name = provider_and_name(embed_model)
+    if endpoint:  # Cognee's own client for OpenAI-compatible servers; it sends no `dimensions`
+        cognee.config.set_embedding_provider("openai_compatible")
+        cognee.config.set_embedding_model(name)
+        cognee.config.set_embedding_endpoint(endpoint)
+    else:
+        cognee.config.set_embedding_provider(provider)
+        cognee.config.set_embedding_model(embed_model)
+    cognee.config.set_embedding_api_key(llm.api_key or os.environ.get("OPENAI_API_KEY") or "unused")
+    cognee.config.set_embedding_dimensions(dim)
+    cognee.config.system_root_directory(str(root / "system"))
+    cognee.config.data_root_directory(str(root / "data"))
+
+
+class CogneeAgent:
+    """Cognee knowledge-graph memory: add + cognify per chunk, CHUNKS search (or a completion type)."""
+
+    #: MemoryAgentBench ran Cognee with 4096-token chunks on every dataset (seed 002, D.3)
+    default_chunk_size = 4096
+    options = (
+        Option("cognify", str, "chunk", "run cognify after every chunk, or once at the end", choices=("chunk", "end")),
+        Option("search", str, "CHUNKS", "CHUNKS: the run's reader answers; a completion type: Cognee answers",
+               choices=("CHUNKS",) + COMPLETION_TYPES),
+    )
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        self.config = config
+        self.workdir = Path(workdir)
+        self.cognify_each: bool = config.options.get("cognify", "chunk") == "chunk"
+        self.search_type: str = config.options.get("search", "CHUNKS")
+        root = self.workdir.parent / "cognee"
+        prepare_offline()
+        os.environ.setdefault("COGNEE_SKIP_CONNECTION_TEST", "true")  # a probe call per run, not per question
+        os.environ.setdefault("COGNEE_LOGS_DIR", str(root / "logs"))
+        os.environ.setdefault("LOG_LEVEL", "ERROR")
+        configure_cognee(config, root)
+        self.dataset = dataset_name(config.sample_id or self.workdir.name)
+        self._pending = False
+        #: rendered message text -> ids, to credit Cognee's chunks with the messages they hold
+        self._texts: dict[str, list[str]] = {}
+
+    async def aingest(self, chunk: Chunk) -> None:
+        import cognee
+        from cognee.tasks.ingestion.data_item import DataItem
+
+        for message in chunk.messages:
+            self._texts.setdefault(message_text(message), []).append(message.id)
+        # literal_text: a message that happens to be a URL or a path is stored, never fetched or read
+        await cognee.add(DataItem(data=chunk_text(chunk), literal_text=True), dataset_name=self.dataset)
+        self._pending = True
+        if self.cognify_each:
+            await self._cognify()
+
+    async def _cognify(self) -> None:
+        import cognee
+
+        if self._pending:
+            await cognee.cognify(datasets=[self.dataset])
+            self._pending = False
+
+    async def arecall(self, question: AgentQuestion) -> Recall:
+        import cognee
+        from cognee import SearchType
+
+        await self._cognify()
+        if not self._texts:
+            return Recall(meta={"usage": USAGE_NOTE})
+        found = await cognee.search(question.text, query_type=SearchType.CHUNKS, datasets=[self.dataset],
+                                    top_k=self.config.top_k)
+        items = tuple(self._item(hit) for hit in _results(found))
+        answer = None
+        if self.search_type != "CHUNKS":
+            written = await cognee.search(question.text, query_type=SearchType[self.search_type],
+                                          datasets=[self.dataset], top_k=self.config.top_k)
+            answer = "\n".join(str(r) for r in _results(written)).strip()
+        return Recall(items=items, answer=answer, meta={"usage": USAGE_NOTE})
+
+    def _item(self, hit: Any) -> Recalled:
+        text = hit.get("text", "") if isinstance(hit, dict) else str(hit)
+        ids = [i for rendered, group in self._texts.items() if rendered in text or (text and text in rendered)
+               for i in group]
+        score = hit.get("score") if isinstance(hit, dict) else None
+        return Recalled(text=text, score=score, message_ids=tuple(dict.fromkeys(ids)))
+
+    def close(self) -> None:
+        """Nothing to release per sample: Cognee pools its engines and closes those its LRU evicts."""
+
+
+def _results(found: Any) -> list[Any]:
+    """The hits of a ``cognee.search`` answer: one entry per dataset, each with its results."""
+    out: list[Any] = []
+    for entry in found or []:
+        result = entry.get("search_result") if isinstance(entry, dict) else getattr(entry, "search_result", entry)
+        out.extend(result if isinstance(result, list) else [result])
+    return out

@@ -1,0 +1,150 @@
+"""Mem0 (the ``mem0ai`` package) as a memory, the way MemoryAgentBench ran it (seed 002, D.2).
+
+Ingestion calls ``Memory.add`` per chunk; with ``infer`` (Mem0's default) Mem0's LLM
+rewrites the chunk into facts, otherwise each message is stored verbatim. Recall calls
+``Memory.search(query, filters={"user_id": ...}, top_k=K)`` and the run's reader
+answers from the memories found, as the paper did with GPT-4o-mini.
+
+Everything Mem0 stores lives in the sample's work directory: Qdrant in local on-disk
+mode and Mem0's SQLite history. Mem0's configuration only accepts its built-in LLM and
+embedder providers, and its litellm provider ignores ``api_base``; so ``from_config``
+builds the stores and the LLM/embedder it builds are then replaced by thin bridges to
+the run's LLM and embedder (:class:`memplug.llm.LLM`, memplug's embedder registry).
+Mem0's fact extraction thus uses the run's model, endpoint, cache, retries and token
+accounting, and embeds with the same model as every other agent.
+
+Message ids: with ``infer=false`` every memory is one message and carries its id.
+With fact extraction a fact is written from a whole chunk and Mem0 keeps no link from
+a fact to the message it came from, so recalled facts carry no message ids (recall@K
+is not applicable); ``Recall.meta["sources"]`` lists the ids of each fact's chunk.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memplug.adapters.external import RunEmbedder, message_text, prepare_offline, require_llm
+from memplug.errors import MemplugError
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.options import Option
+from memplug.protocols import AgentConfig
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
+
+#: metadata keys memplug writes on each Mem0 memory
+IDS_KEY = "message_ids"
+NO_IDS = (
+    "unavailable: mem0 fact extraction (infer=true) writes facts from a whole chunk and keeps no "
+    "fact-to-message link; meta.sources holds each fact's chunk message ids"
+)
+
+
+@functools.cache
+def _bridges() -> tuple[type, type]:
+    """Mem0 LLM and embedder classes that delegate to the run's LLM and embedder.
+
+    Built on first use: subclassing needs mem0 imported, which this module must not do
+    at import time.
+    """
+    from mem0.embeddings.base import EmbeddingBase
+    from mem0.llms.base import LLMBase
+
+    class MemplugMem0LLM(LLMBase):
+        def __init__(self, llm: "LLM") -> None:
+            super().__init__({"model": llm.model})
+            self.llm = llm
+
+        def generate_response(self, messages: list[dict], response_format: Any = None,
+                              tools: Any = None, tool_choice: str = "auto") -> str:
+            if tools:  # only Mem0's graph memory asks for tools, and it is not enabled here
+                raise MemplugError("mem0 asked for tool calls, which memplug's mem0 bridge does not offer")
+            params = {"response_format": response_format} if response_format else {}
+            return self.llm.complete(messages, **params).text
+
+    class MemplugMem0Embedding(EmbeddingBase):
+        def __init__(self, embedder: RunEmbedder) -> None:
+            super().__init__()
+            self.embedder = embedder
+            self.config.embedding_dims = embedder.dim
+
+        def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+            return self.embedder.embed_one(text)
+
+        def embed_batch(self, texts: list[str], memory_action: str = "add") -> list[list[float]]:
+            return self.embedder.embed(texts)
+
+    return MemplugMem0LLM, MemplugMem0Embedding
+
+
+class Mem0Agent:
+    """Mem0 with Qdrant on disk in the sample's work directory; the run's reader answers."""
+
+    #: MemoryAgentBench ran Mem0 with 4096-token chunks on every dataset (seed 002, D.3)
+    default_chunk_size = 4096
+    options = (
+        Option("infer", bool, True, "Mem0's LLM extracts facts from each chunk (false: store messages verbatim)"),
+        Option("threshold", float, 0.1, "Mem0 search: minimum score of a memory to be returned (Mem0's default)"),
+    )
+
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        self.config = config
+        self.workdir = Path(workdir)
+        self.infer: bool = config.options.get("infer", True)
+        self.threshold: float = config.options.get("threshold", 0.1)
+        llm = require_llm(config, "mem0", "fact extraction (or pass -o infer=false)") if self.infer else config.llm
+        prepare_offline()
+        embedder = RunEmbedder(config)
+        # mem0 writes a config file into MEM0_DIR when first imported; keep it in the run folder
+        os.environ.setdefault("MEM0_DIR", str(self.workdir.parent / ".mem0"))
+        from mem0 import Memory
+        from mem0.memory import telemetry
+
+        if telemetry.MEM0_TELEMETRY:  # read once, when mem0 was first imported
+            raise MemplugError("mem0 was imported with telemetry on before memplug could turn it off: "
+                               "set MEM0_TELEMETRY=False in the environment")
+
+        llm_bridge, embedding_bridge = _bridges()
+        self.memory = Memory.from_config({
+            "vector_store": {"provider": "qdrant", "config": {
+                "collection_name": "memplug", "path": str(self.workdir / "qdrant"), "on_disk": True,
+                "embedding_model_dims": embedder.dim,
+            }},
+            # valid placeholders for from_config; replaced by the bridges right below
+            "llm": {"provider": "litellm", "config": {"model": llm.model if llm else "none"}},
+            "embedder": {"provider": "openai", "config": {"api_key": "unused", "embedding_dims": embedder.dim}},
+            "history_db_path": str(self.workdir / "mem0_history.db"),
+        })
+        self.memory.embedding_model = embedding_bridge(embedder)
+        if llm is not None:
+            self.memory.llm = llm_bridge(llm)
+        self.user_id = config.sample_id or self.workdir.name
+
+    def ingest(self, chunk: Chunk) -> None:
+        if self.infer:
+            text = "\n".join(message_text(m) for m in chunk.messages)
+            self.memory.add(text, user_id=self.user_id, infer=True, metadata={IDS_KEY: list(chunk.message_ids)})
+            return
+        for message in chunk.messages:
+            self.memory.add(message_text(message), user_id=self.user_id, infer=False,
+                            metadata={IDS_KEY: [message.id]})
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        found = self.memory.search(question.text, filters={"user_id": self.user_id},
+                                   top_k=self.config.top_k, threshold=self.threshold)["results"]
+        ids = [tuple((hit.get("metadata") or {}).get(IDS_KEY, ())) for hit in found]
+        if self.infer:
+            items = tuple(Recalled(text=hit["memory"], score=hit.get("score")) for hit in found)
+            return Recall(items=items, meta={"message_ids": NO_IDS, "sources": [list(i) for i in ids]})
+        items = tuple(Recalled(text=hit["memory"], score=hit.get("score"), message_ids=i) for hit, i in zip(found, ids))
+        return Recall(items=items)
+
+    def close(self) -> None:
+        """Close Mem0's SQLite history and Qdrant's local client (which holds a file lock)."""
+        self.memory.close()
+        client = getattr(self.memory.vector_store, "client", None)
+        if client is not None:
+            client.close()
