@@ -89,6 +89,14 @@ def test_no_cache_flag_neither_reads_nor_writes(openai_stub, make_llm, tmp_path:
     assert not (tmp_path / "never.sqlite3").exists()
 
 
+def test_openai_compatible_prefixes_take_the_direct_path(openai_stub, make_llm):
+    assert make_llm(model="hosted_vllm/qwen").direct and make_llm().direct
+    assert not make_llm(model="ollama/qwen").direct and not make_llm(transport="litellm").direct
+    assert not LLM("openai/gpt-4o-mini", use_cache=False).direct  # no api_base: api.openai.com via litellm
+    make_llm(model="hosted_vllm/qwen").complete(user("q"))
+    assert openai_stub.chat_requests[-1]["model"] == "qwen"
+
+
 def test_params_and_seed_reach_the_server(openai_stub, make_llm):
     llm = make_llm(seed=7)
     reply = llm.complete(user("say it"), response_format={"type": "json_object"}, max_tokens=9)
@@ -187,6 +195,21 @@ def test_async_concurrency_limit(openai_stub, make_llm):
     replies = asyncio.run(many())
     assert [r.text for r in replies] == [f"q{i}" for i in range(20)]
     assert openai_stub.max_in_flight == 4
+
+
+def test_cancelling_a_call_frees_its_slot(openai_stub, make_llm):
+    llm = make_llm(concurrency=1, timeout=10)
+    openai_stub.fail_next(1, "hang")
+
+    async def cancel_then_call() -> str:
+        stuck = asyncio.ensure_future(llm.acomplete(user("stuck")))
+        await asyncio.sleep(0.2)
+        stuck.cancel()
+        # the hung request was cancelled in the I/O loop too, so the one slot is free
+        return (await asyncio.wait_for(llm.acomplete(user("next")), 2)).text
+
+    assert asyncio.run(cancel_then_call()) == "next"
+    assert llm.usage.calls == 1
 
 
 def test_sync_calls_from_threads_share_the_limit(openai_stub, make_llm):
