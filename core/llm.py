@@ -12,10 +12,11 @@ tests/openai_stub.py with 200 ms latency, efficiency = calls*latency/concurrency
   at concurrency 64); the ``openai`` client on httpx stalls in httpcore's pool at 64
   (0.17-0.29); ``openai`` on aiohttp reaches 0.55-0.82. So for ``openai/<name>`` and
   ``hosted_vllm/<name>`` models with an ``api_base`` (vLLM, llama.cpp, LM Studio, proxies:
-  the OpenAI-compatible servers where throughput matters) the layer POSTs the documented ``/chat/completions`` and
-  ``/embeddings`` JSON through one pooled aiohttp session (efficiency 0.98 at 16 and
-  0.89-0.93 at 64 in flight, against litellm's 0.80 and 0.33 through this same layer). Every other model goes through litellm, which knows each
-  provider's quirks. ``transport="litellm"`` forces litellm for any model.
+  the OpenAI-compatible servers where throughput matters) the layer POSTs the documented
+  ``/chat/completions`` and ``/embeddings`` JSON through one pooled aiohttp session
+  (efficiency 0.98 at 16 and 0.89-0.93 at 64 in flight, against 0.80 and 0.33 for litellm
+  through this same layer). Every other model goes through litellm, which knows each
+  provider's quirks; ``transport="litellm"`` forces litellm for any model.
 - **One I/O loop per LLM.** All requests run on a private event loop in a daemon thread,
   so the connection pool, the litellm clients and the concurrency limit are created once
   and shared by async callers on any event loop and by sync callers on any thread
@@ -57,6 +58,8 @@ from memplug.errors import MemplugError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: one embedding request's result: vectors, prompt tokens, cost
+_Embedded = tuple[list[list[float]], int, float]
 
 #: bump when the cached value's meaning changes, so old entries are not misread
 CACHE_VERSION = 1
@@ -312,8 +315,10 @@ class LLM:
     """A model endpoint with a response cache, a concurrency limit, retries and usage.
 
     ``transport``: ``"auto"`` (direct OpenAI-compatible HTTP for ``openai/*`` and
-    ``hosted_vllm/*`` models with an ``api_base``, litellm otherwise), ``"litellm"`` or ``"http"``. ``retry_base`` and
-    ``retry_cap`` shape the backoff (seconds) when the server gives no Retry-After.
+    ``hosted_vllm/*`` models with an ``api_base``, litellm otherwise), ``"litellm"`` or
+    ``"http"``. ``retry_base`` and ``retry_cap`` shape the backoff (seconds) when the
+    server gives no Retry-After. ``max_retries`` counts retries: at most
+    ``max_retries + 1`` attempts per call.
     """
 
     def __init__(
@@ -368,7 +373,7 @@ class LLM:
         hit = self._cached(key)
         if hit is not None:
             return hit
-        result = await asyncio.wrap_future(self._submit(self._chat(body)))
+        result = await asyncio.wrap_future(self._submit(lambda io: self._chat(io, body)))
         return self._finish(key, result)
 
     def complete(self, messages: list[dict[str, Any]], **params: Any) -> Completion:
@@ -377,14 +382,14 @@ class LLM:
         hit = self._cached(key)
         if hit is not None:
             return hit
-        return self._finish(key, self._wait(self._submit(self._chat(body))))
+        return self._finish(key, self._wait(self._submit(lambda io: self._chat(io, body))))
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; each text is cached on its own."""
         keys, vectors, missing = self._embed_lookup(texts)
         if missing:
             batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
-            futures = [asyncio.wrap_future(self._submit(self._embed([texts[i] for i in b]))) for b in batches]
+            futures = [asyncio.wrap_future(self._submit(self._embedder([texts[i] for i in b]))) for b in batches]
             results = await asyncio.gather(*futures)
             self._embed_store(keys, vectors, batches, results)
         return vectors  # type: ignore[return-value]
@@ -393,7 +398,7 @@ class LLM:
         keys, vectors, missing = self._embed_lookup(texts)
         if missing:
             batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
-            futures = [self._submit(self._embed([texts[i] for i in b])) for b in batches]
+            futures = [self._submit(self._embedder([texts[i] for i in b])) for b in batches]
             self._embed_store(keys, vectors, batches, [self._wait(f) for f in futures])
         return vectors  # type: ignore[return-value]
 
@@ -401,6 +406,9 @@ class LLM:
         """Close the connection pool and stop the I/O thread (a later call starts a new one)."""
         with self._io_lock:
             io, self._io = self._io, None
+            if self._finalizer is not None:
+                self._finalizer.detach()
+                self._finalizer = None
         if io is not None:
             io.close()
         if self.cache is not None:
@@ -467,7 +475,7 @@ class LLM:
                 self._record(cache_hits=hits)
         return keys, vectors, [i for i, v in enumerate(vectors) if v is None]
 
-    def _embed_store(self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]], results: list[tuple[list[list[float]], int, float]]) -> None:
+    def _embed_store(self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]], results: list[_Embedded]) -> None:
         fresh: dict[str, bytes] = {}
         for batch, (batch_vectors, tokens, cost) in zip(batches, results):
             self._record(calls=1, prompt_tokens=tokens, cost_usd=cost)
@@ -488,12 +496,13 @@ class LLM:
                 self._finalizer = weakref.finalize(self, self._io.close)
             return self._io
 
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def _submit(self, make: Callable[[_IOLoop], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
+        """Run ``make(io)`` on the I/O loop; the coroutine gets its loop's state explicitly,
+        so a ``close()`` racing with it cannot swap the loop under it."""
         io = self._loop()
         if threading.current_thread() is io.thread:
-            coro.close()
             raise RuntimeError("LLM calls cannot be made from the LLM's own I/O thread")
-        return io.submit(coro)
+        return io.submit(make(io))
 
     @staticmethod
     def _wait(future: concurrent.futures.Future[T]) -> T:
@@ -506,8 +515,7 @@ class LLM:
     def _scrub(self, text: str) -> str:
         return text.replace(self.api_key, "***") if self.api_key else text
 
-    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        io = self._loop()
+    async def _retrying(self, io: _IOLoop, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
         if io.semaphore is None:
             io.semaphore = asyncio.Semaphore(self.concurrency)
         failure = ""
@@ -533,23 +541,25 @@ class LLM:
             await asyncio.sleep(wait)
         raise LLMError(self._scrub(f"{self.model}: {what} failed after {self.max_retries + 1} attempts: {failure}"))
 
-    async def _chat(self, body: dict[str, Any]) -> Completion:
+    async def _chat(self, io: _IOLoop, body: dict[str, Any]) -> Completion:
         if self.direct:
-            return await self._retrying("chat completion", lambda: self._http_chat(body))
-        return await self._retrying("chat completion", lambda: self._litellm_chat(body))
+            return await self._retrying(io, "chat completion", lambda: self._http_chat(io, body))
+        return await self._retrying(io, "chat completion", lambda: self._litellm_chat(body))
 
-    async def _embed(self, texts: list[str]) -> tuple[list[list[float]], int, float]:
-        if self.direct:
-            return await self._retrying("embedding", lambda: self._http_embed(texts))
-        return await self._retrying("embedding", lambda: self._litellm_embed(texts))
+    def _embedder(self, texts: list[str]) -> Callable[[_IOLoop], Coroutine[Any, Any, _Embedded]]:
+        async def embed(io: _IOLoop) -> _Embedded:
+            if self.direct:
+                return await self._retrying(io, "embedding", lambda: self._http_embed(io, texts))
+            return await self._retrying(io, "embedding", lambda: self._litellm_embed(texts))
+
+        return embed
 
     # --- direct OpenAI-compatible HTTP ------------------------------------------------
 
-    async def _post(self, route: str, payload: dict[str, Any]) -> Any:
+    async def _post(self, io: _IOLoop, route: str, payload: dict[str, Any]) -> Any:
         """POST JSON to the endpoint; the parsed reply, or a classified failure."""
         import aiohttp
 
-        io = self._loop()
         if io.session is None:
             # no connection cap of its own: the semaphore is the limit
             io.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
@@ -577,8 +587,8 @@ class LLM:
         except ValueError:
             raise _Transient(f"malformed response (HTTP {status}, not JSON): {raw[:80]!r}") from None
 
-    async def _http_chat(self, body: dict[str, Any]) -> Completion:
-        reply = await self._post("/chat/completions", body)
+    async def _http_chat(self, io: _IOLoop, body: dict[str, Any]) -> Completion:
+        reply = await self._post(io, "/chat/completions", body)
         try:
             text = reply["choices"][0]["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
@@ -594,8 +604,8 @@ class LLM:
         cost = _token_cost(self.model, int(prompt_tokens), int(completion_tokens))
         return Completion(text, int(prompt_tokens), int(completion_tokens), cost)
 
-    async def _http_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float]:
-        reply = await self._post("/embeddings", {"input": texts})
+    async def _http_embed(self, io: _IOLoop, texts: list[str]) -> _Embedded:
+        reply = await self._post(io, "/embeddings", {"input": texts})
         try:
             rows = sorted(reply["data"], key=lambda row: row["index"])
             vectors = [[float(x) for x in row["embedding"]] for row in rows]
@@ -626,7 +636,7 @@ class LLM:
             cost = 0.0
         return Completion(text, int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), cost)
 
-    async def _litellm_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float]:
+    async def _litellm_embed(self, texts: list[str]) -> _Embedded:
         litellm = _litellm()
         try:
             response = await litellm.aembedding(model=self.model, input=texts, **self._litellm_args())
