@@ -68,8 +68,10 @@ NOT_IN_KEY = frozenset({"metadata", "user", "stream_options", "extra_headers", "
 #: settings of the LLM object, not of one call (stream: a Completion is one whole reply)
 FORBIDDEN_PARAMS = frozenset({"api_key", "api_base", "base_url", "timeout", "stream"})
 RETRY_STATUSES = frozenset({408, 409, 429})
-#: litellm provider prefixes whose servers speak OpenAI's API verbatim (the direct path)
+#: litellm provider prefixes whose servers speak OpenAI's API verbatim (the direct path),
+#: with the variable litellm reads the key from when none is given
 OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/")
+KEY_VARIABLES = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY"}
 EMBED_BATCH = 128
 MAX_RETRY_AFTER_S = 300.0
 
@@ -512,8 +514,20 @@ class LLM:
             future.cancel()  # Ctrl-C in a sync caller: stop the request too
             raise
 
+    def _http_key(self) -> str | None:
+        """The given key, else the provider's variable, as litellm would pick it."""
+        if self.api_key:
+            return self.api_key
+        prefix = next((p for p in KEY_VARIABLES if self.model.startswith(p)), None)
+        return os.environ.get(KEY_VARIABLES[prefix]) if prefix else None
+
     def _scrub(self, text: str) -> str:
-        return text.replace(self.api_key, "***") if self.api_key else text
+        """Mask the key, and any *_API_KEY from the environment that litellm may have used."""
+        secrets = {self.api_key, *(v for k, v in os.environ.items() if k.endswith("_API_KEY"))}
+        for secret in secrets:
+            if secret and len(secret) >= 8:  # masking "x" or "" would mangle the message
+                text = text.replace(secret, "***")
+        return text
 
     async def _retrying(self, io: _IOLoop, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
         if io.semaphore is None:
@@ -565,8 +579,9 @@ class LLM:
             io.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
             io.proxy = _env_proxy(f"{self.api_base}{route}")
         headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        key = self._http_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
         name = self.model.split("/", 1)[1] if self.model.startswith(OPENAI_COMPATIBLE) else self.model
         payload = {**payload, "model": name}
         try:

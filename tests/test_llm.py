@@ -276,6 +276,17 @@ def test_api_key_never_leaks(openai_stub, make_llm, tmp_path: Path, caplog):
     assert files and all(SECRET.encode() not in f.read_bytes() for f in files)
 
 
+def test_key_from_the_provider_variable_is_sent_and_scrubbed(openai_stub, make_llm, monkeypatch):
+    monkeypatch.setenv("HOSTED_VLLM_API_KEY", SECRET)
+    llm = make_llm(model="hosted_vllm/qwen", api_key=None)
+    llm.complete(user("q"))
+    assert openai_stub.log[-1][2] == f"Bearer {SECRET}"
+    openai_stub.fail_next(1, "401")
+    with pytest.raises(LLMError) as info:
+        llm.complete(user("other"))
+    assert SECRET not in str(info.value) and "***" in str(info.value)
+
+
 def test_proxy_comes_from_the_environment(monkeypatch):
     for var in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(var, raising=False)
