@@ -523,9 +523,10 @@ class LLM:
 
     def _scrub(self, text: str) -> str:
         """Mask the key, and any *_API_KEY from the environment that litellm may have used."""
-        secrets = {self.api_key, *(v for k, v in os.environ.items() if k.endswith("_API_KEY"))}
+        # a short environment value ("x", "EMPTY") is a placeholder, and masking it would mangle the text
+        secrets = {self.api_key, *(v for k, v in os.environ.items() if k.endswith("_API_KEY") and len(v) >= 8)}
         for secret in secrets:
-            if secret and len(secret) >= 8:  # masking "x" or "" would mangle the message
+            if secret:
                 text = text.replace(secret, "***")
         return text
 
