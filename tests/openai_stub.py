@@ -110,10 +110,6 @@ class OpenAIStub:
         self._thread: threading.Thread | None = None
 
     @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
@@ -128,14 +124,6 @@ class OpenAIStub:
             raise ValueError(f"unknown fault {kind!r}; one of {FAULT_KINDS}")
         with self._lock:
             self._faults.extend([kind] * n)
-
-    def reset(self) -> None:
-        with self._lock:
-            self.requests.clear()
-            self.log.clear()
-            self._faults.clear()
-            self.max_in_flight = self.in_flight
-            self.connections = 0
 
     def start(self) -> "OpenAIStub":
         # a short poll so close() (which waits for the serve loop to notice) takes ms, not 0.5 s
