@@ -42,6 +42,9 @@ class DatasetBuilder(Protocol):
 
     def build(self, options: BuildOptions) -> Iterable[Sample]: ...
 
+    # Optional: ``info_for(values, data=None) -> DatasetInfo`` when the info depends on
+    # options or on the release at ``data`` (e.g. its language); the runner prefers it.
+
 
 @attrs.frozen
 class ReferenceChannel:

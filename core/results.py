@@ -197,7 +197,7 @@ def summarize(
         "n_errors": len(records) - len(answered),
         "metrics": {"overall": overall, "by_category": {c: v[0] for c, v in cats.items()}},
         "ci": {
-            "method": "percentile bootstrap of the mean, resampling whole samples",
+            "method": stats.CI_METHOD,
             "level": level,
             "resamples": resamples,
             "overall": overall_ci,

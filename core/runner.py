@@ -141,8 +141,9 @@ class Evaluation:
                                          f"agent {spec.agent!r}")
         self.dataset_values = opts.resolve(getattr(self.builder, "options", ()), spec.dataset_options,
                                            f"dataset {spec.dataset!r}")
+        self.data = Path(spec.data).expanduser() if spec.data else None
         info_for = getattr(self.builder, "info_for", None)
-        self.info: DatasetInfo = info_for(self.dataset_values) if info_for else self.builder.info
+        self.info: DatasetInfo = info_for(self.dataset_values, self.data) if info_for else self.builder.info
         self.chunk_size = (
             spec.chunk_size or getattr(self.agent_factory, "default_chunk_size", None) or self.info.default_chunk_size
         )
@@ -153,7 +154,8 @@ class Evaluation:
         self.reader = self.reader_entry.load()(ReaderConfig(llm=self.llm, language=self.info.language))
         metric_names = list(dict.fromkeys([*self.info.metrics, "recall@K", *(["judge"] if spec.judge else [])]))
         mconfig = MetricConfig(top_k=spec.top_k, language=self.info.language, judge=self.judge_llm)
-        self.metric_entries = [reg("metrics").get(n) for n in metric_names]
+        entries = [reg("metrics").get(n) for n in metric_names]
+        self.metric_entries = [e for e in entries if spec.judge or not e.info.get("needs_judge")]
         self.metrics = [e.load()(mconfig) for e in self.metric_entries]
 
     def _make_llm(self, model: str):
@@ -164,15 +166,15 @@ class Evaluation:
 
     # -- data -----------------------------------------------------------------
     def samples(self) -> list[Sample]:
-        data = Path(self.spec.data).expanduser() if self.spec.data else None
+        data = self.data
         if data is not None and not data.exists():
             raise MemplugError(f"--data {data}: no such file or directory")
         if data is not None and is_sample_file(data):
             built: Iterable[Sample] = read_samples(data)
         else:
-            built = self.builder.build(
-                BuildOptions(values=self.dataset_values, data=data, seed=self.spec.seed, llm=self.llm)
-            )
+            # No LLM here: --llm answers questions. Rewording generated data is `memplug generate
+            # --llm`'s job, so that evaluated data is fixed and reusable.
+            built = self.builder.build(BuildOptions(values=self.dataset_values, data=data, seed=self.spec.seed))
         return select_questions(built, self.spec.limit)
 
     # -- run files ------------------------------------------------------------
@@ -360,7 +362,8 @@ class Evaluation:
             "question": question.text, "prediction": None, "gold": list(question.answers),
             "choices": dict(question.choices) if question.choices else None,
             "correct_choice": question.correct_choice, "targets": list(question.targets),
-            "anchors": list(question.anchors), "recalled": [], "agent_answered": False,
+            "anchors": list(question.anchors), "question_time": question.time,
+            "question_meta": _jsonable(question.meta), "recalled": [], "agent_answered": False,
             "scores": {}, "timings": {}, "usage": {}, "error": ingest_error, "meta": {},
         }
         if ingest_error:

@@ -227,9 +227,17 @@ def test_anchor_map_per_question_share() -> None:
 
 def test_registered_metrics_load_and_carry_their_names_and_versions() -> None:
     registered: dict[str, str] = {}
-    builtins.register_metrics(lambda name, target, **info: registered.__setitem__(name, target))
+    needs_judge: set[str] = set()
+
+    def register(name: str, target: str, **info: object) -> None:
+        registered[name] = target
+        if info.get("needs_judge"):
+            needs_judge.add(name)
+
+    builtins.register_metrics(register)
+    assert needs_judge == {"judge", "judge_coherence"}
     for name, target in registered.items():
-        if name == "judge":
+        if name in needs_judge:
             continue  # needs a judge model; tests/test_judge.py
         module, _, attr = target.partition(":")
         cls = getattr(__import__(module, fromlist=[attr]), attr)

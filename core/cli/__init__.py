@@ -61,10 +61,13 @@ def cli() -> None:
 def _register_builtin_commands() -> None:
     from memplug.cli.eval import eval_command
     from memplug.cli.generate import generate_command
+    from memplug.cli.judge_check import judge_check_command
     from memplug.cli.list import list_command
     from memplug.cli.report import report_command
+    from memplug.cli.rescore import rescore_command
 
-    for command in (list_command, eval_command, generate_command, report_command):
+    for command in (list_command, eval_command, generate_command, report_command, rescore_command,
+                    judge_check_command):
         cli.add_command(command)
 
 

@@ -92,7 +92,7 @@ class MemSimBuilder:
         Option("stamp", bool, True, "append '(place, time)' to each message text, as MemSim's benchmark does"),
     )
 
-    def info_for(self, values: Mapping[str, Any]) -> DatasetInfo:
+    def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
         return info_for_language(self.info, str(values.get("lang") or "en"))
 
     def check(self, samples: list[Sample]) -> CheckReport:

@@ -51,7 +51,7 @@ class PerLTQABuilder:
         capabilities=frozenset({"AR"}),
         # one memory item per message; events average 313 words (§3.3), about 400 tokens
         default_chunk_size=512,
-        metrics=("f1", "rouge_l", "anchor_map", "recall@K"),
+        metrics=("f1", "rouge_l", "anchor_map", "recall@K", "judge_coherence"),
         answer_prompt=ANSWER_PROMPT_EN,
         answer_prompt_source=SOURCE,
     )
@@ -64,7 +64,7 @@ class PerLTQABuilder:
         Option("qa", Path, None, "loader: the QA file, when --data is the memory file and no *qa*.json lies beside it"),
     )
 
-    def info_for(self, values: Mapping[str, Any]) -> DatasetInfo:
+    def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
         if values.get("lang", "en") == "zh":
             return attrs.evolve(self.info, language="zh", answer_prompt=ANSWER_PROMPT_ZH,
                                 answer_prompt_source=SOURCE + " (Chinese rendering by memplug)")

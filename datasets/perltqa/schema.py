@@ -184,6 +184,7 @@ def qa_questions(name: str, sections: Mapping[str, Any], ids: set[str], check: C
                                        f"{at}.Reference Memory")
                 anchors = parse_anchors(check, check.field(qa, "Memory Anchors", list, at), f"{at}.Memory Anchors")
                 meta: dict[str, Any] = {
+                    "family": "perltqa",  # selects PerLTQA's judge prompt (memplug.judge)
                     "memory_type": MEMORY_TYPE[section], "character": name,
                     "reference": refs, "anchor_spans": [list(a) for a in anchors],
                 }

@@ -1,0 +1,85 @@
+"""How busy does memplug keep an LLM endpoint? (issue 7)
+
+Starts a loopback OpenAI-compatible server that answers every chat completion after a
+fixed latency, then runs `memplug eval` (a separate process, as a user would) on the
+offline MemSim generator with the bm25 agent and the llm reader at several
+concurrencies. MemSim trajectories carry one question each, so every sample costs one
+LLM call and concurrency comes from samples side by side.
+
+    efficiency = calls x latency / concurrency / wall        (1.0 is the limit)
+
+`wall` is the evaluation's own wall time from summary.json (first sample to summary;
+it excludes interpreter start-up and dataset generation, reported beside it as
+`process_s`). A second run of the highest concurrency on the warm cache must make no
+LLM call. The last line printed is a JSON object with the figures.
+
+    python bench/eval_throughput.py [--latency 0.2] [--seconds 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from openai_stub import OpenAIStub  # noqa: E402  (the tests' loopback server)
+
+
+def run_eval(base_url: str, concurrency: int, n: int, out: Path, cache: Path) -> tuple[dict, float]:
+    env = {**os.environ, "MEMPLUG_CACHE_DIR": str(cache), "OPENAI_API_KEY": "sk-bench"}
+    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "bm25", "--dataset", "memsim",
+           "-o", f"n={n}", "--reader", "llm", "--llm", "openai/bench-model", "--api-base", base_url,
+           "--concurrency", str(concurrency), "--output", str(out), "--quiet"]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    process_s = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"memplug eval failed:\n{res.stderr}")
+    run_dir = Path(res.stdout.strip().splitlines()[-1])
+    return json.loads((run_dir / "summary.json").read_text()), process_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2, help="injected seconds per chat completion")
+    parser.add_argument("--seconds", type=float, default=4.0, help="ideal wall time per run (sets n)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    args = parser.parse_args()
+
+    result: dict = {"latency_s": args.latency, "efficiency": {}, "wall_s": {}, "process_s": {}, "calls": {}}
+    with tempfile.TemporaryDirectory() as tmp, OpenAIStub(latency=args.latency) as stub:
+        tmp_path = Path(tmp)
+        for c in args.concurrency:
+            n = max(c, int(args.seconds / args.latency) * c)
+            summary, process_s = run_eval(stub.base_url, c, n, tmp_path / "runs", tmp_path / f"cache-{c}")
+            calls, wall = summary["llm"]["calls"], summary["efficiency"]["wall_s"]
+            eff = calls * args.latency / c / wall
+            result["efficiency"][str(c)] = round(eff, 3)
+            result["wall_s"][str(c)] = wall
+            result["process_s"][str(c)] = round(process_s, 2)
+            result["calls"][str(c)] = calls
+            print(f"concurrency {c:>3}: {calls} calls in {wall:.2f} s (process {process_s:.2f} s), "
+                  f"efficiency {eff:.3f}, errors {summary['n_errors']}", flush=True)
+        top = max(args.concurrency)
+        n = max(top, int(args.seconds / args.latency) * top)
+        warm, warm_process = run_eval(stub.base_url, top, n, tmp_path / "runs", tmp_path / f"cache-{top}")
+        result["warm_calls"] = warm["llm"]["calls"]
+        result["warm_cache_hits"] = warm["llm"]["cache_hits"]
+        result["warm_wall_s"] = warm["efficiency"]["wall_s"]
+        result["warm_wall_ratio"] = round(warm["efficiency"]["wall_s"] / result["wall_s"][str(top)], 4)
+        print(f"warm rerun at {top}: {warm['llm']['calls']} calls, {warm['llm']['cache_hits']} cache hits, "
+              f"{warm['efficiency']['wall_s']:.2f} s (process {warm_process:.2f} s)", flush=True)
+    result["calls"] = result["calls"].get(str(max(args.concurrency)))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
