@@ -25,9 +25,11 @@ text it contains (or that contain it, for a message Cognee split).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,34 @@ def configure_cognee(config: AgentConfig, root: Path) -> None:
     cognee.config.data_root_directory(str(root / "data"))
 
 
+#: per event loop: system root -> lock held while Cognee's databases and default user are made
+_setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]]" = (
+    weakref.WeakKeyDictionary())
+#: system roots whose Cognee databases and default user exist
+_ready: set[str] = set()
+
+
+async def ensure_ready(root: Path) -> None:
+    """Create Cognee's databases and default user once per root, before samples race to.
+
+    Cognee creates both on first use, and concurrent first uses collide
+    (``UserAlreadyExists``); memplug runs samples concurrently, so the first one does it
+    alone while the others wait.
+    """
+    from cognee.low_level import setup
+    from cognee.modules.users.methods import get_default_user
+
+    key = str(root)
+    if key in _ready:
+        return
+    locks = _setup_locks.setdefault(asyncio.get_running_loop(), {})
+    async with locks.setdefault(key, asyncio.Lock()):
+        if key not in _ready:
+            await setup()
+            await get_default_user()
+            _ready.add(key)
+
+
 class CogneeAgent:
     """Cognee knowledge-graph memory: add + cognify per chunk, CHUNKS search (or a completion type)."""
 
@@ -110,6 +140,7 @@ class CogneeAgent:
         os.environ.setdefault("COGNEE_LOGS_DIR", str(root / "logs"))
         os.environ.setdefault("LOG_LEVEL", "ERROR")
         configure_cognee(config, root)
+        self.root = root
         self.dataset = dataset_name(config.sample_id or self.workdir.name)
         self._pending = False
         #: rendered message text -> ids, to credit Cognee's chunks with the messages they hold
@@ -119,6 +150,7 @@ class CogneeAgent:
         import cognee
         from cognee.tasks.ingestion.data_item import DataItem
 
+        await ensure_ready(self.root)
         for message in chunk.messages:
             self._texts.setdefault(message_text(message), []).append(message.id)
         # literal_text: a message that happens to be a URL or a path is stored, never fetched or read

@@ -76,3 +76,24 @@ def assert_isolated(records: list[dict]) -> None:
         for item in record["recalled"]:
             for sentence in ITEM.findall(item["text"]):
                 assert sentence.startswith(f"Item {sample}-"), (record["sample_id"], item["text"])
+
+
+def cli_evaluate(tmp_path: Path, env: dict[str, str], agent: str, stub: Any, *args: str):
+    """The same run through `memplug eval` in a subprocess (the testkit found by entry point); its RunDir.
+
+    Cognee needs this: its module-level asyncio locks bind to the first event loop that
+    contends them, so one process can hold one Cognee evaluation, as `memplug eval` does.
+    """
+    import subprocess
+    import sys
+
+    from memplug.results import RunDir
+
+    output = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", agent, "--dataset", "counting",
+           "--llm", "openai/stub", "--api-base", stub.base_url, "--reader", "llm", "--top-k", "2",
+           "-o", "samples=2", "-o", "questions=2", "-o", "messages=4", "--output", str(output), "--quiet", *args]
+    done = subprocess.run(cmd, env={**env, "OPENAI_API_KEY": "sk-test"}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = [p for p in output.iterdir() if p.is_dir()]
+    return RunDir(run)

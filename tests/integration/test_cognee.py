@@ -1,0 +1,43 @@
+"""Cognee end to end: real cognee (SQLite, LanceDB, its graph store) in the run folder, the stub LLM."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from external_run import assert_isolated, cli_evaluate, evaluate
+
+if importlib.util.find_spec("cognee") is None:  # importing cognee is slow; skip without it
+    pytest.skip("memplug[cognee] not installed", allow_module_level=True)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+EMBEDDER = "litellm:openai/stub-embed"
+
+
+def test_cognee_cognifies_each_chunk_and_recalls_its_chunks(testkit_env, llm_stub, tmp_path):
+    rd = cli_evaluate(tmp_path, testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER, "--concurrency", "2")
+    records = rd.records()
+    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    overall = rd.summary()["metrics"]["overall"]
+    assert overall["recall@2"] == 1.0 and overall["em"] == 1.0
+    graph_calls = [b for b in llm_stub.chat_requests if "knowledge graph" in str(b["messages"][0])]
+    assert graph_calls and all(b["model"] == "stub" for b in graph_calls)  # cognify used the run's model
+    assert_isolated(records)
+    root = rd.path / "work" / "cognee"
+    assert (root / "system" / "databases").is_dir() and (root / "data").is_dir()
+
+
+def test_cognee_completion_search_writes_the_answer(testkit_env, llm_stub, tmp_path):
+    rd = cli_evaluate(tmp_path, testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER,
+                      "-o", "cognify=end", "-o", "search=GRAPH_COMPLETION")
+    records = rd.records()
+    assert not any(r["error"] for r in records), [r["error"] for r in records]
+    assert all(r["agent_answered"] and r["prediction"] for r in records)
+    assert_isolated(records)
+
+
+def test_cognee_names_the_option_to_set_for_an_embedder(testkit, llm_stub, tmp_path):
+    rd = evaluate(tmp_path, "cognee", llm_stub)  # the default wordllama embedder cannot be handed to cognee
+    # (in-process is safe here: the error comes before Cognee runs anything asynchronous)
+    assert all("--embedder litellm:<model>" in r["error"] for r in rd.records())
