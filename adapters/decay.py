@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memplug.adapters.retrieval.embedders import get_embedder
+from memplug.adapters.retrieval.embedders import get_embedder, is_remote
 from memplug.adapters.retrieval.message_log import MessageLog
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
@@ -55,7 +55,10 @@ class DecayAgent:
         Option("time_scale", float, 1e7, "seconds per unit of t in p_n(t) and S(t)"),
     )
 
+    blocking = False  # see RetrievalAgent.blocking
+
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        self.blocking = is_remote(config.embedder)
         opts = resolve(self.options, config.options, "decay")
         self.threshold, self.time_scale = opts["threshold"], opts["time_scale"]
         if self.time_scale <= 0:

@@ -40,6 +40,8 @@ class TokenWindow:
 class FullAgent:
     options = (MAX_TOKENS,)
 
+    blocking = False  # in memory and quick: the runner calls it inline
+
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         opts = resolve(self.options, config.options, "full")
         self.window = TokenWindow(opts["max_tokens"])

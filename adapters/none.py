@@ -11,6 +11,8 @@ from memplug.protocols import AgentConfig
 class NoneAgent:
     options = ()
 
+    blocking = False  # in memory and quick: the runner calls it inline
+
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         """Keeps nothing."""
 

@@ -16,6 +16,8 @@ from memplug.protocols import AgentConfig
 class RecentAgent:
     options = (Option("k", int, 0, "how many recent messages to keep (0: the run's --top-k)"),)
 
+    blocking = False  # in memory and quick: the runner calls it inline
+
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         k = resolve(self.options, config.options, "recent")["k"] or config.top_k
         self._window: deque[Recalled] = deque(maxlen=max(k, 0))

@@ -32,7 +32,7 @@ def test_eval_then_report(testkit_env, tmp_path):
     table = memplug(testkit_env, "report", str(run_dir))
     assert table.returncode == 0 and "overall" in table.stdout and "em" in table.stdout
     as_json = json.loads(memplug(testkit_env, "report", str(run_dir), "--json").stdout)
-    assert as_json[0]["n_questions"] == 18
+    assert as_json["runs"][0]["n_questions"] == 18 and as_json["paired"] == []
 
 
 def test_unknown_agent(testkit_env, tmp_path):
@@ -97,3 +97,22 @@ def test_generate_writes_samples_that_eval_reads_back(testkit_env, tmp_path):
 def test_help(testkit_env, args):
     res = memplug(testkit_env, *args)
     assert res.returncode == 0 and "Usage" in res.stdout
+
+
+def test_report_of_two_runs_prints_the_paired_comparison(testkit_env, tmp_path):
+    runs = []
+    for options in ([], ["-o", "wrong=q1"]):
+        res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", *options,
+                      "--output", str(tmp_path), "--quiet")
+        assert res.returncode == 0, res.stderr
+        runs.append(res.stdout.strip())
+    table = memplug(testkit_env, "report", *runs)
+    assert table.returncode == 0, table.stderr
+    assert "Paired comparison" in table.stdout and "mcnemar" in table.stdout
+    paired = json.loads(memplug(testkit_env, "report", *runs, "--json").stdout)["paired"][0]
+    em = paired["metrics"]["em"]
+    # A is right on all 18; B is wrong on q1 of each of the 6 samples: 6 discordant pairs, all for A,
+    # so McNemar's exact two-sided p = 2 * 0.5**6 = 0.03125
+    assert em["n"] == 18 and em["a_only"] == 6 and em["b_only"] == 0
+    assert abs(em["diff"] - 6 / 18) < 1e-9 and em["ci"][0] <= em["diff"] <= em["ci"][1]
+    assert em["p_value"] == 0.03125

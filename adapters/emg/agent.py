@@ -19,7 +19,7 @@ from memplug.adapters.emg.answer import GraphAnswerer
 from memplug.adapters.emg.extract import LLMExtractor, extract_triple
 from memplug.adapters.emg.graph import MemoryGraph
 from memplug.adapters.retrieval.bm25_index import top_k
-from memplug.adapters.retrieval.embedders import get_embedder
+from memplug.adapters.retrieval.embedders import get_embedder, is_remote
 from memplug.adapters.retrieval.retriever import Retriever
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
@@ -39,8 +39,11 @@ class EMGAgent:
         Option("dense", float, 0.0, "weight of the embedder's cosine in activation (0: BM25 only)"),
     )
 
+    blocking = False  # see RetrievalAgent.blocking
+
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.opts = resolve(self.options, config.options, "emg")
+        self.blocking = self.opts["extractor"] == "llm" or is_remote(config.embedder)
         if self.opts["extractor"] == "llm":
             if config.llm is None:
                 raise MemplugError("emg: -o extractor=llm needs an LLM (--llm)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memplug.adapters.retrieval.embedders import is_remote
 from memplug.adapters.retrieval.message_log import MessageLog
 from memplug.adapters.retrieval.rerank import PerLTQAReranker
 from memplug.adapters.retrieval.retriever import Retriever
@@ -25,8 +26,11 @@ class RetrievalAgent:
     """Subclasses set the retriever weights from their options in :meth:`weights`."""
 
     options: tuple[Option, ...] = ()
+    #: CPU-only and quick: the runner calls it in its event loop, not a worker thread
+    blocking = False
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
+        self.blocking = is_remote(config.embedder)
         self.config = config
         self.opts = resolve(type(self).options, config.options, type(self).__name__)
         lexical, dense, feedback = self.weights(self.opts)

@@ -147,6 +147,11 @@ _CACHE: dict[tuple[str, int | None], Embedder] = {}
 _LOCK = threading.Lock()
 
 
+def is_remote(name: str) -> bool:
+    """True for embedders that wait on the network (an agent using one blocks)."""
+    return name.startswith("litellm:")
+
+
 def get_embedder(name: str, llm: "LLM | None" = None) -> Embedder:
     """The embedder called ``name``, built once per process (per LLM for API embedders)."""
     kind, _, model = name.partition(":")

@@ -24,6 +24,8 @@ class ReferenceAgent:
     keep_targets: bool = True
     name = "reference"
 
+    blocking = False  # in memory and quick: the runner calls it inline
+
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         if config.reference is None:
             raise MemplugError(

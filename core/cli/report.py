@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from memplug.results import RunDir
+from memplug import compare
+from memplug.results import RunDir, load_json
 
 
 def _fmt(value: Any, ci: list[float] | None = None) -> str:
@@ -57,6 +58,24 @@ def print_tables(paths: list[Path]) -> None:
                       _fmt(e.get("wall_s")), str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"]),
                       str(u["completion_tokens"]), f"{u['cost_usd']:.4f}")
     console.print(usage)
+    for comparison in compare.comparisons(paths):
+        pairs = Table(title=f"Paired comparison: A = {comparison['a']} vs B = {comparison['b']}",
+                      title_justify="left")
+        for col in ("metric", "n", "A", "B", "A - B [95% CI]", "p", "test"):
+            pairs.add_column(col)
+        for metric, c in comparison["metrics"].items():
+            test = c["test"] + (f" ({c['a_only']}/{c['b_only']} discordant)" if "a_only" in c else "")
+            pairs.add_row(metric, str(c["n"]), f"{c['mean_a']:.3f}", f"{c['mean_b']:.3f}",
+                          f"{c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]", f"{c['p_value']:.3g}", test)
+        console.print(pairs)
+    for path in paths:
+        check = path / "judge-check.json"
+        if check.is_file():
+            for model, result in load_json(check).get("judges", {}).items():
+                vs = result.get("vs_exact", {}).get("all", {})
+                console.print(f"judge {model} on {path.name}: agreement with exact scoring "
+                              f"{_fmt(vs.get('agreement'))}, Cohen's kappa {_fmt(vs.get('kappa'))} "
+                              f"(n={vs.get('n', '-')})")
 
 
 @click.command("report")
@@ -78,7 +97,8 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None) -> 
 
         click.echo(str(write_html(paths, html)), err=True)
     if as_json:
-        out = [{"path": str(p), **RunDir(p).summary()} for p in paths]
+        out = {"runs": [{"path": str(p), **RunDir(p).summary()} for p in paths],
+               "paired": compare.comparisons(paths)}
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
     elif html is None:
         print_tables(paths)

@@ -52,6 +52,7 @@ class LookupAgent:
         Option("fail_question", str, "", "raise on recall of this question id"),
         Option("fail_sample", str, "", "raise on ingest in this sample"),
         Option("answer", bool, True, "write the answer itself instead of leaving it to the reader"),
+        Option("wrong", str, "", "answer this question id wrongly (in every sample)"),
     )
     active = 0
     peak = 0
@@ -82,6 +83,8 @@ class LookupAgent:
             return Recall(())
         mid, text = self.memory[key]
         answer = text.split(" is ")[1].rstrip(".") if self.options["answer"] else None
+        if self.options["wrong"] == question.id:
+            answer = "nothing"
         return Recall((Recalled(text, 1.0, (mid,)),), answer=answer)
 
     def close(self) -> None:
