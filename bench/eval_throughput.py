@@ -2,8 +2,10 @@
 
 Starts a loopback OpenAI-compatible server that answers every chat completion after a
 fixed latency, then runs `memplug eval` (a separate process, as a user would) on the
-offline MemSim generator with the bm25 agent and the llm reader at several
-concurrencies. MemSim trajectories carry one question each, so every sample costs one
+offline MemSim generator with the llm reader at several concurrencies. The default
+agent is `recent`, whose own work is negligible, so what is measured is memplug's
+overhead; pass `--agent bm25` to include a retriever's work (agents' own speed is
+bench/agents_scale.py's subject). MemSim trajectories carry one question each, so every sample costs one
 LLM call and concurrency comes from samples side by side.
 
     efficiency = calls x latency / concurrency / wall        (1.0 is the limit)
@@ -34,9 +36,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from openai_stub import OpenAIStub  # noqa: E402  (the tests' loopback server)
 
 
-def run_eval(base_url: str, concurrency: int, n: int, out: Path, cache: Path) -> tuple[dict, float]:
+def run_eval(agent: str, base_url: str, concurrency: int, n: int, out: Path, cache: Path) -> tuple[dict, float]:
     env = {**os.environ, "MEMPLUG_CACHE_DIR": str(cache), "OPENAI_API_KEY": "sk-bench"}
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "bm25", "--dataset", "memsim",
+    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", agent, "--dataset", "memsim",
            "-o", f"n={n}", "--reader", "llm", "--llm", "openai/bench-model", "--api-base", base_url,
            "--concurrency", str(concurrency), "--output", str(out), "--quiet"]
     t0 = time.perf_counter()
@@ -53,19 +55,21 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="injected seconds per chat completion")
     parser.add_argument("--seconds", type=float, default=4.0, help="ideal wall time per run (sets n)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--agent", default="recent", help="memory agent (default recent: it costs next to nothing, "
+                        "so the figures are memplug's own overhead; agents' costs are in bench/agents_scale.py)")
     args = parser.parse_args()
 
-    result: dict = {"latency_s": args.latency, "efficiency": {}, "wall_s": {}, "process_s": {}, "calls": 0,
+    result: dict = {"agent": args.agent, "latency_s": args.latency, "efficiency": {}, "wall_s": {}, "process_s": {}, "calls": 0,
                     "warm_calls": 0, "warm_wall_s": {}, "warm_wall_ratio": {}}
     with tempfile.TemporaryDirectory() as tmp, OpenAIStub(latency=args.latency) as stub:
         tmp_path = Path(tmp)
         for c in args.concurrency:
             n = max(c, int(args.seconds / args.latency) * c)
             cache = tmp_path / f"cache-{c}"
-            summary, process_s = run_eval(stub.base_url, c, n, tmp_path / "runs", cache)
+            summary, process_s = run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache)
             calls, wall = summary["llm"]["calls"], summary["efficiency"]["wall_s"]
             eff = calls * args.latency / c / wall
-            warm, warm_process = run_eval(stub.base_url, c, n, tmp_path / "runs", cache)
+            warm, warm_process = run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache)
             key = str(c)
             result["efficiency"][key] = round(eff, 3)
             result["wall_s"][key] = wall

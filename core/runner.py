@@ -29,6 +29,7 @@ import attrs
 import memplug
 from memplug import options as opts
 from memplug.chunking import chunk_messages
+from memplug.tokens import encoding
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
@@ -147,6 +148,7 @@ class Evaluation:
         self.chunk_size = (
             spec.chunk_size or getattr(self.agent_factory, "default_chunk_size", None) or self.info.default_chunk_size
         )
+        encoding()  # load the tokenizer now (set-up), not inside the first sample's timings
         self.llm = self._make_llm(spec.llm) if spec.llm else None
         self.judge_llm = self._make_llm(spec.judge) if spec.judge else None
         if self.reader_name == "llm" and self.llm is None:
