@@ -116,3 +116,16 @@ def test_report_of_two_runs_prints_the_paired_comparison(testkit_env, tmp_path):
     assert em["n"] == 18 and em["a_only"] == 6 and em["b_only"] == 0
     assert abs(em["diff"] - 6 / 18) < 1e-9 and em["ci"][0] <= em["diff"] <= em["ci"][1]
     assert em["p_value"] == 0.03125
+
+
+def test_repeats_report_mean_spread_and_each_repeat(testkit_env, tmp_path):
+    res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "wrong=q1",
+                  "--repeats", "3", "--seed", "5", "--output", str(tmp_path), "--quiet")
+    assert res.returncode == 0, res.stderr
+    result = json.loads(Path(res.stdout.strip()).read_text())
+    assert result["seeds"] == [5, 6, 7] and len(result["runs"]) == 3
+    em = result["overall"]["em"]
+    # every repeat gets q1 of each sample wrong: em = 12/18 in all three, so no spread
+    assert em["values"] == [pytest.approx(12 / 18)] * 3 and em["std"] == 0.0 and em["n"] == 3
+    seeds = {json.loads((tmp_path / r / "run.json").read_text())["spec"]["seed"] for r in result["runs"]}
+    assert seeds == {5, 6, 7}

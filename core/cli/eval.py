@@ -8,9 +8,12 @@ from typing import Any, Callable
 
 import click
 
+import attrs
+
+from memplug import stats
 from memplug.errors import MemplugError
 from memplug.options import parse_pairs, split_for
-from memplug.results import RunDir
+from memplug.results import RunDir, load_json, write_json_atomic
 
 
 def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
@@ -56,10 +59,12 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
               help="Finish an interrupted run directory (finished samples are kept).")
 @click.option("-o", "pairs", multiple=True, metavar="KEY=VALUE",
               help="Agent or dataset option (repeatable); prefix with agent. or dataset. if both accept it.")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run N times with seeds S, S+1, ... and report mean, spread and each repeat.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
 @click.pass_context
 def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
-                 output: Path, **given: Any) -> None:
+                 output: Path, repeats: int, **given: Any) -> None:
     """Evaluate a memory agent on a dataset.
 
     \b
@@ -67,6 +72,7 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
       memplug eval --agent bm25 --dataset memsim -o n=20
       memplug eval --agent bm25 --dataset memdaily --data ../shared/data/memdaily
       memplug eval --agent mem0 --dataset factcon --llm openai/gpt-4o-mini
+      memplug eval --agent bm25 --dataset memsim -o n=50 --repeats 5
       memplug eval --resume runs/20250101-120000-bm25-memsim
     """
     from memplug.runner import Evaluation, RunSpec
@@ -92,16 +98,56 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         agent_opts = getattr(reg("agents").get(fields["agent"]).load(), "options", ())
         dataset_opts = getattr(reg("datasets").get(fields["dataset"]).load(), "options", ())
         fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
+    if resume is not None and repeats > 1:
+        raise MemplugError("--resume finishes one run; resume each repeat's run directory on its own")
     known = {a.name for a in RunSpec.__attrs_attrs__}
     spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
-    evaluation = Evaluation(spec)
-    if quiet:
-        path = evaluation.run(output=output, resume=resume)
-    else:
-        bar, start = _progress_factory()
-        with bar:
-            path = evaluation.run(output=output, resume=resume, progress=start)
+    paths = []
+    for i in range(repeats):
+        evaluation = Evaluation(attrs.evolve(spec, seed=spec.seed + i))
+        if quiet:
+            paths.append(evaluation.run(output=output, resume=resume))
+        else:
+            bar, start = _progress_factory()
+            with bar:
+                paths.append(evaluation.run(output=output, resume=resume, progress=start))
+    if not quiet:
         from memplug.cli.report import print_tables
 
-        print_tables([path])
-    click.echo(str(path))
+        print_tables(paths)
+    if repeats > 1:
+        summary_path = write_repeats(paths, output)
+        if not quiet:
+            print_repeats(load_json(summary_path))
+        click.echo(str(summary_path))
+    else:
+        click.echo(str(paths[0]))
+
+
+def write_repeats(paths: list[Path], output: Path) -> Path:
+    """repeats-<first run id>.json beside the runs: per metric mean, spread and each repeat."""
+    summaries = [RunDir(p).summary() for p in paths]
+    metrics = sorted({m for s in summaries for m in s["metrics"]["overall"]})
+    out = {
+        "runs": [s["run_id"] for s in summaries],
+        "seeds": [RunDir(p).spec()["spec"]["seed"] for p in paths],
+        "overall": {m: stats.repeat_summary([s["metrics"]["overall"][m] for s in summaries
+                                             if m in s["metrics"]["overall"]]) for m in metrics},
+    }
+    path = Path(output) / f"repeats-{summaries[0]['run_id']}.json"
+    write_json_atomic(path, out)
+    return path
+
+
+def print_repeats(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(result['runs'])} repeats (seeds {', '.join(map(str, result['seeds']))})",
+                  title_justify="left")
+    for col in ("metric", "mean", "std", "min", "max", "each repeat"):
+        table.add_column(col)
+    for metric, r in result["overall"].items():
+        table.add_row(metric, f"{r['mean']:.3f}", f"{r['std']:.3f}", f"{r['min']:.3f}", f"{r['max']:.3f}",
+                      " ".join(f"{v:.3f}" for v in r["values"]))
+    Console().print(table)
