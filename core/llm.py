@@ -635,8 +635,10 @@ class LLM:
     # --- litellm ------------------------------------------------------------------------
 
     def _litellm_args(self) -> dict[str, Any]:
-        # our own loop does the retrying; litellm's and the openai client's would multiply it
-        return {"api_base": self.api_base, "api_key": self.api_key, "timeout": self.timeout, "num_retries": 0, "max_retries": 0}
+        # our own loop does the retrying; litellm's and the openai client's would multiply it.
+        # drop_params: the judge pins seed=0, which some providers reject instead of ignoring.
+        return {"api_base": self.api_base, "api_key": self.api_key, "timeout": self.timeout, "num_retries": 0,
+                "max_retries": 0, "drop_params": True}
 
     async def _litellm_chat(self, body: dict[str, Any]) -> Completion:
         litellm = _litellm()

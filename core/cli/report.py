@@ -19,6 +19,11 @@ def _fmt(value: Any, ci: list[float] | None = None) -> str:
     return f"{text} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else text
 
 
+def _seconds(value: float | None) -> str:
+    """Three significant digits: per-message times are often well under a millisecond."""
+    return "-" if value is None else f"{value:.3g}"
+
+
 def _count(summary: dict[str, Any], category: str) -> str:
     """Questions scored in a row: the largest per-metric count."""
     counts = summary.get("n", {})
@@ -54,7 +59,7 @@ def print_tables(paths: list[Path]) -> None:
     for s in summaries:
         e, u = s["efficiency"], s["llm"]
         usage.add_row(s["run_id"], str(s["n_questions"]), str(s["n_errors"]),
-                      _fmt(e.get("ingest_s_per_message")), _fmt(e.get("recall_s_per_question")),
+                      _seconds(e.get("ingest_s_per_message")), _seconds(e.get("recall_s_per_question")),
                       _fmt(e.get("wall_s")), str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"]),
                       str(u["completion_tokens"]), f"{u['cost_usd']:.4f}")
     console.print(usage)
