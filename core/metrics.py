@@ -261,7 +261,8 @@ class RecallAtK:
     successfully retrieved within the top-5 relevant messages"; K is ``--top-k``.
     """
 
-    version = "1"
+    #: 2: not applicable (None) when items exist but none carries message ids
+    version = "2"
 
     def __init__(self, config: MetricConfig | None = None) -> None:
         self.config = config or MetricConfig()
@@ -270,9 +271,10 @@ class RecallAtK:
 
     def score(self, ctx: ScoreContext) -> float | None:
         targets = set(ctx.question.targets)
-        if not targets:
-            return None
-        found = {mid for item in ctx.items[: self.k] for mid in item.message_ids}
+        items = ctx.items[: self.k]
+        if not targets or (items and not any(item.message_ids for item in items)):
+            return None  # no targets, or a system that cannot say where its items came from
+        found = {mid for item in items for mid in item.message_ids}
         return len(targets & found) / len(targets)
 
 

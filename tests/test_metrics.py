@@ -194,6 +194,10 @@ def test_recall_at_k() -> None:
     assert RecallAtK(MetricConfig(top_k=3)).score(c) == 1.0  # m3 is the 3rd item
     assert RecallAtK(MetricConfig(top_k=5)).score(ctx("", ("a",), targets=("m9",), items=items)) == 0.0
     assert RecallAtK(MetricConfig()).score(ctx("", ("a",), items=items)) is None  # no targets
+    # nothing recalled: nothing found; items without any message id (mem0's extracted facts): n/a
+    assert RecallAtK(MetricConfig()).score(ctx("", ("a",), targets=("m1",), items=())) == 0.0
+    no_ids = (Recalled("a fact"), Recalled("another"))
+    assert RecallAtK(MetricConfig()).score(ctx("", ("a",), targets=("m1",), items=no_ids)) is None
 
 
 # ---------------------------------------------------------------- anchor_map
