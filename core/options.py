@@ -28,8 +28,14 @@ class Option:
     choices: tuple[Any, ...] | None = None
 
     def parse(self, raw: Any) -> Any:
-        """Convert a command-line string (or an already typed value) to this option's type."""
+        """Convert a command-line string (or an already typed value) to this option's type.
+
+        None stays None: it is an unset option whose values were resolved once already
+        (a builder that resolves again must not turn it into the text "None").
+        """
         value: Any
+        if raw is None:
+            return None
         try:
             if isinstance(raw, self.type) and not (self.type is int and isinstance(raw, bool)):
                 value = raw

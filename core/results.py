@@ -45,7 +45,10 @@ class RunDir:
         return self
 
     def spec(self) -> dict[str, Any]:
-        return load_json(self.run_json)
+        stored = load_json(self.run_json)
+        if not isinstance(stored, dict) or not isinstance(stored.get("spec", {}), dict):
+            raise DataError(self.run_json, "not a memplug run file (expected an object with a 'spec' object)")
+        return stored
 
     def summary(self) -> dict[str, Any]:
         if not self.summary_json.is_file():

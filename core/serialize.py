@@ -1,14 +1,18 @@
 """Samples to and from JSON lines, so generated data can be saved and evaluated later.
 
 ``memplug generate`` writes one sample per line; ``memplug eval --data FILE.jsonl``
-reads such a file back for any dataset name.
+reads such a file back for any dataset name. Reading checks every field, so a hand-made
+or damaged file fails here, naming the line and the key, instead of deep in a run.
+Also here: :func:`read_text`, the UTF-8 reading every loader shares.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import reprlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import attrs
 
@@ -16,19 +20,147 @@ from memplug.errors import DataError
 from memplug.models import Message, Question, Sample
 
 SAMPLE_KEYS = {"id", "messages", "questions"}
+#: how much of a .jsonl file is read to tell a samples file from another JSON-lines format
+SNIFF_BYTES = 1 << 20
+#: byte-order marks of the encodings JSON must not come in (RFC 8259 §8.1: UTF-8 only);
+#: UTF-32 first, as its little-endian mark starts with UTF-16's
+_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+              (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+_SHORT = reprlib.Repr()  # keyword arguments to Repr() need Python 3.12
+_SHORT.maxstring = _SHORT.maxother = 60
+_SHORT.maxlist = _SHORT.maxdict = 6
+#: repr() for values quoted in error messages: a 50 MB field must not become a 50 MB line
+short = _SHORT.repr
+
+
+def read_text(path: Path) -> str:
+    """The text of a UTF-8 data file; any other encoding is a DataError naming where it breaks.
+
+    A UTF-8 byte-order mark (Windows editors write one) is dropped.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(path, f"cannot read ({exc.strerror or exc})") from None
+    return decode_utf8(data, path)
+
+
+def decode_utf8(data: bytes, path: Path | str, line: int = 1) -> str:
+    """``data`` (which starts at ``line`` of ``path``) as text, or a DataError with line and column."""
+    if line == 1:
+        for bom, name in _WIDE_BOMS:
+            if data.startswith(bom):
+                raise DataError(path, f"{name} text (it starts with a {name} byte-order mark); "
+                                      "memplug reads UTF-8: save the file as UTF-8", "byte 0")
+    try:
+        return data.decode("utf-8-sig" if line == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        row = line + data.count(b"\n", 0, exc.start)
+        where = f"line {row} column {exc.start - start + 1}"
+        raise DataError(path, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8", where) from None
 
 
 def sample_to_dict(sample: Sample) -> dict[str, Any]:
     return attrs.asdict(sample)
 
 
-def sample_from_dict(raw: dict[str, Any]) -> Sample:
-    return Sample(
-        id=raw["id"],
-        messages=tuple(Message(**m) for m in raw["messages"]),
-        questions=tuple(Question(**q) for q in raw["questions"]),
-        meta=raw.get("meta") or {},
-    )
+class _Check:
+    """Type checks of one JSON line, failing with the file, the line and the key path."""
+
+    def __init__(self, path: Path | str, line: int) -> None:
+        self.path, self.line = path, line
+
+    def fail(self, place: str, problem: str) -> DataError:
+        return DataError(self.path, problem, f"line {self.line}" + (f", {place}" if place else ""))
+
+    def value(self, obj: Any, kind: type | tuple[type, ...], place: str) -> Any:
+        if not isinstance(obj, kind) or (isinstance(obj, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            raise self.fail(place, f"expected {names}, got {type(obj).__name__}")
+        return obj
+
+    def record(self, obj: Any, cls: type, required: tuple[str, ...], place: str) -> dict[str, Any]:
+        """An object with the required keys and no keys ``cls`` does not have."""
+        if not isinstance(obj, dict):
+            raise self.fail(place, f"expected an object, got {type(obj).__name__}")
+        for key in required:
+            if key not in obj:
+                raise self.fail(place, f"missing key {key!r}")
+        known = {a.name for a in attrs.fields(cls)}
+        for key in obj:
+            if key not in known:
+                raise self.fail(place, f"unknown key {short(key)}; a {cls.__name__.lower()} has {', '.join(sorted(known))}")
+        return obj
+
+    def strings(self, obj: Any, place: str) -> list[str]:
+        self.value(obj, list, place)
+        return [self.value(v, str, f"{place}[{i}]") for i, v in enumerate(obj)]
+
+
+_ID = (str, int)
+_TEXT_OR_NULL = (str, type(None))
+_OBJECT_OR_NULL = (dict, type(None))
+
+
+def _message(check: _Check, raw: Any, place: str) -> Message:
+    check.record(raw, Message, ("id", "text"), place)
+    check.value(raw["id"], _ID, f"{place}.id")
+    check.value(raw["text"], str, f"{place}.text")
+    for key in ("time", "speaker"):
+        check.value(raw.get(key), _TEXT_OR_NULL, f"{place}.{key}")
+    check.value(raw.get("meta"), _OBJECT_OR_NULL, f"{place}.meta")
+    return Message(**raw)
+
+
+def _question(check: _Check, raw: Any, place: str, message_ids: set[str]) -> Question:
+    check.record(raw, Question, ("id", "text", "answers"), place)
+    check.value(raw["id"], _ID, f"{place}.id")
+    check.value(raw["text"], str, f"{place}.text")
+    check.strings(raw["answers"], f"{place}.answers")
+    check.value(raw.get("category", "default"), str, f"{place}.category")
+    for key in ("correct_choice", "time"):
+        check.value(raw.get(key), _TEXT_OR_NULL, f"{place}.{key}")
+    check.value(raw.get("meta"), _OBJECT_OR_NULL, f"{place}.meta")
+    choices = check.value(raw.get("choices"), _OBJECT_OR_NULL, f"{place}.choices")
+    for letter, text in (choices or {}).items():
+        check.value(text, str, f"{place}.choices.{letter}")
+    correct = raw.get("correct_choice")
+    if correct is not None and correct not in (choices or {}):
+        raise check.fail(f"{place}.correct_choice", f"correct_choice {short(correct)} is not one of the choices "
+                                                    f"{sorted(choices or {})}")
+    targets = check.value(raw.get("targets", []), list, f"{place}.targets")
+    for i, target in enumerate(targets):
+        check.value(target, _ID, f"{place}.targets[{i}]")
+    missing = [str(t) for t in targets if str(t) not in message_ids]
+    if missing:
+        raise check.fail(f"{place}.targets", f"{short(missing)} names no message of the sample")
+    check.strings(raw.get("anchors", []), f"{place}.anchors")
+    return Question(**raw)
+
+
+def sample_from_dict(raw: Any, path: Path | str = "<sample>", line: int = 1) -> Sample:
+    """A Sample from its JSON form, every field checked (DataError names ``path``, ``line`` and the key)."""
+    check = _Check(path, line)
+    check.record(raw, Sample, ("id", "messages", "questions"), "")
+    check.value(raw["id"], _ID, "id")
+    check.value(raw.get("meta"), _OBJECT_OR_NULL, "meta")
+    messages = [_message(check, m, f"messages[{i}]") for i, m in enumerate(check.value(raw["messages"], list, "messages"))]
+    ids: set[str] = set()
+    for i, m in enumerate(messages):
+        if m.id in ids:
+            raise check.fail(f"messages[{i}].id", f"message id {short(m.id)} repeats")
+        ids.add(m.id)
+    questions = []
+    seen: set[str] = set()
+    for j, q in enumerate(check.value(raw["questions"], list, "questions")):
+        question = _question(check, q, f"questions[{j}]", ids)
+        if question.id in seen:
+            raise check.fail(f"questions[{j}].id", f"question id {short(question.id)} repeats")
+        seen.add(question.id)
+        questions.append(question)
+    return Sample(id=raw["id"], messages=tuple(messages), questions=tuple(questions), meta=raw.get("meta") or {})
 
 
 def dumps_sample(sample: Sample) -> str:
@@ -37,24 +169,45 @@ def dumps_sample(sample: Sample) -> str:
 
 
 def is_sample_file(path: Path) -> bool:
-    """True when ``path`` is a JSON-lines file whose first record is a serialised sample."""
+    """True when ``path`` is a ``.jsonl`` file that memplug reads as samples.
+
+    Only a first record that parses as an object holding no ``messages`` and no
+    ``questions`` marks the file as another JSON-lines format, left to the dataset's
+    loader. A first line that does not parse (torn, not UTF-8, or longer than the
+    sniffing window) still makes it a samples file, so that :func:`read_samples` reports
+    the problem instead of the file being silently handed to a generator that ignores it.
+    """
     if path.suffix != ".jsonl" or not path.is_file():
         return False
     with path.open("rb") as fh:
-        first = fh.readline(1 << 20)
+        first = fh.readline(SNIFF_BYTES)
+        while first and not first.strip():
+            first = fh.readline(SNIFF_BYTES)
     try:
-        record = json.loads(first)
-    except ValueError:
-        return False
-    return isinstance(record, dict) and SAMPLE_KEYS <= record.keys()
+        record = json.loads(first.removeprefix(codecs.BOM_UTF8))
+    except ValueError:  # UnicodeDecodeError included
+        return True
+    return not (isinstance(record, Mapping) and not ({"messages", "questions"} & record.keys()))
 
 
 def read_samples(path: Path) -> Iterator[Sample]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    """The samples of a JSON-lines file, one per non-blank line; an empty file is an error."""
+    seen: dict[str, int] = {}
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            line = decode_utf8(raw, path, number)
             if not line.strip():
                 continue
             try:
-                yield sample_from_dict(json.loads(line))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DataError(path, f"not a memplug sample ({type(exc).__name__}: {exc})", f"line {number}") from None
+                record = json.loads(line)
+            except ValueError as exc:
+                problem = f"not JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else "not JSON"
+                raise DataError(path, f"{problem}; expected one memplug sample per line", f"line {number}") from None
+            sample = sample_from_dict(record, path, number)
+            if sample.id in seen:
+                raise DataError(path, f"sample id {short(sample.id)} repeats (first on line {seen[sample.id]})",
+                                f"line {number}")
+            seen[sample.id] = number
+            yield sample
+    if not seen:
+        raise DataError(path, "holds no samples (expected one memplug sample per line)")

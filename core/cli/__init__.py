@@ -44,8 +44,17 @@ class MemplugGroup(click.Group):
         except MemplugError as exc:
             if os.environ.get("MEMPLUG_DEBUG"):
                 raise
-            click.echo(f"memplug: error: {exc}", err=True)
+            click.echo(f"memplug: error: {one_line(str(exc))}", err=True)
             ctx.exit(2)
+
+
+def one_line(text: str, limit: int = 600) -> str:
+    """An error message as one line of bounded length: line breaks become spaces, and the
+    middle of an overlong message (a value quoted from a data file) is cut out."""
+    text = " ".join(text.splitlines())
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 200]} [...{len(text) - limit} characters cut...] {text[-200:]}"
 
 
 @click.group(cls=MemplugGroup, context_settings={"help_option_names": ["-h", "--help"]})

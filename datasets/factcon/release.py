@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 from memplug.errors import DataError
 from memplug.models import Message, Question, Sample
+from memplug.serialize import read_text, short
 
 _FACT = re.compile(r"^(\d+)\.\s(.*)$")
 _KIND = re.compile(r"_(sh|mh)_", re.IGNORECASE)
@@ -32,10 +33,7 @@ def release_files(path: Path) -> list[Path]:
 
 
 def read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(path, f"cannot read: {exc}") from None
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -68,7 +66,7 @@ def parse_context(path: Path, place: str, context: str) -> tuple[str, list[tuple
 def _category(path: Path, place: str, qa_id: str, source: str) -> str:
     match = _KIND.search(f"_{qa_id}_") or _KIND.search(f"_{source}_")
     if match is None:
-        raise DataError(path, f"cannot tell single-hop from multi-hop: {qa_id!r} has no _sh_ or _mh_", place)
+        raise DataError(path, f"cannot tell single-hop from multi-hop: {short(qa_id)} has no _sh_ or _mh_", place)
     return match.group(1).lower()
 
 
@@ -95,6 +93,8 @@ def read_row(path: Path, place: str, row: Any, sample_id: str) -> Sample:
         raise DataError(path, f"qa_pair_ids must list one id per question ({len(questions)})", f"{place}.metadata")
     if len(answers) != len(questions):
         raise DataError(path, f"{len(answers)} answers for {len(questions)} questions", f"{place}.answers")
+    if not questions:
+        raise DataError(path, "the row has no questions", f"{place}.questions")
     header, facts = parse_context(path, place, row["context"])
     source = str(meta.get("source") or "")
     messages = [Message(str(n), f"{n}. {text}", meta={"serial": n}) for n, text in facts]

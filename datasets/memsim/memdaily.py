@@ -23,6 +23,7 @@ from memplug.errors import DataError, MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
 from memplug.options import Option
 from memplug.protocols import BuildOptions
+from memplug.serialize import read_text, short
 
 from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
 from .prompts import answer_prompt
@@ -74,12 +75,9 @@ def release_files(data: Path) -> list[Path]:
 
 def read_json(path: Path) -> Any:
     try:
-        with path.open(encoding="utf-8") as fh:
-            return json.load(fh)
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(path, f"invalid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(path, f"cannot read the file ({exc})") from None
 
 
 def detect_language(data: Path | None) -> str:
@@ -134,7 +132,7 @@ class MemDailyLoader:
             raise MemplugError("options eta and noise go together: MemDaily-η mixes in messages from noise=PATH")
         pool = read_noise_file(values["noise"]) if eta > 1 else []
         items = [it for path in release_files(Path(options.data)) for it in self._items(path)]
-        samples = (s for s in (self._sample(it, bool(stamp)) for it in items if only in (None, it.scenario)) if s is not None)
+        samples = self._samples(Path(options.data), items, bool(stamp), only)
         if eta == 1:
             return samples
         rng = random.Random(f"memdaily-eta:{options.seed}")
@@ -142,8 +140,31 @@ class MemDailyLoader:
         return (with_noise(s, eta, pool, random.Random(f"memdaily-eta:{options.seed}:{s.id}")) for s in samples)
 
     # ------------------------------------------------------------------ parsing
+    def _samples(self, data: Path, items: list[_Item], stamp: bool, only: str | None) -> Iterator[Sample]:
+        """Samples of the items of scenario ``only`` (all when None); a tid may not repeat, and
+        a release (or scenario) without one usable trajectory is an error, not an empty run."""
+        first: dict[str, _Item] = {}
+        for item in items:
+            if only not in (None, item.scenario):
+                continue
+            sample = self._sample(item, stamp)
+            if sample is None:
+                continue
+            if sample.id in first:
+                was = first[sample.id]
+                raise DataError(item.path, f"tid {short(item.raw['tid'])} repeats ({item.qtype}/{item.scenario}, "
+                                           f"first at {was.path.name} {was.place})", item.place)
+            first[sample.id] = item
+            yield sample
+        if not first:
+            found = ", ".join(sorted({it.scenario for it in items})) or "none"
+            which = f" of scenario {only!r}" if only else ""
+            raise DataError(data, f"no trajectories{which} with a usable question (scenarios here: {found})")
+
     def _items(self, path: Path) -> Iterator[_Item]:
         data = read_json(path)
+        if not data and isinstance(data, (list, dict)):
+            raise DataError(path, "holds no trajectories (an empty list or object)")
         match = PER_TYPE.match(path.name)
         if match and isinstance(data, list):
             for i, raw in enumerate(data):
@@ -181,13 +202,16 @@ class MemDailyLoader:
         text_lang = "zh" if any(_CJK.search(m.text) for m in messages) else "en"
         sample_id = f"memdaily-{item.qtype}-{item.scenario}-{raw['tid']}"
         ids = {m.id for m in messages}
-        questions = []
+        questions: list[Question] = []
         for j, qa in enumerate(qas):
             qplace = f"{place}.question_list[{j}]" if "question_list" in raw else f"{place}.QA"
             qa = _mapping(qa, path, qplace)
             if qa.get("question") == "[ERRORQ]" or qa.get("answer") == "[ERRORA]":
                 continue  # the release's own post_process.py drops these
-            questions.append(self._question(qa, sample_id, j, item, ids, path, qplace))
+            question = self._question(qa, sample_id, j, item, ids, path, qplace)
+            if any(q.id == question.id for q in questions):
+                raise DataError(path, f"question id {short(qa.get('qid', j))} repeats in the trajectory", qplace)
+            questions.append(question)
         if not questions:
             return None
         meta = {"type": item.qtype, "scenario": item.scenario, "tid": raw["tid"], "file": path.name, "lang": text_lang}
@@ -228,14 +252,14 @@ class MemDailyLoader:
         choices = {str(k).strip(): str(v).strip() for k, v in choices.items()}
         correct = str(qa["ground_truth"]).strip()
         if correct not in choices:
-            raise DataError(path, f"ground_truth {correct!r} is not one of the choices {sorted(choices)}", place)
+            raise DataError(path, f"ground_truth {short(correct)} is not one of the choices {short(sorted(choices))}", place)
         targets = qa["target_step_id"]
         if not isinstance(targets, list):
             raise DataError(path, "target_step_id must be a list of message ids", place)
         targets = [str(t) for t in targets]
         missing = [t for t in targets if t not in ids]
         if missing:
-            raise DataError(path, f"target_step_id {missing} names no message of the trajectory", place)
+            raise DataError(path, f"target_step_id {short(missing)} names no message of the trajectory", place)
         return Question(f"{sample_id}-q{qa.get('qid', j)}", str(qa["question"]), (str(qa["answer"]),), item.qtype,
                         choices, correct, targets, time=iso_time(qa.get("time")),
                         meta={"scenario": item.scenario, "time_text": qa.get("time")})

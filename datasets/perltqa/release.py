@@ -15,6 +15,7 @@ from typing import Any, Iterator
 from memplug.datasets.perltqa.schema import Checker, character_sample
 from memplug.errors import DataError
 from memplug.models import Sample
+from memplug.serialize import read_text
 
 
 def _one(folder: Path, pattern: str, what: str, exclude: Path | None = None) -> Path:
@@ -35,10 +36,7 @@ def release_paths(data: Path, qa: Path | None) -> tuple[Path, Path]:
 
 
 def read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(path, f"cannot read: {exc}") from None
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -55,6 +53,7 @@ def load_release(data: Path, qa: Path | None, lang: str) -> Iterator[Sample]:
                                              f"{type(memory).__name__} (is this the QA file?)")
     entries = qa_check.expect(read_json(qa_path), list, "top level")
     seen: set[str] = set()
+    asked = 0
     for n, entry in enumerate(entries):
         qa_check.expect(entry, dict, f"[{n}]")
         for name, sections in entry.items():
@@ -63,4 +62,8 @@ def load_release(data: Path, qa: Path | None, lang: str) -> Iterator[Sample]:
             seen.add(name)
             if name not in memory:
                 raise qa_check.fail(f"[{n}].{name}", f"character not in the memory file {memory_path.name}")
-            yield character_sample(name, memory[name], sections, lang, memory_check, qa_check, str(qa_path))
+            sample = character_sample(name, memory[name], sections, lang, memory_check, qa_check, str(qa_path))
+            asked += len(sample.questions)
+            yield sample
+    if not asked:
+        raise qa_check.fail("top level", "no questions for any character (an evaluation needs at least one)")

@@ -42,6 +42,9 @@ _LABELS = {
 }
 
 
+PLACE_LIMIT = 200
+
+
 class Checker:
     """Type checks that fail with the file and the key path of the bad part."""
 
@@ -49,6 +52,10 @@ class Checker:
         self.path = path
 
     def fail(self, place: str, problem: str) -> DataError:
+        # names and keys come from the file: one a megabyte long must not make a megabyte error
+        if len(place) > PLACE_LIMIT:
+            half = PLACE_LIMIT // 2
+            place = f"{place[:half]}...{place[-half:]}"
         return DataError(self.path, problem, place)
 
     def expect(self, value: Any, kind: type | tuple[type, ...], place: str) -> Any:
