@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from plugin_dists import write_dist
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -60,15 +61,6 @@ def testkit(plugins, monkeypatch):
     plugins.register(memplug_testkit, name="testkit", dist="memplug-testkit", version="0.0.1")
     yield memplug_testkit
     plugins.unregister(memplug_testkit)
-
-
-def write_dist(folder: Path, name: str, version: str, entry_points: dict[str, str]) -> None:
-    """A minimal installed distribution (dist-info) declaring `memplug` entry points."""
-    info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
-    info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[memplug]\n{lines}\n")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import write_dist
+from plugin_dists import write_dist
 from memplug import hookimpl
 from memplug.errors import MemplugError
 from memplug.plugins import Plugins
