@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from memplug import stats
 from memplug.errors import DataError, MemplugError
+from memplug.files import read_json
 
 USAGE_KEYS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
 
@@ -45,7 +46,7 @@ class RunDir:
         return self
 
     def spec(self) -> dict[str, Any]:
-        stored = load_json(self.run_json)
+        stored = read_json(self.run_json)
         if not isinstance(stored, dict) or not isinstance(stored.get("spec", {}), dict):
             raise DataError(self.run_json, "not a memplug run file (expected an object with a 'spec' object)")
         return stored
@@ -53,19 +54,10 @@ class RunDir:
     def summary(self) -> dict[str, Any]:
         if not self.summary_json.is_file():
             raise MemplugError(f"{self.path}: no summary.json (unfinished run? finish it with --resume)")
-        return load_json(self.summary_json)
+        return read_json(self.summary_json)
 
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.samples)[0]
-
-
-def load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MemplugError(f"{path}: no such file") from None
-    except ValueError as exc:
-        raise DataError(path, f"invalid JSON ({exc})") from None
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:

@@ -172,7 +172,7 @@ CASES = [
          (MEMDAILY_FILE, "[0].question_list[0]", "is not one of the choices"), big=True),
     # ---- factcon (MemoryAgentBench release rows) -----------------------------------------
     Case("factcon-truncated", "factcon", lambda: {FACTCON_FILE: dump(FACTCON)[:-10]},
-         (FACTCON_FILE, "line 1 column", "not valid JSON")),
+         (FACTCON_FILE, "line 1 column", "invalid JSON")),
     Case("factcon-questions-a-string", "factcon", fc(lambda d: d.update(questions="Who is Anna married to?")),
          (FACTCON_FILE, "row.questions", "expected list, got str")),
     Case("factcon-answer-not-text", "factcon", fc(lambda d: d.update(answers=[[7]])),
@@ -182,7 +182,7 @@ CASES = [
     Case("factcon-row-not-an-object", "factcon", lambda: {FACTCON_FILE: dump([FACTCON, 3])},
          (FACTCON_FILE, "row 1", "expected an object, got int")),
     Case("factcon-empty-file", "factcon", lambda: {FACTCON_FILE: b"  \n"},
-         (FACTCON_FILE, "line 2 column 1", "not valid JSON")),
+         (FACTCON_FILE, "line 2 column 1", "invalid JSON")),
     Case("factcon-empty-list", "factcon", lambda: {FACTCON_FILE: b"[]"}, (FACTCON_FILE, "empty list of rows")),
     Case("factcon-no-questions", "factcon", fc(lambda d: d.update(questions=[], answers=[], metadata={
         "qa_pair_ids": [], "source": "factconsolidation_sh_6k"})), (FACTCON_FILE, "row.questions", "no questions")),
@@ -207,10 +207,10 @@ CASES = [
     # ---- perltqa (memory file + QA file) ---------------------------------------------------
     Case("perltqa-truncated-memory", "perltqa", lambda: {
         PERLTQA_MEMORY: (FIXTURES / PERLTQA_MEMORY).read_bytes()[:500], PERLTQA_QA: (FIXTURES / PERLTQA_QA).read_bytes()},
-         (PERLTQA_MEMORY, "column", "not valid JSON"), data="."),
+         (PERLTQA_MEMORY, "column", "invalid JSON"), data="."),
     Case("perltqa-truncated-qa", "perltqa", lambda: {
         PERLTQA_MEMORY: (FIXTURES / PERLTQA_MEMORY).read_bytes(), PERLTQA_QA: (FIXTURES / PERLTQA_QA).read_bytes()[:-3]},
-         (PERLTQA_QA, "column", "not valid JSON"), data="."),
+         (PERLTQA_QA, "column", "invalid JSON"), data="."),
     Case("perltqa-qa-file-an-object", "perltqa", lambda: {
         PERLTQA_MEMORY: (FIXTURES / PERLTQA_MEMORY).read_bytes(), PERLTQA_QA: b"{}"},
          (PERLTQA_QA, "top level", "expected list, got dict"), data="."),
@@ -220,7 +220,7 @@ CASES = [
          (PERLTQA_QA, ".events[0].1_0_0[0]", "missing key 'Question'"), data="."),
     Case("perltqa-empty-qa-file", "perltqa", lambda: {
         PERLTQA_MEMORY: (FIXTURES / PERLTQA_MEMORY).read_bytes(), PERLTQA_QA: b""},
-         (PERLTQA_QA, "line 1 column 1", "not valid JSON"), data="."),
+         (PERLTQA_QA, "line 1 column 1", "invalid JSON"), data="."),
     Case("perltqa-no-questions", "perltqa", lambda: {
         PERLTQA_MEMORY: (FIXTURES / PERLTQA_MEMORY).read_bytes(), PERLTQA_QA: b"[]"},
          (PERLTQA_QA, "no questions"), data="."),

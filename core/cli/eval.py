@@ -13,7 +13,8 @@ import attrs
 from memplug import stats
 from memplug.errors import MemplugError
 from memplug.options import parse_pairs, split_for
-from memplug.results import RunDir, load_json, write_json_atomic
+from memplug.files import read_json
+from memplug.results import RunDir, write_json_atomic
 
 
 def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
@@ -118,7 +119,7 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
     if repeats > 1:
         summary_path = write_repeats(paths, output)
         if not quiet:
-            print_repeats(load_json(summary_path))
+            print_repeats(read_json(summary_path))
         click.echo(str(summary_path))
     else:
         click.echo(str(paths[0]))

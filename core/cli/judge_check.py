@@ -24,7 +24,8 @@ from memplug.cli.rescore import build_metrics, dataset_info, make_llm, score_rec
 from memplug.errors import MemplugError
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import MetricConfig
-from memplug.results import RunDir, load_json, write_json_atomic
+from memplug.files import read_json
+from memplug.results import RunDir, write_json_atomic
 from memplug.stats import agreement, cohen_kappa
 from memplug.text import tokens
 
@@ -126,7 +127,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
 
 def _merge_into_run(path: Path, result: dict[str, Any]) -> None:
     """Keep earlier checks of other judges; a judge checked again replaces its old entry."""
-    stored = load_json(path) if path.is_file() else {"judges": {}, "between_judges": []}
+    stored = read_json(path) if path.is_file() else {"judges": {}, "between_judges": []}
     stored["judges"].update(result["judges"])
     pairs = {tuple(p["judges"]) for p in result["between_judges"]}
     stored["between_judges"] = [p for p in stored["between_judges"] if tuple(p["judges"]) not in pairs]

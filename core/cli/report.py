@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from memplug import compare
-from memplug.results import RunDir, load_json
+from memplug.files import read_json
+from memplug.results import RunDir
 
 
 def _fmt(value: Any, ci: list[float] | None = None) -> str:
@@ -76,7 +77,7 @@ def print_tables(paths: list[Path]) -> None:
     for path in paths:
         check = path / "judge-check.json"
         if check.is_file():
-            for model, result in load_json(check).get("judges", {}).items():
+            for model, result in read_json(check).get("judges", {}).items():
                 vs = result.get("vs_exact", {}).get("all", {})
                 console.print(f"judge {model} on {path.name}: agreement with exact scoring "
                               f"{_fmt(vs.get('agreement'))}, Cohen's kappa {_fmt(vs.get('kappa'))} "

@@ -10,14 +10,13 @@ gold answers are the older fact, and some questions have no conflicting fact at 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from memplug.errors import DataError
 from memplug.models import Message, Question, Sample
-from memplug.serialize import read_text, short
+from memplug.files import read_json, short
 
 _FACT = re.compile(r"^(\d+)\.\s(.*)$")
 _KIND = re.compile(r"_(sh|mh)_", re.IGNORECASE)
@@ -31,13 +30,6 @@ def release_files(path: Path) -> list[Path]:
         return files
     return [path]
 
-
-def read_json(path: Path) -> Any:
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"not valid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
 
 
 def parse_context(path: Path, place: str, context: str) -> tuple[str, list[tuple[int, str]]]:

@@ -11,7 +11,6 @@ a message is shown once.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from pathlib import Path
@@ -23,7 +22,7 @@ from memplug.errors import DataError, MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
 from memplug.options import Option
 from memplug.protocols import BuildOptions
-from memplug.serialize import read_text, short
+from memplug.files import read_json, short
 
 from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
 from .prompts import answer_prompt
@@ -72,12 +71,6 @@ def release_files(data: Path) -> list[Path]:
         raise DataError(data, "no such file or directory")
     return [data]
 
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"invalid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
 
 
 def detect_language(data: Path | None) -> str:

@@ -8,14 +8,13 @@ beside it).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from memplug.datasets.perltqa.schema import Checker, character_sample
 from memplug.errors import DataError
 from memplug.models import Sample
-from memplug.serialize import read_text
+from memplug.files import read_json
 
 
 def _one(folder: Path, pattern: str, what: str, exclude: Path | None = None) -> Path:
@@ -34,13 +33,6 @@ def release_paths(data: Path, qa: Path | None) -> tuple[Path, Path]:
         return memory, qa or _one(data, "*qa*.json", "QA", exclude=memory)
     return data, qa or _one(data.parent, "*qa*.json", "QA", exclude=data)
 
-
-def read_json(path: Path) -> Any:
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"not valid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
 
 
 def load_release(data: Path, qa: Path | None, lang: str) -> Iterator[Sample]:
