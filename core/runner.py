@@ -62,6 +62,8 @@ class RunSpec:
     limit: int | None = None
     concurrency: int = 4
     cache: bool = True
+    llm_timeout: float = 60.0
+    llm_retries: int = 6
     agent_options: dict[str, str] = attrs.field(factory=dict)
     dataset_options: dict[str, str] = attrs.field(factory=dict)
 
@@ -102,11 +104,17 @@ def select_questions(samples: Iterable[Sample], limit: int | None) -> list[Sampl
             out.append(attrs.evolve(sample, questions=questions))
         if left is not None and left <= 0:
             break
+    if not out:
+        raise MemplugError("the dataset has no questions to ask (check --data, its options and --limit)")
     seen: set[str] = set()
     for s in out:
         if s.id in seen:
             raise MemplugError(f"dataset has two samples with id {s.id!r}")
         seen.add(s.id)
+        qids = [q.id for q in s.questions]
+        if len(set(qids)) != len(qids):
+            twice = next(q for q in qids if qids.count(q) > 1)
+            raise MemplugError(f"sample {s.id!r} has two questions with id {twice!r}")
     return out
 
 
@@ -164,7 +172,8 @@ class Evaluation:
         from memplug.llm import LLM
 
         return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
-                   concurrency=max(self.spec.concurrency, 1))
+                   concurrency=max(self.spec.concurrency, 1), timeout=self.spec.llm_timeout,
+                   max_retries=self.spec.llm_retries)
 
     # -- data -----------------------------------------------------------------
     def samples(self) -> list[Sample]:

@@ -138,3 +138,18 @@ def test_resume_after_sigkill_holds_every_question_once(testkit_env, tmp_path, k
     assert end == samples.stat().st_size  # the torn line was cut, not parsed
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["n_questions"] == 24 and summary["metrics"]["overall"]["em"] == 1.0
+
+
+def test_repeated_question_ids_and_empty_datasets_are_refused(testkit, tmp_path, monkeypatch):
+    from memplug.models import Message, Question, Sample
+
+    def twice(self, options):
+        q = Question("q0", "What is item 0-0?", ("apple",))
+        yield Sample("s0", [Message("m0", "Item 0-0 is apple.")], [q, q])
+
+    monkeypatch.setattr(testkit.CountingDataset, "build", twice)
+    with pytest.raises(MemplugError, match="two questions with id 'q0'"):
+        run(tmp_path)
+    monkeypatch.setattr(testkit.CountingDataset, "build", lambda self, options: iter(()))
+    with pytest.raises(MemplugError, match="no questions"):
+        run(tmp_path)

@@ -84,8 +84,17 @@ _register_builtin_commands()
 
 
 def main() -> None:
+    """Entry point. Click's own usage errors are shortened to one line like every other."""
     try:
-        cli.main(prog_name="memplug")
-    except KeyboardInterrupt:
+        code = cli.main(prog_name="memplug", standalone_mode=False)
+    except click.UsageError as exc:
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        click.echo(f"memplug: error: {one_line(exc.format_message())}{hint}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("memplug: interrupted", err=True)
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

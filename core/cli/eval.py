@@ -54,6 +54,10 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
               help="Samples evaluated side by side (and concurrent LLM calls).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds to wait for one LLM answer before retrying.")
+@click.option("--llm-retries", type=click.IntRange(min=0), default=6, show_default=True,
+              help="Retries of a failed LLM call (429 honours Retry-After; 5xx, timeouts, bad bodies).")
 @click.option("--output", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
               help="Folder that receives the run directory.")
 @click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
