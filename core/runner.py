@@ -284,6 +284,9 @@ class Evaluation:
             status = "finished"
         finally:
             writer.close()
+            for llm in (self.llm, self.judge_llm):
+                if llm is not None:
+                    llm.close()  # its I/O thread and connections
             wall = prior_wall + time.perf_counter() - t0
             if status == "finished":
                 records, _ = read_records(run_dir.samples)
