@@ -48,10 +48,11 @@ def read_memory(body: dict[str, Any]) -> str:
 
 
 class QuickLLM(memplug.llm.LLM):
-    """The run's LLM with a short timeout and quick backoff, so that faults cost milliseconds."""
+    """The run's LLM with quick backoff, so that faults cost milliseconds (the timeout and
+    the retry count come from the run's --llm-timeout / --llm-retries)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **{"timeout": TIMEOUT_S, "max_retries": MAX_RETRIES, "retry_base": 0.01, **kwargs})
+        super().__init__(*args, **{"retry_base": 0.01, **kwargs})
 
 
 @pytest.fixture
@@ -88,7 +89,8 @@ def plan_faults(stub, plan: dict[str, list[str]]) -> dict[str, int]:
 
 def evaluate(stub, tmp_path: Path, **kw: Any) -> RunDir:
     spec = RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=stub.base_url, reader="llm",
-                   agent_options={"answer": "false"}, concurrency=kw.pop("concurrency", 4), **kw)
+                   agent_options={"answer": "false"}, concurrency=kw.pop("concurrency", 4),
+                   llm_timeout=TIMEOUT_S, llm_retries=MAX_RETRIES, **kw)
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 
 
