@@ -88,6 +88,10 @@ class MemoryAgent(Protocol):
 
     Agents may also define ``async def aingest`` / ``async def arecall``; the runner
     uses them when present and otherwise runs the sync methods in a worker thread.
+    An agent that keeps its memory in process and answers every call quickly sets
+    ``blocking = False`` (on the class; an instance may set it back to True, e.g. when
+    it embeds through an API): the runner then calls it inline in its event loop and
+    creates no work directory for it (the path is still passed).
     """
 
     def ingest(self, chunk: Chunk) -> None: ...

@@ -334,7 +334,8 @@ class Evaluation:
         return getattr(self.agent_factory, "blocking", True)
 
     def _build_agent(self, config: AgentConfig, workdir: Path) -> Any:
-        workdir.mkdir(parents=True, exist_ok=True)
+        if self.blocking:  # in-memory agents (blocking = False) store nothing: spare the mkdir
+            workdir.mkdir(parents=True, exist_ok=True)
         return self.agent_factory(config, workdir)
 
     async def _run_sample(self, run: Run, sample: Sample, pool: ThreadPoolExecutor,
