@@ -1,0 +1,36 @@
+"""The README's commands run as written (those that need no LLM endpoint or earlier run)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NEEDS_MORE = ("--llm", "<run", "--resume", "pip ", "python -m venv", "pytest")
+
+
+def readme_commands() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
+    return [line for line in lines if line.startswith("memplug ") and not any(m in line for m in NEEDS_MORE)]
+
+
+def test_the_readme_has_the_commands_this_test_runs():
+    commands = readme_commands()
+    assert any(c.startswith("memplug eval --agent bm25 --dataset memsim") for c in commands)
+    assert any(c.startswith("memplug generate") for c in commands)
+    assert any("memdaily" in c for c in commands) and any("factcon" in c for c in commands)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", readme_commands())
+def test_readme_command_runs(command, tmp_path, shared_data):
+    argv = shlex.split(command.replace("../shared/data", str(shared_data)))[1:]
+    res = subprocess.run([sys.executable, "-m", "memplug.cli", *argv], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, f"{command}\n{res.stderr[-2000:]}"
