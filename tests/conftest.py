@@ -12,25 +12,26 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
 
+def _shared(name: str) -> Path:
+    """../shared/<name> from the project root: fails under CI=true when missing, else skips."""
+    folder = SHARED / name
+    if not folder.is_dir():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{folder} is missing; CI must run with ../shared beside the checkout")
+        pytest.skip(f"{folder} not found")
+    return folder
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data from the project root: fails under CI=true when missing, else skips."""
-    data = SHARED / "data"
-    if not data.is_dir():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{data} is missing; CI must run with ../shared beside the checkout")
-        pytest.skip(f"{data} not found")
-    return data
+    """The real release files in ../shared/data."""
+    return _shared("data")
 
 
 @pytest.fixture(scope="session")
 def seeds_dir() -> Path:
-    seeds = SHARED / "seeds"
-    if not seeds.is_dir():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{seeds} is missing")
-        pytest.skip(f"{seeds} not found")
-    return seeds
+    """The seed papers in ../shared/seeds."""
+    return _shared("seeds")
 
 
 TESTKIT = Path(__file__).resolve().parent / "testkit"
