@@ -22,6 +22,8 @@ def register_metrics(register: Register) -> None:
     register("bleu", "memplug.metrics:Bleu", description="sentence BLEU-4 with smoothing")
     register("recall@K", "memplug.metrics:RecallAtK", description="share of target messages among recalled ids")
     register("anchor_map", "memplug.metrics:AnchorMAP", description="PerLTQA memory anchors found in the answer (Eq. 5)")
+    register("memory_type", "memplug.metrics:MemoryTypeAccuracy",
+             description="PerLTQA memory classification: the agent's semantic/episodic call for the question")
     register("judge", "memplug.judge:Judge", needs_judge=True,
              description="LLM-as-judge correctness (only with --judge)")
     register("judge_coherence", "memplug.judge:JudgeCoherence", needs_judge=True,

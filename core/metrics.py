@@ -297,3 +297,26 @@ class AnchorMAP:
         if not anchors:
             return None
         return sum(1 for a in anchors if a in ctx.prediction) / len(anchors)
+
+
+class MemoryTypeAccuracy:
+    """PerLTQA's memory classification (seed 001, §3.3, Eq. 1): does the agent's call of
+    the question's memory type (semantic or episodic) match the dataset's label?
+
+    The agent reports its call as ``Recall.meta["memory_type"]`` (the retrieval agents do
+    with ``-o rerank=perltqa``); questions without a label, and agents that make no call,
+    are not applicable.
+    """
+
+    name = "memory_type"
+    version = "1"
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        self.config = config or MetricConfig()
+
+    def score(self, ctx: ScoreContext) -> float | None:
+        gold = ctx.question.meta.get("memory_type")
+        called = ctx.recall_meta.get("memory_type")
+        if not gold or not called:
+            return None
+        return float(str(called).lower() == str(gold).lower())

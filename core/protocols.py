@@ -129,6 +129,8 @@ class ScoreContext:
     prediction: str
     items: tuple[Recalled, ...]
     language: str = "en"
+    #: the agent's Recall.meta, e.g. its memory-type call for the question
+    recall_meta: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 @runtime_checkable

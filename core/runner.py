@@ -414,7 +414,7 @@ class Evaluation:
                     recalled=[attrs.asdict(i) for i in recall.items],
                     timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
                 )
-                ctx = ScoreContext(question, prediction, recall.items, self.info.language)
+                ctx = ScoreContext(question, prediction, recall.items, self.info.language, recall.meta)
                 for metric in self.metrics:
                     value = metric.score(ctx)
                     if inspect.isawaitable(value):

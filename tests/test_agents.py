@@ -81,7 +81,10 @@ def test_bm25_ranks_the_target_first():
 def test_bm25_options_are_parsed_and_checked():
     agent = fed(BM25Agent, options={"feedback": "0", "dense": "0.5", "rerank": "perltqa"})
     assert agent.retriever.feedback == 0.0 and agent.retriever.dense == 0.5 and agent.reranker is not None
-    assert ids(agent.recall(AgentQuestion.of(QUESTION)))[0] == "2"
+    recall = agent.recall(AgentQuestion.of(QUESTION))
+    assert ids(recall)[0] == "2"
+    assert recall.meta["memory_type"] in ("semantic", "episodic")  # its call, scored by memory_type
+    assert "memory_type" not in fed(BM25Agent).recall(AgentQuestion.of(QUESTION)).meta  # no reranker, no call
     with pytest.raises(MemplugError, match="must be one of"):
         BM25Agent(AgentConfig(options={"rerank": "bert"}), Path("."))
 

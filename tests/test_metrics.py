@@ -248,3 +248,18 @@ def test_registered_metrics_load_and_carry_their_names_and_versions() -> None:
         metric = cls(MetricConfig(top_k=7))
         assert metric.name == ("recall@7" if name == "recall@K" else name)
         assert isinstance(metric.version, str) and metric.version
+
+
+# ---------------------------------------------------------------- memory_type
+
+
+def test_memory_type_scores_the_agents_classification() -> None:
+    from memplug.metrics import MemoryTypeAccuracy
+
+    metric = MemoryTypeAccuracy(MetricConfig())
+    q = Question("q", "When did we meet?", ("2019",), meta={"memory_type": "episodic"})
+    assert metric.score(ScoreContext(q, "2019", (), recall_meta={"memory_type": "episodic"})) == 1.0
+    assert metric.score(ScoreContext(q, "2019", (), recall_meta={"memory_type": "semantic"})) == 0.0
+    assert metric.score(ScoreContext(q, "2019", ())) is None  # the agent made no call
+    unlabelled = Question("q", "?", ("a",))
+    assert metric.score(ScoreContext(unlabelled, "a", (), recall_meta={"memory_type": "semantic"})) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memplug.adapters.retrieval.embedders import is_remote
+from memplug.adapters.retrieval.memory_types import classify
 from memplug.adapters.retrieval.message_log import MessageLog
 from memplug.adapters.retrieval.rerank import PerLTQAReranker
 from memplug.adapters.retrieval.retriever import Retriever
@@ -51,10 +52,12 @@ class RetrievalAgent:
     def recall(self, question: AgentQuestion) -> Recall:
         k = self.config.top_k
         if self.reranker is not None:
-            ranked = self.reranker.rerank(question.text, self.retriever.scores(question.text), k)
-        else:
-            ranked = self.retriever.search(question.text, k)
-        return Recall(self.log.items(ranked))
+            # the question's memory type (PerLTQA Eq. 1) goes into the reply, where the
+            # memory_type metric scores the classification against the dataset's label
+            pi = classify(question.text)[0]
+            ranked = self.reranker.rerank(question.text, self.retriever.scores(question.text), k, pi)
+            return Recall(self.log.items(ranked), meta={"memory_type": pi})
+        return Recall(self.log.items(self.retriever.search(question.text, k)))
 
     def close(self) -> None:
         """Everything lives in memory; nothing to release."""

@@ -37,9 +37,10 @@ class PerLTQAReranker:
     def add(self, texts: Sequence[str], metas: Sequence[Mapping[str, Any]]) -> None:
         self._p_episodic.extend(episodic_probability(t, m) for t, m in zip(texts, metas))
 
-    def rerank(self, question: str, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Top k (memory number, s') from k candidates of each type."""
-        pi, _ = classify(question)
+    def rerank(self, question: str, scores: np.ndarray, k: int, pi: str | None = None) -> list[tuple[int, float]]:
+        """Top k (memory number, s') from k candidates of each type; ``pi`` is the
+        question's type when the caller already classified it."""
+        pi = pi or classify(question)[0]
         p_epi = np.asarray(self._p_episodic[: len(scores)], dtype=np.float32)
         is_epi = p_epi > 0.5
         candidates: list[int] = []

@@ -81,7 +81,7 @@ def score_context(record: dict[str, Any], language: str) -> ScoreContext:
         time=record.get("question_time"), meta=record.get("question_meta") or {},
     )
     items = tuple(Recalled(i["text"], i.get("score"), i.get("message_ids") or ()) for i in record.get("recalled") or ())
-    return ScoreContext(question, record["prediction"], items, language)
+    return ScoreContext(question, record["prediction"], items, language, record.get("meta") or {})
 
 
 def scorable(record: dict[str, Any]) -> bool:

@@ -51,7 +51,7 @@ class PerLTQABuilder:
         capabilities=frozenset({"AR"}),
         # one memory item per message; events average 313 words (§3.3), about 400 tokens
         default_chunk_size=512,
-        metrics=("f1", "rouge_l", "anchor_map", "recall@K", "judge_coherence"),
+        metrics=("f1", "rouge_l", "anchor_map", "recall@K", "memory_type", "judge_coherence"),
         answer_prompt=ANSWER_PROMPT_EN,
         answer_prompt_source=SOURCE,
     )
