@@ -12,8 +12,10 @@ from __future__ import annotations
 import random
 from typing import Iterable
 
+from memplug.datasets.factcon.check import check
 from memplug.datasets.factcon.generator import GeneratorConfig, generate_sample
 from memplug.datasets.factcon.release import load_release
+from memplug.datasets.memsim.validator import CheckReport
 from memplug.errors import MemplugError
 from memplug.models import DatasetInfo, Sample
 from memplug.options import Option, resolve
@@ -75,6 +77,10 @@ class FactConBuilder:
         if options.data is not None:
             return load_release(options.data)
         return self._generate(values, options.seed)
+
+    def check(self, samples: list[Sample]) -> CheckReport:
+        """Re-read every answer from its context's facts (``memplug generate --check``)."""
+        return check(samples)
 
     def _generate(self, values: dict, seed: int) -> Iterable[Sample]:
         tokens, questions, samples = values["tokens"], values["questions"], values["n"]
