@@ -7,7 +7,6 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 from memplug.datasets.factcon.builder import FactConBuilder
 from memplug.models import Question, Sample
 from memplug.protocols import BuildOptions

@@ -16,6 +16,8 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
+from memplug.datasets.memsim.validator import CheckReport
+from memplug.datasets.perltqa.check import check
 from memplug.datasets.perltqa.generator import generate_release
 from memplug.datasets.perltqa.release import load_release
 from memplug.datasets.perltqa.schema import Checker, character_sample
@@ -75,6 +77,10 @@ class PerLTQABuilder:
         if options.data is not None:
             return load_release(options.data, values["qa"], values["lang"])
         return self._generate(values, options.seed)
+
+    def check(self, samples: list[Sample]) -> CheckReport:
+        """Hold every gold answer and its anchors against the referenced memories (``memplug generate --check``)."""
+        return check(samples)
 
     def _generate(self, values: dict[str, Any], seed: int) -> Iterable[Sample]:
         if values["n"] < 1 or not 1 <= values["relationships"] <= 11 or values["events"] < 1:
