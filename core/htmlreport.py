@@ -2,10 +2,13 @@
 
 People compare memory systems by looking, so the page holds what a reader of the
 seed papers looks for: the runs side by side (metrics overall and by category, with
-their bootstrap intervals, cost and errors), one bar chart per metric shaped like
-MemSim's Tables 6 and 7, an efficiency chart (MemSim's adaptation and response
-time), the headline metric against cost, every question a run got wrong with what
-it recalled, and the versions and options that produced each run.
+their bootstrap intervals, the number of questions behind each score, cost, errors
+and any judge check), repeats of one spec as mean and spread, the first run against
+each other run on its dataset question by question (memplug.compare, the same
+numbers `memplug report` prints), one bar chart per metric shaped like MemSim's
+Tables 6 and 7, an efficiency chart (MemSim's adaptation and response time), the
+headline metric against cost, every question a run got wrong with what it recalled,
+and the versions and options that produced each run.
 
 The file opens without a network: CSS and JS are inline and the charts are inline
 SVG drawn by matplotlib (text kept as text, so the page stays small and searchable).
@@ -28,7 +31,10 @@ import jinja2
 from markupsafe import Markup
 
 import memplug
+from memplug import compare, stats
+from memplug.cli.judge_check import CHECK_FILE
 from memplug.errors import MemplugError
+from memplug.files import read_json
 from memplug.results import RunDir
 
 #: The LLM judge is the seeds' correctness measure whenever a run has one.
@@ -55,6 +61,7 @@ class LoadedRun:
     run: dict[str, Any]  # run.json
     summary: dict[str, Any]  # summary.json
     records: list[dict[str, Any]]  # samples.jsonl, a torn last line left out
+    judge_checks: list[dict[str, Any]] = attrs.field(factory=list)  # judge-check.json, one entry per judge
     label: str = ""
 
     @property
@@ -86,6 +93,12 @@ class LoadedRun:
     def by_category(self, category: str, metric: str) -> float | None:
         return self.summary.get("metrics", {}).get("by_category", {}).get(category, {}).get(metric)
 
+    def count(self, metric: str, category: str | None = None) -> int | None:
+        """Questions behind a score (summary["n"]): errors and questions the metric does not apply to are out."""
+        counts = self.summary.get("n") or {}
+        block = counts.get(_OVERALL, {}) if category is None else counts.get("by_category", {}).get(category, {})
+        return block.get(metric)
+
     def interval(self, metric: str, category: str | None = None) -> list[float] | None:
         """[low, high] from summary["ci"] when the run has intervals, else None."""
         ci = self.summary.get("ci") or {}
@@ -116,7 +129,24 @@ def load_run(path: Path) -> LoadedRun:
     summary = rd.summary()
     if not isinstance(summary.get("metrics"), dict):
         raise MemplugError(f"{rd.summary_json}: no 'metrics' object (not a memplug summary)")
-    return LoadedRun(path=rd.path, run=rd.spec(), summary=summary, records=rd.records())
+    return LoadedRun(path=rd.path, run=rd.spec(), summary=summary, records=rd.records(),
+                     judge_checks=judge_checks(rd.path))
+
+
+def judge_checks(run_dir: Path) -> list[dict[str, Any]]:
+    """Per judge model in the run's judge-check.json: agreement, Cohen's kappa and n against exact scoring.
+
+    These are over all the run's objective questions (`vs_exact.all`), the figures
+    `memplug report` prints; a run never checked has none.
+    """
+    path = run_dir / CHECK_FILE
+    if not path.is_file():
+        return []
+    checks = []
+    for model, result in read_json(path).get("judges", {}).items():
+        vs = result.get("vs_exact", {}).get("all", {})
+        checks.append({"model": model, "agreement": vs.get("agreement"), "kappa": vs.get("kappa"), "n": vs.get("n")})
+    return checks
 
 
 def _flat_spec(run: LoadedRun) -> dict[str, Any]:
@@ -138,17 +168,17 @@ def differing_options(runs: Sequence[LoadedRun]) -> list[str]:
     return [k for k in keys if len({json.dumps(s.get(k, missing), default=str, sort_keys=True) for s in specs}) > 1]
 
 
+def _with_options(run: LoadedRun, option_keys: Sequence[str]) -> str:
+    """The agent's name and the run's values of `option_keys`: "bm25 (top_k=10)"."""
+    spec = _flat_spec(run)
+    parts = [f"{k.split('.')[-1]}={spec[k]}" for k in option_keys if k in spec]
+    return f"{run.agent} ({', '.join(parts)})" if parts else run.agent
+
+
 def _labelled(runs: list[LoadedRun], option_keys: Sequence[str]) -> list[LoadedRun]:
     """Name each run by its agent, adding the options that tell runs of one agent apart."""
     per_agent = Counter(r.agent for r in runs)
-    labels = []
-    for r in runs:
-        label = r.agent
-        if per_agent[r.agent] > 1:
-            spec = _flat_spec(r)
-            parts = [f"{k.split('.')[-1]}={spec[k]}" for k in option_keys if k in spec]
-            label = f"{r.agent} ({', '.join(parts)})" if parts else r.agent
-        labels.append(label)
+    labels = [_with_options(r, option_keys) if per_agent[r.agent] > 1 else r.agent for r in runs]
     counts = Counter(labels)
     if any(n > 1 for n in counts.values()):  # still ambiguous: the run id always tells them apart
         labels = [f"{lab} [{r.run_id}]" if counts[lab] > 1 else lab for lab, r in zip(labels, runs)]
@@ -218,6 +248,15 @@ def fmt_cost(value: float | None) -> str:
     if value is None:
         return "—"
     return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def fmt_signed(value: float | None) -> str:
+    """A difference, its sign always shown: +0.125, -0.167."""
+    return "—" if value is None else f"{value:+.3f}"
+
+
+def fmt_p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
 
 
 def fmt_value(value: Any) -> str:
@@ -376,6 +415,81 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
     return _svg(fig, prefix)
 
 
+def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metrics: Sequence[str],
+                  prefix: str) -> Markup:
+    """A forest plot of the paired comparisons: one panel per metric, one row per run B.
+
+    Each row is A − B with its paired bootstrap interval, left of the dashed zero line
+    when B scored higher; B keeps its colour from the cost chart (its place among the runs).
+    """
+    colors = list(plt.get_cmap("tab10").colors)
+    rows_per_panel = [[(k, p) for k, p in enumerate(pairs, start=1) if m in p["metrics"]] for m in metrics]
+    reach = max(abs(x) for p in pairs for c in p["metrics"].values() for x in (c["diff"], *c["ci"]))
+    reach = max(0.05, reach) * 1.3  # zero in the middle, room for the value printed beside each interval
+    fig, axes = plt.subplots(len(metrics), 1, sharex=True, squeeze=False,
+                             figsize=(6.4, 0.6 + sum(0.45 + 0.28 * len(rows) for rows in rows_per_panel)),
+                             gridspec_kw={"height_ratios": [len(rows) + 0.6 for rows in rows_per_panel]},
+                             layout="constrained")
+    for i, (ax, metric, rows) in enumerate(zip(axes[:, 0], metrics, rows_per_panel)):
+        for y, (k, pair) in enumerate(rows):
+            c = pair["metrics"][metric]
+            drawn = ax.errorbar([c["diff"]], [y], xerr=[[c["diff"] - c["ci"][0]], [c["ci"][1] - c["diff"]]],
+                                fmt="o", color=colors[k % len(colors)], markersize=5, elinewidth=1.2, capsize=2.5)
+            drawn.lines[0].set_gid(f"{MARK}-{i}-{y}")
+            ax.annotate(fmt_signed(c["diff"]), (c["ci"][1], y), xytext=(5, 0), textcoords="offset points",
+                        va="center", fontsize=7.5, color="#444")
+        ax.axvline(0, color="#888", linewidth=0.8, linestyle="--", zorder=0)
+        ax.set_yticks(range(len(rows)), [f"{p['a'].label} − {p['b'].label}" for _, p in rows])
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_title(metric, fontsize=9)
+        ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.spines["left"].set_visible(False)
+        ax.tick_params(axis="y", length=0)
+    axes[-1, 0].set_xlim(-reach, reach)
+    axes[-1, 0].set_xlabel("A − B, paired difference in mean score (95% interval)")
+    fig.suptitle(f"Paired differences · {dataset}", x=0.01, ha="left", fontsize=10, fontweight="bold")
+    fig.get_layout_engine().set(h_pad=0.08)
+    return _svg(fig, prefix)
+
+
+def paired_comparisons(members: Sequence[LoadedRun]) -> list[dict[str, Any]]:
+    """memplug.compare.comparisons for the runs of one dataset: the first run (A) against each later one (B).
+
+    Each entry is {"a": run A, "b": run B, "metrics": {metric: memplug.stats.paired_comparison result}}.
+    """
+    found = compare.comparisons([r.path for r in members])
+    # comparisons() pairs the first path with each later one on its dataset, in order, and
+    # every member shares one dataset: the k-th comparison is members[k + 1]
+    return [{"a": members[0], "b": b, "metrics": c["metrics"]} for b, c in zip(members[1:], found, strict=True)]
+
+
+def repeat_groups(runs: Sequence[LoadedRun], option_keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Runs whose spec is the same apart from the seed (`memplug eval --repeats`), two or more to a group.
+
+    Per metric, memplug.stats.repeat_summary of the runs' overall scores: the spread
+    across seeds, which the bootstrap interval of one run does not show.
+    """
+    by_spec: dict[str, list[LoadedRun]] = {}
+    for r in runs:
+        spec = {k: v for k, v in r.run.get("spec", {}).items() if k != "seed"}
+        by_spec.setdefault(json.dumps(spec, sort_keys=True, default=str), []).append(r)
+    groups = [g for g in by_spec.values() if len(g) > 1]
+    per_agent = Counter(g[0].agent for g in groups)
+    keys = [k for k in option_keys if k != "seed"]
+    out = []
+    for g in groups:
+        summaries = {}
+        for metric in _ordered_union(r.metrics for r in g):
+            values = [v for r in g if (v := r.overall(metric)) is not None]
+            if values:
+                summaries[metric] = stats.repeat_summary(values)
+        out.append({"label": _with_options(g[0], keys) if per_agent[g[0].agent] > 1 else g[0].agent,
+                    "dataset": g[0].dataset, "runs": g, "seeds": [r.run.get("spec", {}).get("seed") for r in g],
+                    "metrics": summaries})
+    return out
+
+
 # -- the page ------------------------------------------------------------------
 def _groups(runs: Sequence[LoadedRun]) -> dict[str, list[LoadedRun]]:
     groups: dict[str, list[LoadedRun]] = {}
@@ -412,7 +526,8 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(score=fmt_score, seconds=fmt_seconds, cost=fmt_cost, value=fmt_value)
+    env.filters.update(score=fmt_score, seconds=fmt_seconds, cost=fmt_cost, value=fmt_value, signed=fmt_signed,
+                       p=fmt_p)
     return env
 
 
@@ -445,8 +560,16 @@ def render_html(run_dirs: Sequence[Path]) -> str:
             if headline is not None:
                 n_chart += 1
                 cost_svg = _cost_chart(plt, headline, dataset, members, f"c{n_chart}")
+            pairs = paired_comparisons(members)
+            paired_metrics = [m for m in _ordered_union([metrics, *(p["metrics"] for p in pairs)])
+                              if any(m in p["metrics"] for p in pairs)]
+            paired_svg = None
+            if paired_metrics:
+                n_chart += 1
+                paired_svg = _paired_chart(plt, dataset, pairs, paired_metrics, f"c{n_chart}")
             groups.append({"dataset": dataset, "runs": members, "metrics": metrics, "categories": categories,
                            "headline": headline, "charts": charts, "cost_svg": cost_svg,
+                           "pairs": pairs, "paired_metrics": paired_metrics, "paired_svg": paired_svg,
                            "best": {m: _best(members, m) for m in metrics}})
         efficiency_svg = _efficiency_chart(plt, runs, "eff")
 
@@ -463,6 +586,10 @@ def render_html(run_dirs: Sequence[Path]) -> str:
         all_metrics=_ordered_union(g["metrics"] for g in groups),
         flat_specs={r.run_id: _flat_spec(r) for r in runs},
         groups=groups,
+        paired=any(g["paired_svg"] for g in groups),
+        paired_level=stats.DEFAULT_LEVEL,  # memplug.compare uses paired_comparison's default
+        repeats=repeat_groups(runs, option_keys),
+        checks_without_judge=[r for r in runs if r.judge_checks and r.overall("judge") is None],
         efficiency_svg=efficiency_svg,
         ci_note=_ci_note(runs),
         wrong=wrong,

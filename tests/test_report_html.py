@@ -12,24 +12,30 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memplug.compare import comparisons
 from memplug.errors import MemplugError
 from memplug.htmlreport import differing_options, headline_metric, is_wrong, load_run, write_html
+from memplug.stats import repeat_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_RUNS = ROOT / "tests" / "fixtures" / "runs"
 RUN_IDS = ("20250604-101512-full-memsim", "20250604-101630-bm25-memsim", "20250604-101745-recent-memsim")
 #: Wrong answers per run in the fixtures (accuracy 19/24, 16/24, 9/22 plus 2 errors).
 WRONG = {"full": 5, "bm25": 8, "recent": 15}
-#: Two metrics (accuracy, recall@5) by category, efficiency, accuracy against cost.
-N_CHARTS = 4
+#: The charts of the fixture page, in page order: paired differences (full against bm25 and
+#: recent), two metrics (accuracy, recall@5) by category, efficiency, accuracy against cost.
+CHARTS = ["paired-memsim", "accuracy", "recall@5", "efficiency", "cost-memsim"]
+N_CHARTS = len(CHARTS)
 SCREENSHOT = ROOT / "docs" / "img" / "report.png"
 
 
@@ -81,7 +87,7 @@ def test_page_is_self_contained(page: str) -> None:
 
 
 def test_every_chart_is_an_inline_svg(page: str) -> None:
-    assert _figures(page) == ["accuracy", "recall@5", "efficiency", "cost-memsim"]
+    assert _figures(page) == CHARTS
     assert page.count("<svg") == N_CHARTS
     ids = [a["id"] for _, a in Page(page).tags if a.get("id")]
     assert len(ids) == len(set(ids)), "ids repeat across charts: clip paths would point at the wrong chart"
@@ -118,7 +124,7 @@ def test_cli_writes_the_page(run_dirs: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "nested" / "report.html"
     result = CliRunner().invoke(cli, ["report", *map(str, run_dirs), "--html", str(out)])
     assert result.exit_code == 0, result.output
-    assert _figures(out.read_text(encoding="utf-8")) == ["accuracy", "recall@5", "efficiency", "cost-memsim"]
+    assert _figures(out.read_text(encoding="utf-8")) == CHARTS
 
 
 def test_wrong_means_headline_below_one_or_error() -> None:
@@ -173,7 +179,10 @@ def test_intervals_are_shown_only_when_the_summary_has_them(tmp_path: Path) -> N
     (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     page = write_html([run], tmp_path / "out.html").read_text(encoding="utf-8")
     assert "0.792" in page and "[0.708, 0.833]" not in page and "95% intervals" not in page
-    assert len(_figures(page)) == N_CHARTS  # a single run still gets every chart
+    assert "n=24" in page  # the count stays without its interval
+    # a single run gets every chart but the paired one: nothing to pair it with
+    assert _figures(page) == [c for c in CHARTS if not c.startswith("paired")]
+    assert 'id="paired"' not in page and 'href="#paired"' not in page
 
 
 def test_each_dataset_gets_its_own_charts(tmp_path: Path) -> None:
@@ -182,9 +191,12 @@ def test_each_dataset_gets_its_own_charts(tmp_path: Path) -> None:
     summary = json.loads((other / "summary.json").read_text(encoding="utf-8"))
     summary["dataset"], summary["llm"]["cost_usd"] = "memdaily", 0.0  # an offline run costs nothing
     (other / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
-    page = write_html([memsim, other], tmp_path / "out.html").read_text(encoding="utf-8")
-    assert _figures(page) == ["accuracy", "recall@5", "accuracy", "recall@5", "efficiency",
+    recent = FIXTURE_RUNS / RUN_IDS[2]
+    page = write_html([memsim, other, recent], tmp_path / "out.html").read_text(encoding="utf-8")
+    # memsim's first run is paired with recent, across the memdaily run between them; memdaily has no pair
+    assert _figures(page) == ["paired-memsim", "accuracy", "recall@5", "accuracy", "recall@5", "efficiency",
                               "cost-memsim", "cost-memdaily"]
+    assert _paired_rows(page).keys() == {("accuracy", RUN_IDS[2]), ("recall@5", RUN_IDS[2])}
     assert "$0.0000" in page
 
 
@@ -196,6 +208,79 @@ def test_runs_of_one_agent_are_told_apart_by_their_options(tmp_path: Path) -> No
     (second / "run.json").write_text(json.dumps(run), encoding="utf-8")
     page = write_html([first, second], tmp_path / "out.html").read_text(encoding="utf-8")
     assert "bm25 (top_k=3)" in page and "bm25 (top_k=10)" in page
+
+
+def _paired_rows(page: str) -> dict[tuple[str, str], str]:
+    """The paired table's rows by (metric, run id of B), as their text with tags and spaces stripped."""
+    rows = re.findall(r'<tr[^>]*data-metric="([^"]+)" data-b="([^"]+)">(.*?)</tr>', page, re.DOTALL)
+    return {(m, b): re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)).strip() for m, b, body in rows}
+
+
+def test_paired_section_shows_what_compare_computes(run_dirs: list[Path], page: str) -> None:
+    expected = comparisons(run_dirs)
+    rows = _paired_rows(page)
+    assert list(rows) == [(m, run_id) for m in ("accuracy", "recall@5") for run_id in RUN_IDS[1:]]
+    for comparison, run_id in zip(expected, RUN_IDS[1:]):
+        for metric, c in comparison["metrics"].items():
+            numbers = [str(c["n"]), f"{c['mean_a']:.3f}", f"{c['mean_b']:.3f}", f"{c['diff']:+.3f}",
+                       f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]", f"{c['p_value']:.3g}"]
+            if c["test"] == "mcnemar-exact":  # with the cluster-aware p and the discordant counts
+                numbers += [f"bootstrap {c['p_bootstrap']:.3g}", c["test"], f"{c['a_only']} / {c['b_only']} discordant"]
+            else:
+                numbers += [c["test"]]
+            assert " ".join(numbers) in rows[metric, run_id], (metric, run_id)
+    # by hand: full is right on 4 accuracy questions bm25 misses, bm25 on 1 the other way round;
+    # exact McNemar p = 2 * (C(5,0) + C(5,1)) / 2**5 = 0.375
+    assert rows["accuracy", RUN_IDS[1]].startswith("accuracy full − bm25 24 0.792 0.667 +0.125")
+    assert "0.375 bootstrap" in rows["accuracy", RUN_IDS[1]] and "4 / 1 discordant" in rows["accuracy", RUN_IDS[1]]
+    # recent failed 2 questions with errors: compared on the 22 both answered
+    assert rows["accuracy", RUN_IDS[2]].startswith("full − recent 22 0.773 0.409 +0.364")
+    assert "paired-bootstrap" in rows["recall@5", RUN_IDS[1]] and "discordant" not in rows["recall@5", RUN_IDS[1]]
+
+
+def test_scores_show_the_questions_behind_them(page: str) -> None:
+    # the runs table: recent's 2 errors leave 22 questions behind its overall scores
+    assert page.count("<span class=\"ci\">n=24</span>") == 4 and page.count("<span class=\"ci\">n=22</span>") == 2
+    # by category (summary["n"]): recent's errors were a comparative and a post_processing question
+    accuracy_table = page[page.index('<table class="bycat">'):page.index("</table>", page.index('<table class="bycat">'))]
+    recent_row = accuracy_table[accuracy_table.index("<tr><td>recent"):]
+    assert re.findall(r'class="n">n=(\d+)', recent_row) == ["4", "3", "4", "4", "3", "4", "22"]
+
+
+def _edit_json(path: Path, edit: Any) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _judge_check(model: str, agreement: float, kappa: float | None, n: int) -> dict[str, Any]:
+    """judge-check.json's shape (memplug.cli.judge_check.check_run) with one judge's figures."""
+    return {"judges": {model: {"vs_exact": {"all": {"n": n, "agreement": agreement, "kappa": kappa}}}}}
+
+
+def test_judge_checks_and_repeats(tmp_path: Path) -> None:
+    judged = _copy_run(RUN_IDS[0], tmp_path / "a")
+    # as if run with --judge: a judge score, its count and interval
+    _edit_json(judged / "summary.json", lambda s: (s["metrics"]["overall"].update(judge=0.75),
+                                                   s["n"]["overall"].update(judge=24),
+                                                   s["ci"]["overall"].update(judge=[0.6, 0.9])))
+    (judged / "judge-check.json").write_text(json.dumps(_judge_check("openai/gpt-4o-mini", 0.9375, 0.8571, 16)))
+    # bm25 twice, seeds 7 and 8, the second scoring 0.5 on accuracy; checked by a judge it was not scored with
+    first = _copy_run(RUN_IDS[1], tmp_path / "b")
+    second = _copy_run(RUN_IDS[1], tmp_path / "c")
+    _edit_json(second / "run.json", lambda r: (r.update(run_id="bm25-seed8"), r["spec"].update(seed=8)))
+    _edit_json(second / "summary.json", lambda s: s["metrics"]["overall"].update(accuracy=0.5))
+    (first / "judge-check.json").write_text(json.dumps(_judge_check("ollama/qwen2.5", 0.8, None, 20)))
+
+    page = write_html([judged, first, second], tmp_path / "out.html").read_text(encoding="utf-8")
+    assert "agreement 0.938<br>κ 0.857 (n=16)" in page  # under full's judge score
+    assert "bm25 (seed=7, top_k=3), ollama/qwen2.5: agreement 0.800 · κ — (n=20)" in page  # kappa undefined
+    repeats = page[page.index('<table class="repeats">'):page.index("</table>", page.index('<table class="repeats">'))]
+    assert repeats.count("<tr>") == 2  # the header and the one bm25 group; full has no repeat
+    accuracy = repeat_summary([0.666667, 0.5])
+    assert f"{accuracy['mean']:.3f} ± {accuracy['std']:.3f}" == "0.583 ± 0.118"
+    assert "0.583 ± 0.118" in repeats and "0.500 – 0.667" in repeats and "7, 8" in repeats
+    assert "0.812 ± 0.000" in repeats  # recall@5 the same in both
 
 
 # -- in a browser ----------------------------------------------------------------
@@ -274,9 +359,10 @@ def test_chromium_draws_every_chart_without_console_errors(run_dirs: list[Path],
     dom, console = _browse(chromium, probed, tmp_path, "--dump-dom")
     assert console == []
     drawn = _drawn(dom)
-    assert list(drawn) == ["accuracy", "recall@5", "efficiency", "cost-memsim"]
-    # 3 runs x (6 categories + overall) bars per metric, 2 x 3 efficiency bars, 3 points
-    assert drawn == {"accuracy": 21, "recall@5": 21, "efficiency": 6, "cost-memsim": 3}
+    assert list(drawn) == CHARTS
+    # 2 metrics x 2 paired differences, 3 runs x (6 categories + overall) bars per metric,
+    # 2 x 3 efficiency bars, 3 points
+    assert drawn == {"paired-memsim": 4, "accuracy": 21, "recall@5": 21, "efficiency": 6, "cost-memsim": 3}
     assert 'data-hidden="0"' in dom
 
     # the filters, preset from the URL as a shared link would: only bm25's aggregative rows stay
