@@ -32,7 +32,6 @@ from markupsafe import Markup
 
 import memplug
 from memplug import compare, stats
-from memplug.cli.judge_check import CHECK_FILE
 from memplug.errors import MemplugError
 from memplug.files import read_json
 from memplug.results import RunDir
@@ -139,7 +138,7 @@ def judge_checks(run_dir: Path) -> list[dict[str, Any]]:
     These are over all the run's objective questions (`vs_exact.all`), the figures
     `memplug report` prints; a run never checked has none.
     """
-    path = run_dir / CHECK_FILE
+    path = RunDir(run_dir).judge_check
     if not path.is_file():
         return []
     checks = []

@@ -39,6 +39,8 @@ class RunDir:
         self.run_json = self.path / "run.json"
         self.samples = self.path / "samples.jsonl"
         self.summary_json = self.path / "summary.json"
+        #: written by `memplug judge-check`, read by `memplug report`
+        self.judge_check = self.path / "judge-check.json"
 
     def check(self) -> "RunDir":
         if not self.run_json.is_file():

@@ -29,7 +29,6 @@ from memplug.results import RunDir, write_json_atomic
 from memplug.stats import agreement, cohen_kappa
 from memplug.text import tokens
 
-CHECK_FILE = "judge-check.json"
 #: a judge verdict (a score in [0, 1]) counts as "correct" from this value on
 VERDICT_THRESHOLD = 0.5
 
@@ -121,7 +120,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         ids = [k for k in verdicts[a] if k in verdicts[b]]
         result["between_judges"].append({"judges": [a, b], **compare([verdicts[a][k] for k in ids],
                                                                       [verdicts[b][k] for k in ids])})
-    _merge_into_run(run.path / CHECK_FILE, result)
+    _merge_into_run(run.judge_check, result)
     return result
 
 

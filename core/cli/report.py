@@ -75,7 +75,7 @@ def print_tables(paths: list[Path]) -> None:
                           f"{c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]", f"{c['p_value']:.3g}", test)
         console.print(pairs)
     for path in paths:
-        check = path / "judge-check.json"
+        check = RunDir(path).judge_check
         if check.is_file():
             for model, result in read_json(check).get("judges", {}).items():
                 vs = result.get("vs_exact", {}).get("all", {})
