@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memplug.adapters.retrieval.embedders import get_embedder, is_remote
+from memplug.adapters.retrieval.embedders import is_remote
 from memplug.adapters.retrieval.message_log import MessageLog
+from memplug.adapters.retrieval.retriever import Retriever
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall
@@ -64,24 +65,22 @@ class DecayAgent:
         if self.time_scale <= 0:
             raise MemplugError(f"decay: time_scale must be positive, got {self.time_scale}")
         self.top_k = config.top_k
-        self.embedder = get_embedder(config.embedder, config.llm)
+        # r is the plain cosine (dense weight 1, nothing blended); messages are embedded
+        # lazily, in one batch at the next question
+        self.retriever = Retriever(0.0, 1.0, embedder=config.embedder, llm=config.llm)
+        self.retriever.embedder  # loaded now: an unknown --embedder fails when the agent is built
         self.log = MessageLog()
-        self._vectors: list[np.ndarray] = []
-        self._pending: list[str] = []
         self._stored: list[float] = []  # seconds; NaN when the message had no time
         self.g = np.zeros(0)
         self.last = np.zeros(0)
 
     def ingest(self, chunk: Chunk) -> None:
         entries = self.log.add(chunk)
-        self._pending.extend(e.text for e in entries)
+        self.retriever.add([e.text for e in entries])
         self._stored.extend(np.nan if (s := parse_time(e.time)) is None else s for e in entries)
 
     def _sync(self) -> None:
-        """Embed new memories in one batch and give them g_0 = 1, last = stored time."""
-        if self._pending:
-            self._vectors.append(self.embedder.embed(self._pending))
-            self._pending = []
+        """Give new memories g_0 = 1 and last = their stored time."""
         n = len(self.log)
         if len(self.g) < n:
             self.g = np.concatenate([self.g, np.ones(n - len(self.g))])
@@ -91,9 +90,7 @@ class DecayAgent:
         self._sync()
         if not len(self.log):
             return Recall(())
-        vectors = np.concatenate(self._vectors) if len(self._vectors) > 1 else self._vectors[0]
-        self._vectors = [vectors]
-        relevance = vectors @ self.embedder.embed([question.text])[0]
+        relevance = self.retriever.scores(question.text)
         now = parse_time(question.time)
         if now is None:
             known = self.last[~np.isnan(self.last)]

@@ -50,7 +50,7 @@ class FixedEmbedder:
 
 
 def make_agent(monkeypatch, **options) -> DecayAgent:
-    monkeypatch.setattr("memplug.adapters.decay.get_embedder", lambda name, llm=None: FixedEmbedder())
+    monkeypatch.setattr("memplug.adapters.retrieval.retriever.get_embedder", lambda name, llm=None: FixedEmbedder())
     return DecayAgent(AgentConfig(options=options, top_k=5), Path("."))
 
 
