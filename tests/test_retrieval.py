@@ -41,7 +41,7 @@ def test_top_k_orders_by_score_then_position_and_fills_with_zeros_on_request():
 
 
 def test_dense_index_grows_and_returns_cosine_top_k():
-    index = DenseIndex(2, use_faiss=False)
+    index = DenseIndex(2)
     for _ in range(40):  # past the first allocation
         index.add(np.array([[1.0, 0.0]]))
     index.add(np.array([[0.0, 1.0], [0.6, 0.8]]))
