@@ -61,15 +61,9 @@ class BM25Index:
             return np.zeros(len(self._docs), dtype=np.float32)
         return retriever.get_scores_from_ids(ids)
 
-    def search(self, query: str, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """Top-k (document number, score), best first; documents scoring 0 are left out.
-
-        ``mask`` (bool per document) restricts the search to some documents.
-        """
-        scores = self.scores(query)
-        if mask is not None:
-            scores = np.where(mask[: len(scores)], scores, 0.0)
-        return top_k(scores, k)
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """Top-k (document number, score), best first; documents scoring 0 are left out."""
+        return top_k(self.scores(query), k)
 
 
 def top_k(scores: np.ndarray, k: int, keep_zero: bool = False) -> list[tuple[int, float]]:

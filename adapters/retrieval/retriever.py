@@ -39,6 +39,8 @@ def _minmax(scores: np.ndarray) -> np.ndarray:
 
 
 class Retriever:
+    """Texts numbered 0, 1, 2 … in the order added, scored against a query by BM25, cosine or both."""
+
     def __init__(
         self,
         lexical: float = 1.0,
@@ -61,10 +63,6 @@ class Retriever:
         return len(self._texts)
 
     @property
-    def texts(self) -> Sequence[str]:
-        return self._texts
-
-    @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = get_embedder(self._embedder_name, self._llm)
@@ -85,11 +83,6 @@ class Retriever:
                 self._dense = DenseIndex(vectors.shape[1])
             self._dense.add(vectors)
         self._pending = 0
-
-    def vectors(self) -> np.ndarray:
-        """Unit vectors of all texts (embedding them now if needed)."""
-        self.flush()
-        return self._dense.vectors if self._dense is not None else np.zeros((0, 0), np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embedder.embed([text])[0]
