@@ -19,7 +19,7 @@ from memplug.adapters.emg.answer import GraphAnswerer
 from memplug.adapters.emg.extract import LLMExtractor, extract_triple
 from memplug.adapters.emg.graph import MemoryGraph
 from memplug.adapters.retrieval.bm25_index import top_k
-from memplug.adapters.retrieval.embedders import get_embedder, is_remote
+from memplug.adapters.retrieval.embedders import is_remote
 from memplug.adapters.retrieval.retriever import Retriever
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
@@ -53,12 +53,8 @@ class EMGAgent:
         self.top_k = config.top_k
         self.graph = MemoryGraph(extractor)
         self.retriever = Retriever(1.0, self.opts["dense"], 0.0, embedder=config.embedder, llm=config.llm)
-        embedder = config.embedder
-
-        def embed(texts: list[str]) -> np.ndarray:
-            return get_embedder(embedder, config.llm).embed(texts)
-
-        self.answerer = GraphAnswerer(self.graph, embed)
+        # the walk compares words with relations using the retriever's embedder, loaded on first use
+        self.answerer = GraphAnswerer(self.graph, lambda texts: self.retriever.embedder.embed(texts))
 
     def ingest(self, chunk: Chunk) -> None:
         for m in chunk.messages:
