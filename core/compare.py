@@ -23,24 +23,37 @@ def _scores(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | 
     return by_metric, clusters
 
 
-def paired(base: Path, other: Path) -> dict[str, Any]:
-    """Per metric: A (base) minus B (other) on the questions both answered, with CI and p-value."""
-    a_run, b_run = RunDir(base), RunDir(other)
-    a_scores, clusters = _scores(a_run.records())
-    b_scores, _ = _scores(b_run.records())
-    out: dict[str, Any] = {"a": a_run.summary()["run_id"], "b": b_run.summary()["run_id"], "metrics": {}}
+def paired_records(a_records: list[dict[str, Any]], b_records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per metric both runs have: A minus B on the questions both answered, with CI and p-value."""
+    a_scores, clusters = _scores(a_records)
+    b_scores, _ = _scores(b_records)
+    out: dict[str, Any] = {}
     for metric in sorted(a_scores.keys() & b_scores.keys()):
         try:
-            out["metrics"][metric] = stats.paired_comparison(a_scores[metric], b_scores[metric], clusters)
+            out[metric] = stats.paired_comparison(a_scores[metric], b_scores[metric], clusters)
         except ValueError:  # no question scored by both runs
             continue
     return out
 
 
 def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
-    """The first run against each other run on the same dataset."""
+    """The first run against each other run on the same dataset.
+
+    Each run's summary.json and samples.jsonl is read once, the first run's too.
+    """
     if len(paths) < 2:
         return []
-    base = paths[0]
-    dataset = RunDir(base).summary()["dataset"]
-    return [paired(base, p) for p in paths[1:] if RunDir(p).summary()["dataset"] == dataset]
+    base = RunDir(paths[0])
+    base_summary = base.summary()
+    base_records: list[dict[str, Any]] | None = None
+    out = []
+    for path in paths[1:]:
+        other = RunDir(path)
+        summary = other.summary()
+        if summary["dataset"] != base_summary["dataset"]:
+            continue
+        if base_records is None:
+            base_records = base.records()
+        out.append({"a": base_summary["run_id"], "b": summary["run_id"],
+                    "metrics": paired_records(base_records, other.records())})
+    return out
