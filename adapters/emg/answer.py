@@ -34,7 +34,10 @@ def _stem(word: str) -> str:
 
 
 class GraphAnswerer:
-    def __init__(self, graph: MemoryGraph, embed: Callable[[list[str]], np.ndarray] | None) -> None:
+    """Walks the graph from the question's entity; ``embed`` (texts to unit rows) matches
+    question words with relations that share no stem with them."""
+
+    def __init__(self, graph: MemoryGraph, embed: Callable[[list[str]], np.ndarray]) -> None:
         self.graph = graph
         self._embed = embed
         self._vector = lru_cache(maxsize=100_000)(self._embed_one)
@@ -45,8 +48,6 @@ class GraphAnswerer:
     def _similarity(self, word: str, relation: str) -> float:
         if any(_stem(word) == _stem(t) for t in relation.split()):
             return 1.0
-        if self._embed is None:
-            return 0.0
         return float(self._vector(word) @ self._vector(relation))
 
     def find_subject(self, words: list[str]) -> tuple[str, int, int] | None:
