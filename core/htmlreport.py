@@ -33,7 +33,6 @@ from markupsafe import Markup
 import memplug
 from memplug import compare, stats
 from memplug.errors import MemplugError
-from memplug.files import read_json
 from memplug.results import RunDir
 
 #: The LLM judge is the seeds' correctness measure whenever a run has one.
@@ -129,23 +128,7 @@ def load_run(path: Path) -> LoadedRun:
     if not isinstance(summary.get("metrics"), dict):
         raise MemplugError(f"{rd.summary_json}: no 'metrics' object (not a memplug summary)")
     return LoadedRun(path=rd.path, run=rd.spec(), summary=summary, records=rd.records(),
-                     judge_checks=judge_checks(rd.path))
-
-
-def judge_checks(run_dir: Path) -> list[dict[str, Any]]:
-    """Per judge model in the run's judge-check.json: agreement, Cohen's kappa and n against exact scoring.
-
-    These are over all the run's objective questions (`vs_exact.all`), the figures
-    `memplug report` prints; a run never checked has none.
-    """
-    path = RunDir(run_dir).judge_check
-    if not path.is_file():
-        return []
-    checks = []
-    for model, result in read_json(path).get("judges", {}).items():
-        vs = result.get("vs_exact", {}).get("all", {})
-        checks.append({"model": model, "agreement": vs.get("agreement"), "kappa": vs.get("kappa"), "n": vs.get("n")})
-    return checks
+                     judge_checks=rd.judge_checks())
 
 
 def _flat_spec(run: LoadedRun) -> dict[str, Any]:

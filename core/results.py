@@ -61,6 +61,21 @@ class RunDir:
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.samples)[0]
 
+    def judge_checks(self) -> list[dict[str, Any]]:
+        """Per judge model in judge-check.json: agreement, Cohen's kappa and n against exact scoring.
+
+        These are over all the run's objective questions (``vs_exact.all``); a run never
+        checked has none.
+        """
+        if not self.judge_check.is_file():
+            return []
+        checks = []
+        for model, result in read_json(self.judge_check).get("judges", {}).items():
+            vs = result.get("vs_exact", {}).get("all", {})
+            checks.append({"model": model, "agreement": vs.get("agreement"), "kappa": vs.get("kappa"),
+                           "n": vs.get("n")})
+        return checks
+
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
     """Records of a samples.jsonl and the byte length of its intact part.

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from memplug import compare
-from memplug.files import read_json
 from memplug.results import RunDir
 
 
@@ -75,13 +74,10 @@ def print_tables(paths: list[Path]) -> None:
                           f"{c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]", f"{c['p_value']:.3g}", test)
         console.print(pairs)
     for path in paths:
-        check = RunDir(path).judge_check
-        if check.is_file():
-            for model, result in read_json(check).get("judges", {}).items():
-                vs = result.get("vs_exact", {}).get("all", {})
-                console.print(f"judge {model} on {path.name}: agreement with exact scoring "
-                              f"{_fmt(vs.get('agreement'))}, Cohen's kappa {_fmt(vs.get('kappa'))} "
-                              f"(n={vs.get('n', '-')})")
+        for check in RunDir(path).judge_checks():
+            console.print(f"judge {check['model']} on {path.name}: agreement with exact scoring "
+                          f"{_fmt(check['agreement'])}, Cohen's kappa {_fmt(check['kappa'])} "
+                          f"(n={'-' if check['n'] is None else check['n']})")
 
 
 @click.command("report")
