@@ -18,7 +18,7 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memplug.adapters.external import RunEmbedder, message_text, prepare_offline, require_llm
+from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.options import Option
 from memplug.protocols import AgentConfig
@@ -131,7 +131,7 @@ class LlamaIndexAgent:
 
     def ingest(self, chunk: Chunk) -> None:
         if self.node_kind == "chunk":
-            nodes = [self._node("\n".join(message_text(m) for m in chunk.messages), chunk.message_ids, chunk.index)]
+            nodes = [self._node(chunk_text(chunk), chunk.message_ids, chunk.index)]
         else:
             nodes = [self._node(message_text(m), (m.id,), chunk.index) for m in chunk.messages]
         self._index.insert_nodes(nodes)

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memplug.adapters.external import RunEmbedder, message_text, prepare_offline, require_llm
+from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.options import Option
@@ -125,8 +125,8 @@ class Mem0Agent:
 
     def ingest(self, chunk: Chunk) -> None:
         if self.infer:
-            text = "\n".join(message_text(m) for m in chunk.messages)
-            self.memory.add(text, user_id=self.user_id, infer=True, metadata={IDS_KEY: list(chunk.message_ids)})
+            self.memory.add(chunk_text(chunk), user_id=self.user_id, infer=True,
+                            metadata={IDS_KEY: list(chunk.message_ids)})
             return
         for message in chunk.messages:
             self.memory.add(message_text(message), user_id=self.user_id, infer=False,
