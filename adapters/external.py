@@ -11,7 +11,7 @@ is reached.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from memplug.errors import MemplugError
 from memplug.models import Chunk, Message
@@ -100,16 +100,3 @@ def chunk_text(chunk: Chunk) -> str:
     """The chunk as one text, each message rendered by :func:`message_text`."""
     return "\n".join(message_text(m) for m in chunk.messages)
 
-
-def ids_tag(message_ids: Sequence[str]) -> str:
-    """Message ids packed into one metadata string, for stores that keep only scalars."""
-    return "\x1f".join(message_ids)
-
-
-def ids_untag(value: Any) -> tuple[str, ...]:
-    """Inverse of :func:`ids_tag`; lists are accepted too (stores that keep them)."""
-    if value is None or value == "":
-        return ()
-    if isinstance(value, (list, tuple)):
-        return tuple(str(v) for v in value)
-    return tuple(str(value).split("\x1f"))
