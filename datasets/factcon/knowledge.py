@@ -10,6 +10,7 @@ counterfactual edit replaces an object by another of the same type.
 from __future__ import annotations
 
 import functools
+from collections import defaultdict
 
 import attrs
 
@@ -283,15 +284,28 @@ class KnowledgeBase:
 
     facts: dict[tuple[str, str], str]
     types: dict[str, str]
+    #: kind -> its entities, and subject -> its relations, each sorted (indexes of the two above)
+    _by_type: dict[str, tuple[str, ...]] = attrs.field(init=False, eq=False, repr=False)
+    _relations: dict[str, tuple[str, ...]] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        by_type: dict[str, list[str]] = defaultdict(list)
+        for entity, kind in sorted(self.types.items()):
+            by_type[kind].append(entity)
+        relations: dict[str, list[str]] = defaultdict(list)
+        for subject, relation in sorted(self.facts):
+            relations[subject].append(relation)
+        object.__setattr__(self, "_by_type", {k: tuple(v) for k, v in by_type.items()})
+        object.__setattr__(self, "_relations", {k: tuple(v) for k, v in relations.items()})
 
     def get(self, subject: str, relation: str) -> str | None:
         return self.facts.get((subject, relation))
 
     def of_type(self, kind: str) -> list[str]:
-        return sorted(e for e, t in self.types.items() if t == kind)
+        return list(self._by_type.get(kind, ()))
 
     def relations_of(self, subject: str) -> list[str]:
-        return sorted(r for (s, r) in self.facts if s == subject)
+        return list(self._relations.get(subject, ()))
 
     def all_facts(self) -> list[Fact]:
         return [Fact(s, r, o) for (s, r), o in sorted(self.facts.items())]
