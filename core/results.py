@@ -11,7 +11,7 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TextIO
 
 from memplug import stats
 from memplug.errors import DataError, MemplugError
@@ -20,15 +20,34 @@ from memplug.files import read_json
 USAGE_KEYS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON next to ``path`` and rename it into place: readers never see half a file."""
+def _write_atomic(path: Path, write: Callable[[TextIO], None]) -> None:
+    """``write`` into a file next to ``path``, synced, then renamed into place."""
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(obj, fh, ensure_ascii=False, indent=2, sort_keys=False)
-        fh.write("\n")
+        write(fh)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON next to ``path`` and rename it into place: readers never see half a file."""
+
+    def write(fh: TextIO) -> None:
+        json.dump(obj, fh, ensure_ascii=False, indent=2, sort_keys=False)
+        fh.write("\n")
+
+    _write_atomic(path, write)
+
+
+def write_lines_atomic(path: Path, lines: Iterable[str]) -> None:
+    """Replace ``path`` with ``lines``, each ended by a newline, as atomically as write_json_atomic."""
+    _write_atomic(path, lambda fh: fh.writelines(line + "\n" for line in lines))
+
+
+def write_records_atomic(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Replace a JSON-lines file with ``records``, one per line (as RecordWriter writes them)."""
+    write_lines_atomic(path, (json.dumps(r, ensure_ascii=False) for r in records))
 
 
 class RunDir:
@@ -131,13 +150,7 @@ def keep_complete_samples(path: Path, expected: Mapping[str, set[str]]) -> set[s
         if r["sample_id"] in done and key not in written:
             kept.append(r)
             written.add(key)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for r in kept:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_records_atomic(path, kept)
     return done
 
 

@@ -11,6 +11,7 @@ import click
 from memplug.errors import MemplugError
 from memplug.options import parse_pairs, resolve
 from memplug.protocols import BuildOptions
+from memplug.results import write_lines_atomic
 from memplug.serialize import dumps_sample
 
 
@@ -50,13 +51,9 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, check: b
 
         model = LLM(llm, api_base=api_base)
     samples = list(builder.build(BuildOptions(values=values, seed=seed, llm=model)))
-    tmp = out.with_name(f".{out.name}.tmp")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with tmp.open("w", encoding="utf-8") as fh:
-            for sample in samples:
-                fh.write(dumps_sample(sample) + "\n")
-        os.replace(tmp, out)
+        write_lines_atomic(out, map(dumps_sample, samples))
     except OSError as exc:
         raise MemplugError(f"--out {out}: cannot write ({exc.strerror})") from None
     n_questions = sum(len(s.questions) for s in samples)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
-import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +25,7 @@ from memplug.errors import MemplugError, did_you_mean
 from memplug.models import DatasetInfo, Question, Recalled
 from memplug.plugins import Entry, Plugins, get_plugins
 from memplug.protocols import MetricConfig, ScoreContext
-from memplug.results import RunDir, summarize, write_json_atomic
+from memplug.results import RunDir, summarize, write_json_atomic, write_records_atomic
 
 #: a metric parameterised by K ("recall@K") is asked for by its instance name ("recall@5")
 _AT_K = re.compile(r"^(?P<base>.+)@(?P<k>\d+)$")
@@ -219,18 +217,10 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
         "changed_summary": diff,
         "identical": not diff,
     }
-    _write_records(samples_path, rescored)
+    write_records_atomic(samples_path, rescored)
     write_json_atomic(summary_path, new_summary)
     write_json_atomic(changes_path, changes)
     return Rescore(summary_path, samples_path, changes_path, changes)
-
-
-def _write_records(path: Path, records: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
 
 
 @click.command("rescore")
