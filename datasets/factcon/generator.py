@@ -86,14 +86,15 @@ class Planner:
     def lookup(self, subject: str, relation: str) -> str | None:
         return self.edits.get((subject, relation)) or self.kb.get(subject, relation)
 
-    def _alternatives(self, obj: str) -> list[str]:
+    def alternatives(self, obj: str) -> list[str]:
+        """Every other entity of the object's type: what a counterfactual edit may put in its place."""
         return [e for e in self.kb.of_type(self.kb.types[obj]) if e != obj]
 
     def try_single(self, fact: Fact) -> Planned | None:
         key = (fact.subject, fact.relation)
         if key in self.edits or key in self.protected:
             return None
-        new = self.rng.choice(self._alternatives(fact.object))
+        new = self.rng.choice(self.alternatives(fact.object))
         return Planned("sh", fact.subject, (fact.relation,), 0, Fact(*key, new), (fact.subject, fact.object),
                        (fact.subject, new))
 
@@ -107,7 +108,7 @@ class Planner:
             key = (original[hop], relations[hop])
             if key in self.edits or key in self.protected:
                 continue
-            candidates = self._alternatives(original[hop + 1])
+            candidates = self.alternatives(original[hop + 1])
             self.rng.shuffle(candidates)
             for new in candidates[:8]:
                 trial = {key: new}
@@ -238,8 +239,7 @@ def _pad(context: Context, kb: KnowledgeBase, planner: Planner, budget: int, rng
         edits = []
         for fact in group:
             if rng.random() < DISTRACTOR_EDIT_RATE:
-                choices = [e for e in kb.of_type(kb.types[fact.object]) if e != fact.object]
-                edits.append(attrs.evolve(fact, object=rng.choice(choices)))
+                edits.append(attrs.evolve(fact, object=rng.choice(planner.alternatives(fact.object))))
         cost = context.cost(group, edits)
         if context.tokens + cost > budget:
             return
