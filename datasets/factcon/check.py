@@ -18,6 +18,7 @@ from typing import Sequence
 
 from memplug.datasets.factcon.generator import chain_question, walk
 from memplug.datasets.factcon.relations import RELATIONS
+from memplug.datasets.factcon.release import contiguous
 from memplug.datasets.memsim.validator import CheckReport
 from memplug.models import Question, Sample
 from memplug.tokens import count_tokens
@@ -110,11 +111,6 @@ def numbered_facts(sample: Sample, where: str, problems: list[str]) -> list[tupl
     elif any(a >= b for a, b in zip(serials, serials[1:])):
         problems.append(f"{where}: serial numbers are not in increasing message order")
     return facts
-
-
-def contiguous(facts: Sequence[tuple[int, str]], start: int) -> bool:
-    """Serials start, start + 1, ... with no gap."""
-    return [n for n, _ in facts] == list(range(start, start + len(facts)))
 
 
 def check_generated_question(q: Question, pool: FactPool, ids: set[str], where: str) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from memplug.errors import DataError
 from memplug.models import Message, Question, Sample
@@ -53,6 +53,11 @@ def parse_context(path: Path, place: str, context: str) -> tuple[str, list[tuple
     if not facts:
         raise DataError(path, "context holds no numbered facts", f"{place}.context")
     return header, facts
+
+
+def contiguous(facts: Sequence[tuple[int, str]], start: int) -> bool:
+    """Serials start, start + 1, ... with no gap."""
+    return [n for n, _ in facts] == list(range(start, start + len(facts)))
 
 
 def _category(path: Path, place: str, qa_id: str, source: str) -> str:
@@ -106,10 +111,9 @@ def read_row(path: Path, place: str, row: Any, sample_id: str) -> Sample:
             targets=(),
             meta={"qa_pair_id": qa_id, "gold_in_context": any(a.lower() in context_lower for a in gold_answers)},
         ))
-    contiguous = [n for n, _ in facts] == list(range(facts[0][0], facts[0][0] + len(facts)))
     return Sample(sample_id, messages, built, {
         "source": source, "file": str(path), "header": header, "n_facts": len(facts),
-        "first_serial": facts[0][0], "contiguous_serials": contiguous,
+        "first_serial": facts[0][0], "contiguous_serials": contiguous(facts, facts[0][0]),
     })
 
 
