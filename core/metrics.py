@@ -12,13 +12,23 @@ the gold answers (SQuAD convention, kept by MemoryAgentBench).
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections import Counter
 from typing import Callable, Iterable, Mapping, Sequence
 
-from memplug.protocols import MetricConfig, ScoreContext
+from memplug.protocols import Metric, MetricConfig, ScoreContext
 from memplug.text import normalize_answer, resolve_language, tokens
+
+
+async def score_metric(metric: Metric, ctx: ScoreContext) -> float | None:
+    """``metric.score(ctx)`` as a float, awaited when the metric is async (the judge);
+    None (not applicable) stays None. The runner and `memplug rescore` both score this way."""
+    value = metric.score(ctx)
+    if inspect.isawaitable(value):
+        value = await value
+    return None if value is None else float(value)
 
 
 def _language(ctx: ScoreContext) -> str:

@@ -31,6 +31,7 @@ from memplug import options as opts
 from memplug.chunking import chunk_messages
 from memplug.tokens import encoding
 from memplug.errors import MemplugError
+from memplug.metrics import score_metric
 from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext
@@ -416,10 +417,7 @@ class Evaluation:
                 )
                 ctx = ScoreContext(question, prediction, recall.items, self.info.language, recall.meta)
                 for metric in self.metrics:
-                    value = metric.score(ctx)
-                    if inspect.isawaitable(value):
-                        value = await value
-                    record["scores"][metric.name] = None if value is None else float(value)
+                    record["scores"][metric.name] = await score_metric(metric, ctx)
             except Exception as exc:
                 record["error"] = _describe(exc)
                 record["scores"] = {}

@@ -11,7 +11,6 @@ recomputed, with which judge, and which numbers moved.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +21,7 @@ import click
 
 from memplug import options as opts
 from memplug.errors import MemplugError, did_you_mean
+from memplug.metrics import score_metric
 from memplug.models import DatasetInfo, Question, Recalled
 from memplug.plugins import Entry, Plugins, get_plugins
 from memplug.protocols import MetricConfig, ScoreContext
@@ -99,15 +99,12 @@ async def score_records(records: list[dict[str, Any]], metrics: list[Any], langu
         out: dict[str, Any] = {}
         for metric in metrics:
             try:
-                value = metric.score(ctx)
-                if inspect.isawaitable(value):
-                    value = await value
+                out[metric.name] = await score_metric(metric, ctx)
             except MemplugError:
                 raise
             except Exception as exc:
                 raise MemplugError(f"metric {metric.name!r} failed on question {record['question_id']!r} of sample "
                                    f"{record['sample_id']!r}: {type(exc).__name__}: {exc}") from exc
-            out[metric.name] = None if value is None else float(value)
         return out
 
     todo = [r for r in records if scorable(r)]
