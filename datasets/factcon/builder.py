@@ -15,7 +15,7 @@ from typing import Iterable
 from memplug.datasets.factcon.check import check
 from memplug.datasets.factcon.generator import GeneratorConfig, generate_sample
 from memplug.datasets.factcon.release import load_release
-from memplug.datasets.memsim.validator import CheckReport
+from memplug.datasets.checks import CheckReport
 from memplug.errors import MemplugError
 from memplug.models import DatasetInfo, Sample
 from memplug.options import Option, resolve

@@ -19,7 +19,7 @@ from typing import Sequence
 from memplug.datasets.factcon.generator import chain_question, walk
 from memplug.datasets.factcon.relations import RELATIONS
 from memplug.datasets.factcon.release import contiguous
-from memplug.datasets.memsim.validator import CheckReport
+from memplug.datasets.checks import CheckReport
 from memplug.models import Question, Sample
 from memplug.tokens import count_tokens
 

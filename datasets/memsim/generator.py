@@ -16,6 +16,7 @@ from typing import Any, Iterator, Mapping
 
 import attrs
 
+from memplug.datasets.checks import CheckReport
 from memplug.errors import MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
 from memplug.options import Option
@@ -28,7 +29,7 @@ from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
 from .prompts import answer_prompt
 from .questions import CATEGORIES, GROUP, TEMPLATE_KIND, Draft, Hint, Maker
 from .rewrite import Rewriter
-from .validator import CheckReport, check
+from .validator import check
 from .values import ValueSpace
 
 LANGUAGES: dict[str, Language] = {"en": lang_en.LANGUAGE, "zh": lang_zh.LANGUAGE}

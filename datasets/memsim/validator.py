@@ -13,8 +13,7 @@ import math
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Sequence
 
-import attrs
-
+from memplug.datasets.checks import CheckReport
 from memplug.models import Sample
 
 from . import lang_en, lang_zh
@@ -23,15 +22,6 @@ from .ops import Unsupported, evaluate
 from .questions import CATEGORIES
 
 LANGUAGES = {"en": lang_en.LANGUAGE, "zh": lang_zh.LANGUAGE}
-
-
-@attrs.define
-class CheckReport:
-    """Result of a check: ``ok`` is False when there is any problem."""
-
-    ok: bool
-    problems: list[str]
-    stats: dict[str, Any]
 
 
 def shannon_wiener(values: Iterable[Any]) -> float:

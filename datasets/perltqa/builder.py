@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from memplug.datasets.memsim.validator import CheckReport
+from memplug.datasets.checks import CheckReport
 from memplug.datasets.perltqa.check import check
 from memplug.datasets.perltqa.generator import generate_release
 from memplug.datasets.perltqa.release import load_release

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from memplug.datasets.memsim.validator import CheckReport
+from memplug.datasets.checks import CheckReport
 from memplug.datasets.perltqa.schema import MEMORY_TYPE, SECTIONS
 from memplug.models import Message, Question, Sample
 
