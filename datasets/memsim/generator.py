@@ -14,25 +14,23 @@ import random
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import attrs
-
 from memplug.datasets.checks import CheckReport
 from memplug.errors import MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
 from memplug.options import Option
 from memplug.protocols import BuildOptions
 
-from . import lang_en, lang_zh, values_en, values_zh
+from . import values_en, values_zh
 from .language import Language
+from .languages import LANGUAGES
 from .network import ENTITIES, build_network
 from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
-from .prompts import answer_prompt
+from .prompts import answer_prompt, info_for_language
 from .questions import CATEGORIES, GROUP, TEMPLATE_KIND, Draft, Hint, Maker
 from .rewrite import Rewriter
 from .validator import check
 from .values import ValueSpace
 
-LANGUAGES: dict[str, Language] = {"en": lang_en.LANGUAGE, "zh": lang_zh.LANGUAGE}
 LETTERS = ("A", "B", "C", "D")
 _START = dt.datetime(2024, 4, 1, 7, 0)
 
@@ -48,11 +46,6 @@ INFO = DatasetInfo(
     answer_prompt=_PROMPT_EN,
     answer_prompt_source=_SOURCE_EN,
 )
-
-
-def info_for_language(info: DatasetInfo, language: str) -> DatasetInfo:
-    prompt, source = answer_prompt(language)
-    return attrs.evolve(info, language=language, answer_prompt=prompt, answer_prompt_source=source)
 
 
 def category_counts(values: Mapping[str, Any]) -> dict[str, int]:

@@ -25,13 +25,13 @@ from memplug.protocols import BuildOptions
 from memplug.files import read_json, short
 
 from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
-from .prompts import answer_prompt
+from .languages import LANGUAGES
+from .prompts import answer_prompt, info_for_language
 
 PER_TYPE = re.compile(r"^(\d\d)_([a-z_]+)_([a-z]+)\.json$")
 MERGED = "memdaily.json"
 _TIME = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日(?:\s*周.)?\s*(\d{1,2}):(\d{2})")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_STAMPS = {"zh": "{text} (消息地点 {place}, 消息时间 {time})", "en": "{text} (place: {place}, time: {time})"}
 
 _PROMPT, _SOURCE = answer_prompt("zh")
 INFO = DatasetInfo(
@@ -108,9 +108,7 @@ class MemDailyLoader:
 
     def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
         """The info with the language of the release at ``data`` (Chinese unless it reads otherwise)."""
-        language = detect_language(data)
-        prompt, source = answer_prompt(language)
-        return attrs.evolve(self.info, language=language, answer_prompt=prompt, answer_prompt_source=source)
+        return info_for_language(self.info, detect_language(data))
 
     def build(self, options: BuildOptions) -> Iterator[Sample]:
         if options.data is None:
@@ -226,7 +224,7 @@ class MemDailyLoader:
             text = re.sub(r"。{2,}$", "。", m["message"].strip())
             time_text, spot = m.get("time"), m.get("place")
             lang = "zh" if _CJK.search(text) else "en"
-            shown = _STAMPS[lang].format(text=text, place=spot, time=time_text) if stamp and time_text else text
+            shown = LANGUAGES[lang].stamp.format(text=text, place=spot, time=time_text) if stamp and time_text else text
             meta = {"place": spot, "time_text": time_text}
             out.append(Message(str(m.get("mid", k)), shown, time=iso_time(time_text), speaker="user", meta=meta))
         if len({m.id for m in out}) != len(out):

@@ -9,6 +9,10 @@ between the choices and the instruction; the reader's prompt has no slot for it 
 
 from __future__ import annotations
 
+import attrs
+
+from memplug.models import DatasetInfo
+
 ANSWER_PROMPT_ZH = (
     "[用户消息] \n{memory}\n"
     "[单选题] {question} \n{choices}\n"
@@ -30,3 +34,9 @@ SOURCE_EN = SOURCE + "; English translation of the Chinese prompt"
 def answer_prompt(language: str) -> tuple[str, str]:
     """(prompt, source) for ``language`` ("zh" or "en")."""
     return (ANSWER_PROMPT_ZH, SOURCE) if language == "zh" else (ANSWER_PROMPT_EN, SOURCE_EN)
+
+
+def info_for_language(info: DatasetInfo, language: str) -> DatasetInfo:
+    """``info`` in ``language``, with that language's answer prompt."""
+    prompt, source = answer_prompt(language)
+    return attrs.evolve(info, language=language, answer_prompt=prompt, answer_prompt_source=source)

@@ -16,12 +16,10 @@ from typing import Any, Iterable, Sequence
 from memplug.datasets.checks import CheckReport
 from memplug.models import Sample
 
-from . import lang_en, lang_zh
 from .language import KEY_ATTRS
+from .languages import LANGUAGES
 from .ops import Unsupported, evaluate
 from .questions import CATEGORIES
-
-LANGUAGES = {"en": lang_en.LANGUAGE, "zh": lang_zh.LANGUAGE}
 
 
 def shannon_wiener(values: Iterable[Any]) -> float:
