@@ -77,7 +77,3 @@ class BRNet:
             entity, _, attribute = name.partition(".")
             profile.setdefault(entity, {})[attribute] = value
         return profile
-
-    @property
-    def edges(self) -> list[tuple[str, str]]:
-        return [(p, n.name) for n in self.nodes.values() for p in n.parents]

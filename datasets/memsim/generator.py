@@ -26,7 +26,7 @@ from .languages import LANGUAGES
 from .network import ENTITIES, build_network
 from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
 from .prompts import answer_prompt, info_for_language
-from .questions import CATEGORIES, GROUP, TEMPLATE_KIND, Draft, Hint, Maker
+from .questions import CATEGORIES, GROUP, Draft, Hint, Maker
 from .rewrite import Rewriter
 from .validator import check
 from .values import ValueSpace
@@ -137,11 +137,11 @@ class MemSimBuilder:
 
 
 # ---------------------------------------------------------------------- assembly
-def hint_refs(maker: Maker, profile: Mapping[str, dict], entity: str, style: str, prefix: str = "") -> list[str]:
+def hint_refs(maker: Maker, profile: Mapping[str, dict], entity: str, style: str) -> list[str]:
     """Surface keys naming the entity in a message; two facts about one key must agree."""
     kind = ENTITIES[entity]
     if kind == "user":
-        return [f"{prefix}self"] if prefix else ["self"]
+        return ["self"]
     label = "label:" + maker.ref_text(profile, entity, "label")
     if kind not in ("relative", "colleague"):
         return [label]
@@ -150,8 +150,7 @@ def hint_refs(maker: Maker, profile: Mapping[str, dict], entity: str, style: str
 
 
 def message_text(maker: Maker, lang: Language, rng: random.Random, profile: Mapping[str, dict], hint: Hint) -> str:
-    kind = TEMPLATE_KIND[GROUP[ENTITIES[hint.entity]]]
-    template = rng.choice(lang.messages[kind][hint.attribute])
+    template = rng.choice(lang.messages[GROUP[ENTITIES[hint.entity]]][hint.attribute])
     return lang.fill(template, maker.ref_text(profile, hint.entity, hint.ref), lang.render(hint.attribute, hint.value))
 
 
@@ -175,6 +174,7 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict], maker: M
     hints = list(draft.hints)
     rng.shuffle(hints)
     texts = [message_text(maker, lang, rng, profile, h) for h in hints]
+    refs = [hint_refs(maker, profile, h.entity, h.ref) for h in hints]
     entities: dict[str, dict[str, Any]] = {}
     for h in hints:
         kind = ENTITIES[h.entity]
@@ -192,12 +192,11 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict], maker: M
     positions = interleave(rng, n_real, eta) if eta > 1 else list(range(n_real))
     noise: list[NoiseMessage] = []
     if eta > 1 and pool is not None:
-        refs = {r for h in hints for r in hint_refs(maker, profile, h.entity, h.ref)}
-        noise = pick_noise(rng, pool, (eta - 1) * n_real, {h.attribute for h in hints}, refs)
+        noise = pick_noise(rng, pool, (eta - 1) * n_real, {h.attribute for h in hints}, {r for rs in refs for r in rs})
     slots: list[tuple[str, Any]] = []
     real_at = dict(zip(positions, range(n_real)))
     noise_iter = iter(noise)
-    for pos in range(eta * n_real if eta > 1 else n_real):
+    for pos in range(eta * n_real):
         slots.append(("real", real_at[pos]) if pos in real_at else ("noise", next(noise_iter)))
 
     place = str(profile["user"]["workplace"])
@@ -211,7 +210,7 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict], maker: M
             h = hints[item]
             text, role = texts[item], h.role
             hint_meta.append({"entity": h.entity, "attribute": h.attribute, "value": h.value, "message": str(mid),
-                              "role": h.role, "refs": hint_refs(maker, profile, h.entity, h.ref)})
+                              "role": h.role, "refs": refs[item]})
         else:
             text, role = item.text, "eta_noise"
             if item.hint is not None:

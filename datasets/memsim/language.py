@@ -57,9 +57,8 @@ class Language:
     rewrite_prompt: str
 
     def fill(self, template: str, ref: str, value: str) -> str:
-        text = template.format(ref=ref, Ref=_cap(ref), poss=self.possessive(ref), Poss=_cap(self.possessive(ref)),
+        return template.format(ref=ref, Ref=_cap(ref), poss=self.possessive(ref), Poss=_cap(self.possessive(ref)),
                                v=value, a_v=self.article(value))
-        return text
 
     def possessive(self, ref: str) -> str:
         if self.code == "zh":

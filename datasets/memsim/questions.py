@@ -22,7 +22,6 @@ from .values import ValueSpace
 CATEGORIES = ("simple", "conditional", "comparative", "aggregative", "post_processing", "noisy")
 GROUP = {"user": "user", "relative": "person", "colleague": "person", "work_event": "event",
          "fun_event": "event", "place": "place", "item": "item"}
-TEMPLATE_KIND = {"user": "user", "person": "person", "event": "event", "place": "place", "item": "item"}
 #: attributes that make no sense as a condition ("the event whose content is ...")
 _NO_COND = {"content", "comment", "gender"}
 _COMPARABLE = {"person": ("age", "height", "birthday"), "event": ("scale", "duration")}
