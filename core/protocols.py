@@ -43,7 +43,14 @@ class DatasetBuilder(Protocol):
     def build(self, options: BuildOptions) -> Iterable[Sample]: ...
 
     # Optional: ``info_for(values, data=None) -> DatasetInfo`` when the info depends on
-    # options or on the release at ``data`` (e.g. its language); the runner prefers it.
+    # options or on the release at ``data`` (e.g. its language); see dataset_info().
+
+
+def dataset_info(builder: DatasetBuilder, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
+    """The builder's info for these resolved option values and release: its ``info_for``
+    when it has one, else ``builder.info``. The runner and `memplug rescore` both ask here."""
+    info_for = getattr(builder, "info_for", None)
+    return info_for(values, data) if info_for else builder.info
 
 
 @attrs.frozen

@@ -34,7 +34,9 @@ from memplug.errors import MemplugError
 from memplug.metrics import score_metric
 from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
-from memplug.protocols import AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext
+from memplug.protocols import (
+    AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext, dataset_info,
+)
 from memplug.results import RecordWriter, RunDir, keep_complete_samples, read_records, summarize, write_json_atomic
 from memplug.serialize import is_sample_file, read_samples
 
@@ -152,8 +154,7 @@ class Evaluation:
         self.dataset_values = opts.resolve(getattr(self.builder, "options", ()), spec.dataset_options,
                                            f"dataset {spec.dataset!r}")
         self.data = Path(spec.data).expanduser() if spec.data else None
-        info_for = getattr(self.builder, "info_for", None)
-        self.info: DatasetInfo = info_for(self.dataset_values, self.data) if info_for else self.builder.info
+        self.info: DatasetInfo = dataset_info(self.builder, self.dataset_values, self.data)
         self.chunk_size = (
             spec.chunk_size or getattr(self.agent_factory, "default_chunk_size", None) or self.info.default_chunk_size
         )

@@ -20,6 +20,7 @@ import attrs
 import click
 
 from memplug import options as opts
+from memplug import protocols
 from memplug.errors import MemplugError, did_you_mean
 from memplug.metrics import score_metric
 from memplug.models import DatasetInfo, Question, Recalled
@@ -32,12 +33,13 @@ _AT_K = re.compile(r"^(?P<base>.+)@(?P<k>\d+)$")
 
 
 def dataset_info(spec: dict[str, Any], plugins: Plugins) -> DatasetInfo:
-    """The run's DatasetInfo (language, metric list), built from the stored dataset options."""
+    """The run's DatasetInfo (language, metric list), built as the run built it: from the
+    stored dataset options and ``--data`` path (a loader may read its language there)."""
     builder = plugins.registry("datasets").get(spec["dataset"]).load()()
     values = opts.resolve(getattr(builder, "options", ()), spec.get("dataset_options") or {},
                           f"dataset {spec['dataset']!r}")
-    info_for = getattr(builder, "info_for", None)
-    return info_for(values) if info_for else builder.info
+    data = Path(spec["data"]).expanduser() if spec.get("data") else None
+    return protocols.dataset_info(builder, values, data)
 
 
 def make_llm(model: str, api_base: str | None, cache: bool):
