@@ -87,8 +87,8 @@ class PerLTQABuilder:
             raise MemplugError("options n and events must be at least 1, relationships between 1 and 11")
         memory, qa = generate_release(seed, values["lang"], values["n"], values["relationships"],
                                       values["events"])
-        check = Checker("<generated>")
+        checker = Checker("<generated>")
         for entry in qa:
             for name, sections in entry.items():
-                sample = character_sample(name, memory[name], sections, values["lang"], check, check, "generated")
+                sample = character_sample(name, memory[name], sections, values["lang"], checker, checker, "generated")
                 yield attrs.evolve(sample, id=f"perltqa_{values['lang']}_seed{seed}_{name}")

@@ -17,6 +17,10 @@ from typing import Any
 from memplug.datasets.perltqa import content as C
 
 AI = {"en": "AI Assistant", "zh": "AI助手"}
+#: relationships that fix the other character's gender, and their age offset from the character
+_GENDER_OF = {"elder sister": "female", "younger brother": "male", "father": "male", "mother": "female",
+              "cousin": "female"}
+_AGE_OFFSET = {"father": 28, "mother": 26, "elder sister": 3, "younger brother": -3, "cousin": -2, "mentor": 15}
 
 
 def _article(word: str) -> str:
@@ -146,14 +150,11 @@ class CharacterWriter:
     def relations(self, name: str, surname: tuple[str, str], age: int, count: int) -> list[dict[str, Any]]:
         out = []
         chosen = self.rng.sample(C.RELATIONSHIPS, min(count, len(C.RELATIONSHIPS)))
-        genders = {"elder sister": "female", "younger brother": "male", "father": "male", "mother": "female",
-                   "cousin": "female"}
-        offsets = {"father": 28, "mother": 26, "elder sister": 3, "younger brother": -3, "cousin": -2, "mentor": 15}
         for r, (rel, group) in enumerate(chosen):
-            gender = genders.get(rel[0]) or self.rng.choice(("male", "female"))
+            gender = _GENDER_OF.get(rel[0]) or self.rng.choice(("male", "female"))
             same_family = rel[0] in ("father", "elder sister", "younger brother")
             other = self.name(gender, surname if same_family else None)
-            other_age = max(18, age + offsets.get(rel[0], self.rng.randint(-6, 6)))
+            other_age = max(18, age + _AGE_OFFSET.get(rel[0], self.rng.randint(-6, 6)))
             job = self.t(self.rng.choice(C.OTHER_JOBS))
             if self.lang == "en":
                 desc = (f"{name}'s {rel[0]}, {other_age} years old, works as {_article(job)} {job}. "

@@ -70,10 +70,6 @@ class Checker:
         return self.expect(obj[key], kind, f"{place}.{key}")
 
 
-def _scalar(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
-
-
 def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: str) -> list[Message]:
     """One message per memory item: profile field, description, relationship, event, dialogue."""
     place = f"{name!r}"
@@ -88,7 +84,7 @@ def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: 
     for fld, value in profile.items():
         check.expect(value, (str, int, float), f"{place}.profile.{fld}")
         label = labels.get(fld, fld if zh else fld.lower())
-        text = f"{name}的{label}：{_scalar(value)}" if zh else f"{name}'s {label}: {_scalar(value)}"
+        text = f"{name}的{label}：{str(value)}" if zh else f"{name}'s {label}: {str(value)}"
         out.append(Message(f"profile/{fld}", text, meta={"memory_type": "semantic", "kind": "profile", "field": fld}))
     if "profile_description" in memory:
         text = check.expect(memory["profile_description"], str, f"{place}.profile_description")
@@ -106,7 +102,7 @@ def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: 
         where = f"{place}.events.{eid}"
         check.expect(event, dict, where)
         content = check.field(event, "content", str, where)
-        summary = _scalar(event.get("summary", ""))
+        summary = str(event.get("summary", ""))
         when = event.get("Creation Time")
         if when is not None:
             check.expect(when, str, f"{where}.Creation Time")
