@@ -11,6 +11,8 @@ from memplug.options import Option
 
 
 class BM25Agent(RetrievalAgent):
+    """BM25 top-k over the messages (MemSim RetrMem, lexical); the cosine can be blended in."""
+
     options = (
         Option("feedback", float, 0.5, "pseudo-relevance feedback: weight of the best hit used as a second query"),
         Option("dense", float, 0.0, "weight of the dense cosine blended with BM25 (0: BM25 only)"),

@@ -51,6 +51,8 @@ def consolidation_gain(t: float | np.ndarray) -> np.ndarray:
 
 
 class DecayAgent:
+    """Human-like recall and consolidation (seed 003): memories recalled above a probability, then reinforced."""
+
     options = (
         Option("threshold", float, 0.86, "recall a memory when its recall probability exceeds this"),
         Option("time_scale", float, 1e7, "seconds per unit of t in p_n(t) and S(t)"),

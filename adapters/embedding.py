@@ -11,6 +11,8 @@ from memplug.options import Option
 
 
 class EmbeddingAgent(RetrievalAgent):
+    """Cosine top-k over message embeddings (MemSim RetrMem); BM25 can be blended in."""
+
     options = (
         Option("feedback", float, 0.0, "pseudo-relevance feedback: weight of the best hit used as a second query"),
         Option("lexical", float, 0.0, "weight of BM25 blended with the cosine (0: dense only)"),

@@ -38,6 +38,8 @@ class TokenWindow:
 
 
 class FullAgent:
+    """Every message, oldest first, within a token budget (MemSim FullMem)."""
+
     options = (MAX_TOKENS,)
 
     blocking = False  # in memory and quick: the runner calls it inline

@@ -10,5 +10,7 @@ from memplug.adapters.retrieval.reference import ReferenceAgent
 
 
 class NoisyAgent(ReferenceAgent):
+    """Only the messages that do not hold the answer, from the reference channel (MemSim NoisyMem)."""
+
     keep_targets = False
     name = "noisy"

@@ -9,6 +9,8 @@ from memplug.protocols import AgentConfig
 
 
 class NoneAgent:
+    """No memory: every recall is empty (MemSim NonMem)."""
+
     options = ()
 
     blocking = False  # in memory and quick: the runner calls it inline

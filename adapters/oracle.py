@@ -10,5 +10,7 @@ from memplug.adapters.retrieval.reference import ReferenceAgent
 
 
 class OracleAgent(ReferenceAgent):
+    """Only the messages that hold the answer, from the reference channel (MemSim OracleMem)."""
+
     keep_targets = True
     name = "oracle"

@@ -14,6 +14,8 @@ from memplug.protocols import AgentConfig
 
 
 class RecentAgent:
+    """The last k messages, oldest first (MemSim ReceMem)."""
+
     options = (Option("k", int, 0, "how many recent messages to keep (0: the run's --top-k)"),)
 
     blocking = False  # in memory and quick: the runner calls it inline

@@ -29,6 +29,8 @@ from memplug.protocols import AgentConfig
 
 
 class EMGAgent:
+    """Editable memory graph (seed 004): edits on ingestion; graph expansion and a graph walk on recall."""
+
     options = (
         Option("activate", int, 3, "memories activated by the question before graph expansion (K in the seed)"),
         Option("depth", int, 3, "depth of the depth-first expansion from activated memories"),

@@ -34,6 +34,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 @attrs.frozen
 class Triple:
+    """A fact as (subject, relation, value); the value is the span an answer quotes."""
+
     subject: str
     relation: str
     value: str

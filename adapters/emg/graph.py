@@ -44,6 +44,8 @@ INSERTION, REPLACEMENT, DELETION = "insertion", "replacement", "deletion"
 
 @attrs.define
 class Memory:
+    """One memory of the graph: its message, partition, extracted triple and edit state."""
+
     index: int
     text: str
     message_id: str
@@ -92,6 +94,8 @@ def differs_in_value_only(new: str, old: str) -> bool:
 
 
 class MemoryGraph:
+    """Memories in their partitions, the entity graph over their triples, and the edits on adding."""
+
     def __init__(self, extractor: Callable[[str], Triple | None]) -> None:
         self.extractor = extractor
         self.memories: list[Memory] = []

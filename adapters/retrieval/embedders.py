@@ -27,6 +27,8 @@ WORDLLAMA_DIM = 256
 
 
 class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows of ``dim`` columns."""
+
     name: str
     dim: int
 

@@ -16,6 +16,8 @@ from memplug.models import Chunk, Recalled
 
 @attrs.frozen
 class Entry:
+    """One ingested message: its text, id, dataset time and metadata."""
+
     text: str
     message_id: str
     time: str | None = None
@@ -23,6 +25,8 @@ class Entry:
 
 
 class MessageLog:
+    """Ingested messages numbered 0, 1, 2 …, turned back into :class:`Recalled` items by number."""
+
     def __init__(self) -> None:
         self.entries: list[Entry] = []
 
