@@ -45,9 +45,10 @@ class RetrievalAgent:
 
     def ingest(self, chunk: Chunk) -> None:
         entries = self.log.add(chunk)
-        self.retriever.add([e.text for e in entries])
+        texts = [e.text for e in entries]
+        self.retriever.add(texts)
         if self.reranker is not None:
-            self.reranker.add([e.text for e in entries], [e.meta for e in entries])
+            self.reranker.add(texts, [e.meta for e in entries])
 
     def recall(self, question: AgentQuestion) -> Recall:
         k = self.config.top_k
