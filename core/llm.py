@@ -39,7 +39,6 @@ import contextlib
 import contextvars
 import email.utils
 import functools
-import importlib.util
 import json
 import logging
 import os
@@ -55,6 +54,7 @@ import attrs
 
 from memplug.cache import ResponseCache, cache_key
 from memplug.errors import MemplugError
+from memplug.tokens import count_tokens, litellm_dir
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -174,12 +174,11 @@ def _litellm() -> Any:
 @functools.cache
 def _priced_models() -> frozenset[str]:
     """Model names in litellm's bundled price map, read without importing litellm."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
+    root = litellm_dir()
+    if root is None:
         return frozenset()
-    path = Path(list(spec.submodule_search_locations)[0]) / "model_prices_and_context_window_backup.json"
     try:
-        return frozenset(json.loads(path.read_text(encoding="utf-8")))
+        return frozenset(json.loads((root / "model_prices_and_context_window_backup.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return frozenset()
 
@@ -613,8 +612,6 @@ class LLM:
         prompt_tokens = usage.get("prompt_tokens")
         completion_tokens = usage.get("completion_tokens")
         if prompt_tokens is None or completion_tokens is None:  # some servers omit usage
-            from memplug.tokens import count_tokens
-
             prompt_tokens = sum(count_tokens(str(m.get("content") or "")) for m in body["messages"])
             completion_tokens = count_tokens(text)
         cost = _token_cost(self.model, int(prompt_tokens), int(completion_tokens))

@@ -15,11 +15,20 @@ from pathlib import Path
 from memplug.errors import MemplugError
 
 
-def litellm_tokenizer_dir() -> Path:
+def litellm_dir() -> Path | None:
+    """litellm's package folder, found without importing litellm; None when it is not installed."""
     spec = importlib.util.find_spec("litellm")
     if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def litellm_tokenizer_dir() -> Path:
+    """The tiktoken cache folder inside litellm's package."""
+    root = litellm_dir()
+    if root is None:
         raise MemplugError("litellm is not installed; it ships the offline tokenizer memplug uses")
-    return Path(list(spec.submodule_search_locations)[0]) / "litellm_core_utils" / "tokenizers"
+    return root / "litellm_core_utils" / "tokenizers"
 
 
 def use_offline_tiktoken() -> None:
