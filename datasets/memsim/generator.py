@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 from memplug.datasets.checks import CheckReport
 from memplug.errors import MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
-from memplug.options import Option
+from memplug.options import Option, resolve
 from memplug.protocols import BuildOptions
 
 from . import values_en, values_zh
@@ -95,11 +95,8 @@ class MemSimBuilder:
 
     # ------------------------------------------------------------------ build
     def build(self, options: BuildOptions) -> Iterator[Sample]:
-        values = {o.name: o.default for o in self.options} | dict(options.values)
-        lang_code = values["lang"]
-        if lang_code not in LANGUAGES:
-            raise MemplugError(f"option lang={lang_code!r}: must be one of en, zh")
-        eta = int(values["eta"])
+        values = resolve(self.options, options.values, "dataset 'memsim'")  # lang is checked against its choices
+        lang_code, eta = values["lang"], values["eta"]
         if eta < 1:
             raise MemplugError(f"option eta={eta}: must be >= 1")
         if values["noise"] is not None and eta == 1:
@@ -109,10 +106,10 @@ class MemSimBuilder:
         space = self.space(lang_code, values["profile"])
         lang = LANGUAGES[lang_code]
         counts = category_counts(values)
-        noise_file = read_noise_file(values["noise"]) if values["noise"] is not None and eta > 1 else None
+        noise_file = read_noise_file(values["noise"]) if values["noise"] is not None else None
         if noise_file is not None:
             random.Random(f"memsim-noise:{options.seed}").shuffle(noise_file)
-        return self._generate(space, lang, plan(counts), options.seed, eta, noise_file, bool(values["stamp"]),
+        return self._generate(space, lang, plan(counts), options.seed, eta, noise_file, values["stamp"],
                               Rewriter(options.llm, lang.rewrite_prompt) if options.llm is not None else None)
 
     @staticmethod

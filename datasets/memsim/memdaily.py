@@ -20,7 +20,7 @@ import attrs
 
 from memplug.errors import DataError, MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
-from memplug.options import Option
+from memplug.options import Option, resolve
 from memplug.protocols import BuildOptions
 from memplug.files import read_json, short
 
@@ -113,17 +113,15 @@ class MemDailyLoader:
     def build(self, options: BuildOptions) -> Iterator[Sample]:
         if options.data is None:
             raise DataError("memdaily", "needs the release: --data PATH (a folder of NN_<type>_<scenario>.json or memdaily.json)")
-        values = dict(options.values)
-        stamp = values.get("stamp", True)
-        only = values.get("scenario")
-        eta = int(values.get("eta") or 1)
+        values = resolve(self.options, options.values, "dataset 'memdaily'")
+        eta = values["eta"] or 1  # eta=0 reads as 1, as it always has
         if eta < 1:
             raise MemplugError(f"option eta={eta}: must be >= 1")
-        if (eta > 1) != (values.get("noise") is not None):
+        if (eta > 1) != (values["noise"] is not None):
             raise MemplugError("options eta and noise go together: MemDaily-η mixes in messages from noise=PATH")
         pool = read_noise_file(values["noise"]) if eta > 1 else []
         items = [it for path in release_files(Path(options.data)) for it in self._items(path)]
-        samples = self._samples(Path(options.data), items, bool(stamp), only)
+        samples = self._samples(Path(options.data), items, values["stamp"], values["scenario"])
         if eta == 1:
             return samples
         rng = random.Random(f"memdaily-eta:{options.seed}")
