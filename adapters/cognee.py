@@ -44,7 +44,7 @@ from memplug.adapters.external import (
 )
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
-from memplug.options import Option
+from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
 #: Cognee's search types that write an answer (the rest return context)
@@ -132,8 +132,9 @@ class CogneeAgent:
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.config = config
         self.workdir = Path(workdir)
-        self.cognify_each: bool = config.options.get("cognify", "chunk") == "chunk"
-        self.search_type: str = config.options.get("search", "CHUNKS")
+        opts = resolve(self.options, config.options, "cognee")
+        self.cognify_each: bool = opts["cognify"] == "chunk"
+        self.search_type: str = opts["search"]
         root = self.workdir.parent / "cognee"
         prepare_offline()
         os.environ.setdefault("COGNEE_SKIP_CONNECTION_TEST", "true")  # a probe call per run, not per question

@@ -29,7 +29,7 @@ from typing import Any
 from memplug.adapters.external import chunk_text, message_text, prepare_offline
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
-from memplug.options import Option
+from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
 #: prefix of the tags that carry message ids on archival passages
@@ -86,11 +86,12 @@ class LettaAgent:
         from letta_client import Letta
 
         self.config = config
-        self.mode: str = config.options.get("mode", "search")
-        self.per_message: bool = config.options.get("passage", "chunk") == "message"
+        opts = resolve(self.options, config.options, "letta")
+        self.mode: str = opts["mode"]
+        self.per_message: bool = opts["passage"] == "message"
         model, embedding = handles(config)
         self.client = Letta(base_url=server_url(config), api_key=os.environ.get("LETTA_API_KEY"),
-                            timeout=config.options.get("timeout", 300.0))
+                            timeout=opts["timeout"])
         name = f"memplug-{Path(workdir).parent.parent.name}-{config.sample_id or Path(workdir).name}"
         self.agent_id: str | None = None
         self.agent_id = self.client.agents.create(

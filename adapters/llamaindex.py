@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
-from memplug.options import Option
+from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
 if TYPE_CHECKING:
@@ -113,9 +113,10 @@ class LlamaIndexAgent:
         embedding_cls, llm_cls = _bridges()
         self.config = config
         self.workdir = Path(workdir)
-        self.node_kind: str = config.options.get("node", "message")
-        self.agent_answers: bool = config.options.get("answer", False)
-        self.persist: bool = config.options.get("persist", True)
+        opts = resolve(self.options, config.options, "llamaindex")
+        self.node_kind: str = opts["node"]
+        self.agent_answers: bool = opts["answer"]
+        self.persist: bool = opts["persist"]
         self._llm = llm_cls(require_llm(config, "llamaindex", "-o answer=true")) if self.agent_answers else None
         self._index = VectorStoreIndex(nodes=[], embed_model=embedding_cls(RunEmbedder(config)))
 

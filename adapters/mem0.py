@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
-from memplug.options import Option
+from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
 if TYPE_CHECKING:
@@ -93,8 +93,9 @@ class Mem0Agent:
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.config = config
         self.workdir = Path(workdir)
-        self.infer: bool = config.options.get("infer", True)
-        self.threshold: float = config.options.get("threshold", 0.1)
+        opts = resolve(self.options, config.options, "mem0")
+        self.infer: bool = opts["infer"]
+        self.threshold: float = opts["threshold"]
         llm = require_llm(config, "mem0", "fact extraction (or pass -o infer=false)") if self.infer else config.llm
         prepare_offline()
         embedder = RunEmbedder(config)
