@@ -231,6 +231,7 @@ def _newest_for_question(pool: FactPool, text: str) -> str | None:
 
 
 def check(samples: Sequence[Sample]) -> CheckReport:
+    """Generated contexts fully, release rows as far as they allow; stats count both."""
     problems: list[str] = []
     stats: Counter = Counter()
     generated = [s for s in samples if "tokens_target" in s.meta]

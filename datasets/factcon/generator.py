@@ -170,6 +170,8 @@ class Context:
 
 @attrs.frozen
 class GeneratorConfig:
+    """One context's shape: its token budget, how many questions, and which kinds."""
+
     tokens: int
     questions: int
     kind: str  # "both", "sh" or "mh"
@@ -182,6 +184,7 @@ def _wanted(config: GeneratorConfig) -> dict[str, int]:
 
 
 def generate_sample(sample_id: str, config: GeneratorConfig, rng: random.Random) -> Sample:
+    """One context: questions planned while their facts fit the budget, then padding, then numbering."""
     kb = knowledge_base()
     planner = Planner(kb, rng)
     context = Context()

@@ -273,6 +273,8 @@ SONGS = (
 
 @attrs.frozen
 class Fact:
+    """One subject-relation-object triple; ``relation`` is a Wikidata property id (``"P36"``)."""
+
     subject: str
     relation: str
     object: str

@@ -23,6 +23,7 @@ _KIND = re.compile(r"_(sh|mh)_", re.IGNORECASE)
 
 
 def release_files(path: Path) -> list[Path]:
+    """Every ``*.json`` of a directory (sorted), or the file itself."""
     if path.is_dir():
         files = sorted(p for p in path.glob("*.json") if p.is_file())
         if not files:

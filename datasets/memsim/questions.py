@@ -36,7 +36,7 @@ class Hint:
     entity: str
     attribute: str
     value: Any
-    role: str  # "target", "entity_noise" or "attribute_noise"
+    role: str  # "target", "entity_noise", "attribute_noise" (or "eta_noise" for other users' facts)
     ref: str = "label"  # "label", "full" or "name"
 
 

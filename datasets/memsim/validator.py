@@ -117,6 +117,7 @@ def check_sample(sample: Sample) -> list[str]:
 
 
 def check(samples: Sequence[Sample]) -> CheckReport:
+    """Problems of every trajectory, with counts and the diversity (SWI) of the whole set."""
     problems: list[str] = []
     for sample in samples:
         problems.extend(check_sample(sample))

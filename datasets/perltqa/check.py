@@ -83,6 +83,7 @@ def question_problems(q: Question, by_id: dict[str, Message], generated: bool, s
 
 
 def check(samples: Sequence[Sample]) -> CheckReport:
+    """Generated characters fully, release characters by structure; stats count memories and questions."""
     problems: list[str] = []
     stats: Counter = Counter()
     by_section: Counter = Counter()
