@@ -18,10 +18,12 @@ from memplug.errors import DataError
 from memplug.files import decode_utf8, short
 from memplug.models import Message, Question, Sample
 
-SAMPLE_KEYS = {"id", "messages", "questions"}
 #: how much of a .jsonl file is read to tell a samples file from another JSON-lines format
 SNIFF_BYTES = 1 << 20
+
+
 def sample_to_dict(sample: Sample) -> dict[str, Any]:
+    """A sample as plain JSON-ready dicts and lists (what :func:`sample_from_dict` reads back)."""
     return attrs.asdict(sample)
 
 

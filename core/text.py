@@ -32,7 +32,6 @@ _CJK_CLASS = (
     "\uac00-\ud7af"  # hangul syllables
     "\U00020000-\U0002ebef"  # CJK extensions B-F
 )
-_CJK = re.compile(f"[{_CJK_CLASS}]")
 #: one CJK character, a run of other letters/digits, or one punctuation/symbol character
 _TOKEN = re.compile(f"([{_CJK_CLASS}])|((?:(?![{_CJK_CLASS}])[^\\W_])+)|([^\\w\\s]|_)")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -139,6 +138,3 @@ def token_spans(text: str) -> list[Span]:
         out.append(Span(m.group(0), m.start(), m.end(), kind))
     return out
 
-
-def is_cjk(char: str) -> bool:
-    return bool(_CJK.match(char))
