@@ -32,6 +32,18 @@ def _digits(rng: random.Random, n: int) -> str:
     return f"{rng.randrange(10 ** n):0{n}d}"
 
 
+def event_time(rng: random.Random, s: ValueSpace) -> str:
+    """When an event is: "next Friday at 2 PM" / "下周五下午两点"."""
+    if s.lang == "en":
+        return f"{rng.choice(s.weeks)} {rng.choice(s.weekdays)} at {rng.choice(s.hours)}"
+    return f"{rng.choice(s.weeks)}{rng.choice(s.weekdays)}{rng.choice(s.hours)}"
+
+
+def event_duration(rng: random.Random, s: ValueSpace) -> int:
+    """How long an event lasts, in days: 1-8 days, weeks or months."""
+    return rng.randint(1, 8) * rng.choice(s.duration_units)
+
+
 def _city_short(city: str) -> str:
     """"广东深圳" -> "深圳": Chinese company names use the city without its province."""
     return city[-2:] if len(city) > 2 and not city.isascii() else city
@@ -174,11 +186,9 @@ class _Builder:
             return f"在{where}举办的{about}主题{t}，参与者将{types[t]}"
 
         add(f"{key}.content", (f"{key}.type", f"{key}.location", topic), content)
-        add(f"{key}.time", (), lambda rng, p: (
-            f"{rng.choice(s.weeks)} {rng.choice(s.weekdays)} at {rng.choice(s.hours)}" if s.lang == "en"
-            else f"{rng.choice(s.weeks)}{rng.choice(s.weekdays)}{rng.choice(s.hours)}"))
+        add(f"{key}.time", (), lambda rng, p: event_time(rng, s))
         add(f"{key}.scale", (), lambda rng, p: rng.choice(s.scales))
-        add(f"{key}.duration", (), lambda rng, p: rng.randint(1, 8) * rng.choice(s.duration_units))
+        add(f"{key}.duration", (), lambda rng, p: event_duration(rng, s))
 
     def build(self) -> BRNet:
         s, add = self.s, self.add

@@ -16,7 +16,7 @@ import attrs
 
 from . import ops
 from .language import EVENT_ATTRS, OBJECT_ATTRS, PERSON_ATTRS, USER_ATTRS, Language
-from .network import ENTITIES, EVENTS, PERSONS
+from .network import ENTITIES, EVENTS, PERSONS, event_duration, event_time
 from .values import ValueSpace
 
 CATEGORIES = ("simple", "conditional", "comparative", "aggregative", "post_processing", "noisy")
@@ -153,7 +153,7 @@ class Maker:
         if attr == "scale":
             return rng.choice(s.scales)
         if attr == "duration":
-            return rng.randint(1, 8) * rng.choice(s.duration_units)
+            return event_duration(rng, s)
         pools = {"hometown": self.cities, "workplace": self.cities, "location": self.cities, "education": s.education,
                  "occupation": tuple(s.occupations), "position": self.positions, "hobby": s.hobbies,
                  "personality": s.personalities, "gender": s.genders,
@@ -168,9 +168,7 @@ class Maker:
             words = [w for w in s.company_words if w in value]
             return value.replace(words[0], rng.choice(s.company_words)) if words else f"{value} {rng.randint(2, 9)}"
         if attr == "time":
-            if s.lang == "en":
-                return f"{rng.choice(s.weeks)} {rng.choice(s.weekdays)} at {rng.choice(s.hours)}"
-            return f"{rng.choice(s.weeks)}{rng.choice(s.weekdays)}{rng.choice(s.hours)}"
+            return event_time(rng, s)
         if attr == "content":
             types = {**s.work_event_types, **s.fun_event_types}
             return value.replace(next((a for a in types.values() if a in value), value), rng.choice(tuple(types.values())), 1)
