@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import hashlib
 import inspect
 import platform
@@ -121,7 +122,10 @@ def select_questions(samples: Iterable[Sample], limit: int | None) -> list[Sampl
     return out
 
 
+@functools.cache
 def _git_hash() -> str | None:
+    """memplug's git commit when it runs from a checkout; asked once per process (run.json is
+    written at a run's start and end, and once more per repeat)."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=Path(memplug.__file__).parent, capture_output=True, text=True, timeout=5
