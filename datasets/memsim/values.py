@@ -21,7 +21,9 @@ class ValueSpace:
     surnames: tuple[str, ...]
     #: a flat list of full names (MemSim's meta_profile.csv gives names this way)
     full_names: tuple[str, ...]
-    #: city -> description used by the post-processing "city description" step
+    #: city -> description; its keys are the hometowns unless ``hometowns`` is given (the
+    #: post-processing "city description" step reads the built-in tables, ops.CITY_DESCRIPTIONS,
+    #: since the validator knows the language but not the space)
     cities: Mapping[str, str]
     work_cities: tuple[str, ...]
     #: education levels from lowest to highest
@@ -60,6 +62,7 @@ class ValueSpace:
     genders: tuple[str, str]
     #: romanized spellings for e-mail addresses (Chinese names and company words)
     romanized: Mapping[str, str] = attrs.field(factory=dict)
+    #: default: the keys of ``cities``
     hometowns: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
