@@ -47,16 +47,21 @@ def _max_over_golds(ctx: ScoreContext, fn: Callable[[str, str, str], float]) -> 
     return max(fn(ctx.prediction, g, lang) for g in golds) if golds else None
 
 
-class _AnswerMetric:
-    """Base for metrics that compare the prediction with each gold answer and keep the best."""
+class _Metric:
+    """Base of the built-in metrics: built from a MetricConfig (the default one when none is given)."""
 
     name: str
     version = "1"
-    #: (prediction, gold, language) -> score in [0, 1]
-    compare: Callable[[str, str, str], float]
 
     def __init__(self, config: MetricConfig | None = None) -> None:
         self.config = config or MetricConfig()
+
+
+class _AnswerMetric(_Metric):
+    """Base for metrics that compare the prediction with each gold answer and keep the best."""
+
+    #: (prediction, gold, language) -> score in [0, 1]
+    compare: Callable[[str, str, str], float]
 
     def score(self, ctx: ScoreContext) -> float | None:
         return _max_over_golds(ctx, self.compare)
@@ -248,14 +253,11 @@ def resolve_choice(prediction: str | None, choices: Mapping[str, str], language:
     return winners[0] if best > 0 and len(winners) == 1 else None
 
 
-class Accuracy:
+class Accuracy(_Metric):
     """Multiple choice: 1.0 when the prediction resolves to the correct choice letter."""
 
     name = "accuracy"
     version = "1"
-
-    def __init__(self, config: MetricConfig | None = None) -> None:
-        self.config = config or MetricConfig()
 
     def score(self, ctx: ScoreContext) -> float | None:
         q = ctx.question
@@ -264,7 +266,7 @@ class Accuracy:
         return float(resolve_choice(ctx.prediction, q.choices, ctx.language) == q.correct_choice)
 
 
-class RecallAtK:
+class RecallAtK(_Metric):
     """Share of the question's target message ids among the message ids of the first K items.
 
     MemSim's Recall@5 (seed 000, §5.1): "the percentage of messages in retrieval target
@@ -275,7 +277,7 @@ class RecallAtK:
     version = "2"
 
     def __init__(self, config: MetricConfig | None = None) -> None:
-        self.config = config or MetricConfig()
+        super().__init__(config)
         self.k = self.config.top_k
         self.name = f"recall@{self.k}"
 
@@ -288,7 +290,7 @@ class RecallAtK:
         return len(targets & found) / len(targets)
 
 
-class AnchorMAP:
+class AnchorMAP(_Metric):
     """PerLTQA's memory-anchor MAP (seed 001, §3.5, Eq. 5), per question.
 
     MAP = 1/N Σ_i EM(q_i, mar_i) / NUM(mar_i): for each question, the number of its
@@ -299,9 +301,6 @@ class AnchorMAP:
     name = "anchor_map"
     version = "1"
 
-    def __init__(self, config: MetricConfig | None = None) -> None:
-        self.config = config or MetricConfig()
-
     def score(self, ctx: ScoreContext) -> float | None:
         anchors = ctx.question.anchors
         if not anchors:
@@ -309,7 +308,7 @@ class AnchorMAP:
         return sum(1 for a in anchors if a in ctx.prediction) / len(anchors)
 
 
-class MemoryTypeAccuracy:
+class MemoryTypeAccuracy(_Metric):
     """PerLTQA's memory classification (seed 001, §3.3, Eq. 1): does the agent's call of
     the question's memory type (semantic or episodic) match the dataset's label?
 
@@ -320,9 +319,6 @@ class MemoryTypeAccuracy:
 
     name = "memory_type"
     version = "1"
-
-    def __init__(self, config: MetricConfig | None = None) -> None:
-        self.config = config or MetricConfig()
 
     def score(self, ctx: ScoreContext) -> float | None:
         gold = ctx.question.meta.get("memory_type")
