@@ -66,14 +66,17 @@ class BRNet:
                 raise ValueError(f"BRNet: node {node.name!r} declared twice")
             self.nodes[node.name] = node
         self.order = [self.nodes[n] for n in kahn_order({n.name: n.parents for n in self.nodes.values()})]
+        #: each node in order, its name split once into (entity, attribute)
+        self._steps: list[tuple[Node, str, str]] = []
+        for node in self.order:
+            entity, _, attribute = node.name.partition(".")
+            self._steps.append((node, entity, attribute))
 
     def sample(self, rng: random.Random) -> dict[str, dict[str, Any]]:
         """Ancestral sampling; returns ``{entity: {attribute: value}}`` (the entity level)."""
         flat: dict[str, Any] = {}
-        for node in self.order:
-            flat[node.name] = node.sampler(rng, {p: flat[p] for p in node.parents})
         profile: dict[str, dict[str, Any]] = {}
-        for name, value in flat.items():
-            entity, _, attribute = name.partition(".")
+        for node, entity, attribute in self._steps:
+            value = flat[node.name] = node.sampler(rng, {p: flat[p] for p in node.parents})
             profile.setdefault(entity, {})[attribute] = value
         return profile
