@@ -173,11 +173,10 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict], maker: M
     texts = [message_text(maker, lang, rng, profile, h) for h in hints]
     refs = [hint_refs(maker, profile, h.entity, h.ref) for h in hints]
     entities: dict[str, dict[str, Any]] = {}
-    for h in hints:
-        kind = ENTITIES[h.entity]
-        display = profile[h.entity]["title"] if GROUP[kind] == "event" else lang.name_ref(kind, profile[h.entity])
-        entities.setdefault(h.entity, {"kind": kind, "group": GROUP[kind], "display": display,
-                                       "label": lang.label_ref(kind, profile[h.entity])})
+    for entity in dict.fromkeys(h.entity for h in hints):  # each entity once, in hint order
+        kind, facts = ENTITIES[entity], profile[entity]
+        display = facts["title"] if GROUP[kind] == "event" else lang.name_ref(kind, facts)
+        entities[entity] = {"kind": kind, "group": GROUP[kind], "display": display, "label": lang.label_ref(kind, facts)}
     question = draft.question
     if rewriter is not None:
         texts = [rewriter(t, [lang.render(h.attribute, h.value), maker.ref_text(profile, h.entity, h.ref)])
