@@ -389,17 +389,16 @@ class LLM:
         """One vector per text, in order; each text is cached on its own."""
         keys, vectors, missing = self._embed_lookup(texts)
         if missing:
-            batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
-            futures = [asyncio.wrap_future(self._submit(self._embedder([texts[i] for i in b]))) for b in batches]
-            results = await asyncio.gather(*futures)
+            batches, futures = self._embed_submit(texts, missing)
+            results = await asyncio.gather(*map(asyncio.wrap_future, futures))
             self._embed_store(keys, vectors, batches, results)
         return vectors  # type: ignore[return-value]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The blocking twin of ``aembed``; safe from any thread, including worker threads."""
         keys, vectors, missing = self._embed_lookup(texts)
         if missing:
-            batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
-            futures = [self._submit(self._embedder([texts[i] for i in b])) for b in batches]
+            batches, futures = self._embed_submit(texts, missing)
             self._embed_store(keys, vectors, batches, [self._wait(f) for f in futures])
         return vectors  # type: ignore[return-value]
 
@@ -475,6 +474,13 @@ class LLM:
             if hits:
                 self._record(cache_hits=hits)
         return keys, vectors, [i for i, v in enumerate(vectors) if v is None]
+
+    def _embed_submit(
+        self, texts: Sequence[str], missing: list[int]
+    ) -> tuple[list[list[int]], list[concurrent.futures.Future[_Embedded]]]:
+        """Send the texts at the ``missing`` indices to the I/O loop, EMBED_BATCH to a request."""
+        batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
+        return batches, [self._submit(self._embedder([texts[i] for i in b])) for b in batches]
 
     def _embed_store(self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]], results: list[_Embedded]) -> None:
         fresh: dict[str, bytes] = {}
