@@ -219,6 +219,7 @@ class Plugins:
         return registries
 
     def registry(self, kind: str) -> Registry:
+        """The items of one kind (one of KINDS), collected from the plugins' hooks on first use."""
         if self._registries is None:
             self._registries = self._collect()
         return self._registries[kind]

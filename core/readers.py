@@ -39,7 +39,9 @@ RANK_WEIGHT = 0.1
 
 
 def rank_weight(rank: int) -> float:
+    """How much an item at 0-based ``rank`` counts: 1 / (1 + RANK_WEIGHT * ln(1 + rank))."""
     return 1.0 / (1.0 + RANK_WEIGHT * math.log1p(rank))
+
 
 #: multiple choice: a sentence that shares nothing with the question still counts this much
 FLOOR = 0.25

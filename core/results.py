@@ -62,22 +62,26 @@ class RunDir:
         self.judge_check = self.path / "judge-check.json"
 
     def check(self) -> "RunDir":
+        """This run directory, or a MemplugError when it holds no run.json."""
         if not self.run_json.is_file():
             raise MemplugError(f"{self.path}: not a memplug run (no run.json)")
         return self
 
     def spec(self) -> dict[str, Any]:
+        """The content of run.json (``spec``, ``resolved``, ``versions``, status ...)."""
         stored = read_json(self.run_json)
         if not isinstance(stored, dict) or not isinstance(stored.get("spec", {}), dict):
             raise DataError(self.run_json, "not a memplug run file (expected an object with a 'spec' object)")
         return stored
 
     def summary(self) -> dict[str, Any]:
+        """The content of summary.json; an unfinished run has none (MemplugError)."""
         if not self.summary_json.is_file():
             raise MemplugError(f"{self.path}: no summary.json (unfinished run? finish it with --resume)")
         return read_json(self.summary_json)
 
     def records(self) -> list[dict[str, Any]]:
+        """The records of samples.jsonl, a torn last line left out (see :func:`read_records`)."""
         return read_records(self.samples)[0]
 
     def judge_checks(self) -> list[dict[str, Any]]:

@@ -183,6 +183,7 @@ class Evaluation:
 
     # -- data -----------------------------------------------------------------
     def samples(self) -> list[Sample]:
+        """The samples to run: a samples .jsonl at --data, or the builder's, cut to --limit."""
         data = self.data
         if data is not None and not data.exists():
             raise MemplugError(f"--data {data}: no such file or directory")
@@ -196,6 +197,7 @@ class Evaluation:
 
     # -- run files ------------------------------------------------------------
     def versions(self) -> dict[str, Any]:
+        """For run.json: memplug, Python, each plugin used, the dataset and every metric version."""
         plugins: dict[str, str | None] = {}
         for e in (self.agent_entry, self.dataset_entry, self.reader_entry, *self.metric_entries):
             plugins[e.plugin] = e.version
@@ -209,6 +211,7 @@ class Evaluation:
         }
 
     def new_run_dir(self, output: Path) -> tuple[str, Path]:
+        """Create ``<output>/<stamp>-<agent>-<dataset>`` (with -1, -2 ... when taken); its id and path."""
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         base = safe_name(f"{stamp}-{self.spec.agent}-{self.spec.dataset}")
         try:
@@ -228,6 +231,7 @@ class Evaluation:
         raise MemplugError(f"--output {output}: too many runs named {base}")
 
     def run_json(self, run_id: str, started: str, status: str, wall_s: float, ended: str | None = None) -> dict:
+        """The content of run.json: the spec, what it resolved to, versions, git commit and status."""
         spec = attrs.asdict(self.spec)
         extra: dict[str, Any] = {}
         judge = self.metrics_by_name().get("judge")

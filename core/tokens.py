@@ -38,6 +38,7 @@ def use_offline_tiktoken() -> None:
 
 @functools.cache
 def encoding():
+    """tiktoken's cl100k_base, loaded once from litellm's offline copy (never downloaded)."""
     use_offline_tiktoken()
     import tiktoken
 
@@ -48,4 +49,5 @@ def encoding():
 
 
 def count_tokens(text: str) -> int:
+    """cl100k_base tokens in ``text``; special-token text ("<|endoftext|>") counts as plain text."""
     return len(encoding().encode(text, disallowed_special=()))
