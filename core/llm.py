@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Coroutine, Iterator, Literal, Sequence, TypeVar
 
 import attrs
+import orjson
 
 from memplug.cache import ResponseCache, cache_key
 from memplug.errors import MemplugError
@@ -447,13 +448,13 @@ class LLM:
         raw = self.cache.get(key)
         if raw is None:
             return None
-        value = json.loads(raw)
+        value = orjson.loads(raw)
         self._record(cache_hits=1)
         return Completion(value["text"], value["prompt_tokens"], value["completion_tokens"], value["cost_usd"], cached=True)
 
     def _finish(self, key: str | None, result: Completion) -> Completion:
         if key is not None and self.cache is not None:
-            self.cache.put(key, json.dumps(attrs.asdict(result, filter=lambda a, _: a.name != "cached")).encode("utf-8"))
+            self.cache.put(key, orjson.dumps(attrs.asdict(result, filter=lambda a, _: a.name != "cached")))
         self._record(calls=1, prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens, cost_usd=result.cost_usd)
         return result
 

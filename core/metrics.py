@@ -95,7 +95,15 @@ def token_f1(prediction: Sequence[str], gold: Sequence[str]) -> float:
     """SQuAD F1 of two token lists: harmonic mean of precision and recall of the shared bag."""
     if not prediction or not gold:
         return float(prediction == gold)
-    common = sum((Counter(prediction) & Counter(gold)).values())
+    # the size of the bags' intersection; counted by hand because Counter's ``&`` is
+    # five times slower, and the accuracy metric computes this for every choice
+    left = Counter(gold)
+    common = 0
+    for token in prediction:
+        n = left.get(token)
+        if n:
+            left[token] = n - 1
+            common += 1
     if common == 0:
         return 0.0
     precision, recall = common / len(prediction), common / len(gold)
@@ -243,11 +251,12 @@ def resolve_choice(prediction: str | None, choices: Mapping[str, str], language:
             return keys[letter.upper()]
     lang = resolve_language(language, *choices.values())
     norm = normalize_answer(prediction, lang)
-    exact = [k for k, text in choices.items() if normalize_answer(text, lang) == norm]
+    normed = {k: normalize_answer(text, lang) for k, text in choices.items()}
+    exact = [k for k, text in normed.items() if text == norm]
     if len(exact) == 1:
         return exact[0]
-    pred_tokens = tokens(prediction, lang)
-    f1 = {k: token_f1(pred_tokens, tokens(text, lang)) for k, text in choices.items()}
+    pred_tokens = norm.split()  # what tokens() returns, without normalising again
+    f1 = {k: token_f1(pred_tokens, text.split()) for k, text in normed.items()}
     best = max(f1.values())
     winners = [k for k, v in f1.items() if v == best]
     return winners[0] if best > 0 and len(winners) == 1 else None

@@ -6,7 +6,7 @@ runner, the agent and the reader without anyone changing it under the others.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import attrs
 
@@ -97,13 +97,25 @@ class Chunk:
         return tuple(dict.fromkeys(m.id for m in self.messages))
 
 
+def _str_tuple(values: Iterable[Any]) -> tuple[str, ...]:
+    """A tuple of strings; one that already is, is kept as it is (agents create many items)."""
+    if type(values) is tuple and all(type(v) is str for v in values):
+        return values
+    return tuple(str(v) for v in values)
+
+
 @attrs.frozen
 class Recalled:
     """One item an agent brings back for a question."""
 
     text: str
     score: float | None = None
-    message_ids: tuple[str, ...] = attrs.field(default=(), converter=lambda v: tuple(str(x) for x in v))
+    message_ids: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The item as a record stores it (``attrs.asdict``, without its generic walk:
+        the runner converts every recalled item of every question)."""
+        return {"text": self.text, "score": self.score, "message_ids": list(self.message_ids)}
 
 
 @attrs.frozen

@@ -29,7 +29,8 @@ import attrs
 
 import memplug
 from memplug import options as opts
-from memplug.chunking import chunk_messages
+from memplug.cache import ResponseCache, default_cache_path
+from memplug.chunking import TokenCounts, chunk_messages
 from memplug.tokens import encoding
 from memplug.errors import MemplugError
 from memplug.metrics import score_metric
@@ -164,6 +165,7 @@ class Evaluation:
         )
         encoding()  # load the tokenizer now (set-up), not inside the first sample's timings
         self.llm = self._make_llm(spec.llm) if spec.llm else None
+        self.token_counts = TokenCounts(ResponseCache(default_cache_path().with_name("tokens.sqlite3")) if spec.cache else None)
         self.judge_llm = self._make_llm(spec.judge) if spec.judge else None
         if self.reader_name == "llm" and self.llm is None:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
@@ -286,6 +288,7 @@ class Evaluation:
         write_json_atomic(run_dir.run_json, self.run_json(run_id, started, "running", prior_wall))
         self.plugins.hook.memplug_run_start(run=run)
         writer = RecordWriter(run_dir.samples)
+        self.token_counts.prefetch(pending)
         status = "interrupted"
         try:
             asyncio.run(self._run_samples(run, pending, writer, progress,
@@ -294,6 +297,7 @@ class Evaluation:
             status = "finished"
         finally:
             writer.close()
+            self.token_counts.save()
             for llm in (self.llm, self.judge_llm):
                 if llm is not None:
                     llm.close()  # its I/O thread and connections
@@ -361,7 +365,8 @@ class Evaluation:
         )
         agent = None
         ingest_error: str | None = None
-        chunks = list(chunk_messages(sample.messages, self.chunk_size))  # memplug's work: not timed
+        # memplug's work: not timed
+        chunks = list(chunk_messages(sample.messages, self.chunk_size, self.token_counts.of(sample)))
         setup_s = ingest_s = 0.0
         with usage_scope() as ingest_usage:
             try:
@@ -421,7 +426,7 @@ class Evaluation:
                 t2 = time.perf_counter()
                 record.update(
                     prediction=prediction, agent_answered=recall.answer is not None, meta=_jsonable(recall.meta),
-                    recalled=[attrs.asdict(i) for i in recall.items],
+                    recalled=[i.as_dict() for i in recall.items],
                     timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
                 )
                 ctx = ScoreContext(question, prediction, recall.items, self.info.language, recall.meta)

@@ -22,6 +22,15 @@ def _shared(name: str) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True)
+def private_cache_dir(tmp_path_factory, monkeypatch) -> Path:
+    """Every test's caches (LLM responses, token counts) in a folder of its own, never in
+    the user's ~/.cache/memplug; subprocesses inherit it through the environment."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("MEMPLUG_CACHE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real release files in ../shared/data."""

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from memplug.chunking import chunk_messages
-from memplug.models import Message
+import attrs
+import pytest
+
+from memplug import chunking
+from memplug.cache import ResponseCache
+from memplug.chunking import TokenCounts, chunk_messages
+from memplug.models import Message, Sample
 from memplug.tokens import count_tokens
 
 
@@ -44,3 +49,41 @@ def test_chinese_text_is_counted_in_tokens():
 
 def test_no_messages_no_chunks():
     assert list(chunk_messages([], 10)) == []
+
+
+def test_known_counts_chunk_exactly_as_counting_does():
+    messages = [Message(str(i), f"message {i} " + "word " * (i % 7)) for i in range(30)]
+    counts = [count_tokens(m.text) for m in messages]
+    for size in (5, 12, 40):
+        assert list(chunk_messages(messages, size, counts)) == list(chunk_messages(messages, size))
+
+
+def sample(n: int) -> Sample:
+    return Sample(f"s{n}", tuple(Message(str(i), f"sample {n} message {i} " + "é" * i) for i in range(4)), ())
+
+
+def test_token_counts_are_remembered_across_runs(tmp_path, monkeypatch):
+    samples = [sample(n) for n in range(3)]
+    first = TokenCounts(ResponseCache(tmp_path / "tokens.sqlite3"))
+    expected = [first.of(s) for s in samples]
+    assert expected[0] == [count_tokens(m.text) for m in samples[0].messages]
+    first.save()
+
+    def no_counting(text: str) -> int:
+        raise AssertionError("counted again")
+
+    monkeypatch.setattr(chunking, "count_tokens", no_counting)
+    second = TokenCounts(ResponseCache(tmp_path / "tokens.sqlite3"))
+    second.prefetch(samples)
+    assert [second.of(s) for s in samples] == expected
+    changed = attrs.evolve(samples[0], messages=(Message("0", "other text"),))
+    with pytest.raises(AssertionError, match="counted again"):
+        second.of(changed)  # other texts, other key: never a stale count
+
+
+def test_without_a_cache_every_count_is_computed(tmp_path):
+    counts = TokenCounts(None)
+    counts.prefetch([sample(0)])
+    assert counts.of(sample(0)) == [count_tokens(m.text) for m in sample(0).messages]
+    counts.save()
+    assert not list(tmp_path.iterdir())

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from memplug.cli import cli
 from memplug.cli import judge_check, rescore
 from memplug.cli.rescore import rescore_command, rescore_run, summary_changes
-from memplug.results import RunDir, summarize, write_json_atomic
+from memplug.results import RunDir, record_line, summarize, write_json_atomic
 
 WORDS = ["apple", "river", "lamp"]
 
@@ -80,7 +80,7 @@ def write_run(folder: Path, records: list[dict], judge: str | None = None) -> Pa
             "concurrency": 4, "cache": True, "agent_options": {}, "dataset_options": {}}
     write_json_atomic(folder / "run.json", {"run_id": folder.name, "spec": spec, "status": "finished",
                                             "resolved": {"metrics": ["em", "subem", "recall@5"]}})
-    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "samples.jsonl").write_bytes(b"".join(record_line(r) for r in records))  # as the runner writes it
     write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.234))
     return folder
 

@@ -10,10 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
+import numpy as np
 import pytest
 
 from memplug.errors import MemplugError
-from memplug.results import RunDir, read_records
+from memplug.models import Recalled
+from memplug.results import RunDir, read_records, record_line
 from memplug.runner import Evaluation, RunSpec, safe_name
 
 
@@ -153,3 +156,22 @@ def test_repeated_question_ids_and_empty_datasets_are_refused(testkit, tmp_path,
     monkeypatch.setattr(testkit.CountingDataset, "build", lambda self, options: iter(()))
     with pytest.raises(MemplugError, match="no questions"):
         run(tmp_path)
+
+
+def test_records_round_trip_through_their_lines(tmp_path):
+    record = {"sample_id": "s", "question": "où ?", "scores": {"em": np.float64(0.5), "n": np.int64(3)},
+              "recalled": [Recalled("t", 0.25, ("1", 2)).as_dict()]}
+    line = record_line(record)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == {**record, "scores": {"em": 0.5, "n": 3}}
+    # lines of earlier versions (json.dumps, which may write NaN) still read
+    path = tmp_path / "samples.jsonl"
+    path.write_bytes(line + json.dumps({"sample_id": "old", "score": float("nan")}).encode() + b"\n")
+    records, end = read_records(path)
+    assert records[0]["question"] == "où ?" and records[1]["sample_id"] == "old" and end == path.stat().st_size
+
+
+def test_recalled_as_dict_is_what_attrs_writes():
+    item = Recalled("text", None, ["a", 1])
+    assert json.dumps(item.as_dict()) == json.dumps(attrs.asdict(item)) == '{"text": "text", "score": null, "message_ids": ["a", "1"]}'
+    assert [f.name for f in attrs.fields(Recalled)] == list(item.as_dict())  # a new field needs as_dict too
