@@ -35,7 +35,6 @@ from __future__ import annotations
 import array
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
 import email.utils
 import functools
@@ -48,7 +47,7 @@ import time
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Coroutine, Iterator, Literal, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Literal, Sequence, TypeVar
 
 import attrs
 import orjson
@@ -122,20 +121,23 @@ class Usage:
 _SCOPES: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("memplug_usage_scopes", default=())
 
 
-@contextlib.contextmanager
-def usage_scope() -> Iterator[Usage]:
+class usage_scope:  # lower case: used like a function, ``with usage_scope() as usage``
     """Collect the usage of every LLM call made inside this block, and only those.
 
     A context variable, so it follows the code: tasks created inside the block and work
     sent to ``asyncio.to_thread`` count here, while a concurrent task with its own scope
-    counts there. Scopes nest; an inner call counts in every enclosing scope.
+    counts there. Scopes nest; an inner call counts in every enclosing scope. A class,
+    not ``contextlib.contextmanager``: the runner opens two scopes per question, and a
+    generator-based one cost three times as much.
     """
-    usage = Usage()
-    token = _SCOPES.set(_SCOPES.get() + (usage,))
-    try:
-        yield usage
-    finally:
-        _SCOPES.reset(token)
+
+    def __enter__(self) -> Usage:
+        self.usage = Usage()
+        self._token = _SCOPES.set(_SCOPES.get() + (self.usage,))
+        return self.usage
+
+    def __exit__(self, *exc: object) -> None:
+        _SCOPES.reset(self._token)
 
 
 @attrs.frozen

@@ -99,8 +99,12 @@ class Chunk:
 
 def _str_tuple(values: Iterable[Any]) -> tuple[str, ...]:
     """A tuple of strings; one that already is, is kept as it is (agents create many items)."""
-    if type(values) is tuple and all(type(v) is str for v in values):
-        return values
+    if type(values) is tuple:
+        for v in values:  # a loop, not all(<generator>): items are made by the thousand
+            if type(v) is not str:
+                break
+        else:
+            return values
     return tuple(str(v) for v in values)
 
 

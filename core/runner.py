@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import gc
 import hashlib
 import inspect
 import platform
@@ -23,7 +24,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 import attrs
 
@@ -31,7 +32,6 @@ import memplug
 from memplug import options as opts
 from memplug.cache import ResponseCache, default_cache_path
 from memplug.chunking import TokenCounts, chunk_messages
-from memplug.tokens import encoding
 from memplug.errors import MemplugError
 from memplug.metrics import score_metric
 from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
@@ -39,8 +39,9 @@ from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import (
     AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext, dataset_info,
 )
-from memplug.results import RecordWriter, RunDir, keep_complete_samples, read_records, summarize, write_json_atomic
+from memplug.results import RecordWriter, RunDir, keep_complete_samples, summarize, write_json_atomic
 from memplug.serialize import is_sample_file, read_samples
+from memplug.tokens import encoding
 
 #: spec fields that change the numbers: a resume must not mix two of them
 SCORED_FIELDS = (
@@ -89,9 +90,12 @@ class Run:
     started: float = attrs.field(factory=time.time)
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
 def safe_name(text: str, limit: int = 80) -> str:
     """A file name that cannot climb out of its folder ("../x" becomes "x-<hash>")."""
-    clean = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._")[:limit] or "x"
+    clean = _UNSAFE.sub("_", text).strip("._")[:limit] or "x"
     if clean != text:
         clean = f"{clean}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
     return clean
@@ -275,13 +279,14 @@ class Evaluation:
             run_id, path = stored["run_id"], run_dir.path
             started, prior_wall = stored.get("started") or _now(), float(stored.get("wall_s") or 0.0)
             expected = {s.id: {q.id for q in s.questions} for s in samples}
-            done = keep_complete_samples(run_dir.samples, expected)
+            kept = keep_complete_samples(run_dir.samples, expected)
         else:
             if output is None:
                 raise MemplugError("no --output directory given")
             run_id, path = self.new_run_dir(Path(output))
             run_dir = RunDir(path)
-            started, prior_wall, done = _now(), 0.0, set()
+            started, prior_wall, kept = _now(), 0.0, []
+        done = {r["sample_id"] for r in kept}
         pending = [s for s in samples if s.id not in done]
         run = Run(self.spec, run_id, path, self.info)
         t0 = time.perf_counter()
@@ -290,21 +295,25 @@ class Evaluation:
         writer = RecordWriter(run_dir.samples)
         self.token_counts.prefetch(pending)
         status = "interrupted"
+        # Everything alive now (the samples, the loaded modules) lives to the end of the run:
+        # frozen, the collector stops rescanning it. Each full collection of a 1,280-sample
+        # MemSim run took ~50 ms otherwise, a quarter of a warm rerun.
+        gc.freeze()
         try:
             asyncio.run(self._run_samples(run, pending, writer, progress,
                                           total=sum(len(s.questions) for s in samples),
                                           finished=sum(len(s.questions) for s in samples if s.id in done)))
             status = "finished"
         finally:
+            gc.unfreeze()
             writer.close()
             self.token_counts.save()
             for llm in (self.llm, self.judge_llm):
                 if llm is not None:
                     llm.close()  # its I/O thread and connections
             wall = prior_wall + time.perf_counter() - t0
-            if status == "finished":
-                records, _ = read_records(run_dir.samples)
-                summary = summarize(records, self.spec.agent, self.spec.dataset, run_id, wall)
+            if status == "finished":  # the records on file: those kept from before and this session's
+                summary = summarize([*kept, *writer.written], self.spec.agent, self.spec.dataset, run_id, wall)
                 write_json_atomic(run_dir.summary_json, summary)
             write_json_atomic(run_dir.run_json, self.run_json(run_id, started, status, wall, _now()))
         self.plugins.hook.memplug_run_end(run=run, summary=summary)
@@ -316,10 +325,11 @@ class Evaluation:
         gate = asyncio.Semaphore(width)
         pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="memplug-agent")
         tick = progress(total, finished) if progress else (lambda n=1: None)
+        work = run.path / "work"  # each sample's agent gets a folder in it
 
         async def one(sample: Sample) -> None:
             async with gate:
-                records = await self._run_sample(run, sample, pool, writer, tick)
+                records = await self._run_sample(work, sample, pool, writer, tick)
             self.plugins.hook.memplug_sample_end(run=run, sample=sample, records=records)
 
         try:
@@ -327,24 +337,34 @@ class Evaluation:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    async def _call(self, pool: ThreadPoolExecutor, obj: Any, name: str, *args: Any) -> Any:
-        """Call ``obj.a<name>`` if the agent has an async variant, else ``obj.<name>``.
+    def _method(self, pool: ThreadPoolExecutor, obj: Any, name: str) -> Callable[..., Awaitable[Any]]:
+        """``obj.a<name>`` if the agent has an async variant, else ``obj.<name>`` made awaitable.
 
         Sync calls run in the pool unless the agent (or factory) says ``blocking = False``:
         quick in-memory agents run inline, because 64 threads contending for the GIL
-        over sub-millisecond calls cost more than the calls themselves.
+        over sub-millisecond calls cost more than the calls themselves. Looked up once per
+        agent, not per call: a sample ingests chunk after chunk through one method.
         """
         async_variant = getattr(obj, f"a{name}", None)
         if async_variant is not None and inspect.iscoroutinefunction(async_variant):
-            return await async_variant(*args)
+            return async_variant
+        method = getattr(obj, name)
         if not getattr(obj, "blocking", True):
-            return getattr(obj, name)(*args)
-        ctx = contextvars.copy_context()  # carries the LLM usage scope into the thread
-        return await asyncio.get_running_loop().run_in_executor(pool, ctx.run, getattr(obj, name), *args)
+
+            async def inline(*args: Any) -> Any:
+                return method(*args)
+
+            return inline
+
+        async def in_pool(*args: Any) -> Any:
+            ctx = contextvars.copy_context()  # carries the LLM usage scope into the thread
+            return await asyncio.get_running_loop().run_in_executor(pool, ctx.run, method, *args)
+
+        return in_pool
 
     @property
     def blocking(self) -> bool:
-        """Whether building an agent may block (see :meth:`_call`)."""
+        """Whether building an agent may block (see :meth:`_method`)."""
         return getattr(self.agent_factory, "blocking", True)
 
     def _build_agent(self, config: AgentConfig, workdir: Path) -> Any:
@@ -352,11 +372,11 @@ class Evaluation:
             workdir.mkdir(parents=True, exist_ok=True)
         return self.agent_factory(config, workdir)
 
-    async def _run_sample(self, run: Run, sample: Sample, pool: ThreadPoolExecutor,
+    async def _run_sample(self, work: Path, sample: Sample, pool: ThreadPoolExecutor,
                           writer: RecordWriter, tick: Callable) -> list[dict]:
         from memplug.llm import usage_scope
 
-        workdir = run.path / "work" / safe_name(sample.id)
+        workdir = work / safe_name(sample.id)
         config = AgentConfig(
             options=self.agent_values, llm=self.llm, embedder=self.spec.embedder, top_k=self.spec.top_k,
             chunk_size=self.chunk_size, seed=self.spec.seed, language=self.info.language, sample_id=sample.id,
@@ -371,19 +391,21 @@ class Evaluation:
         with usage_scope() as ingest_usage:
             try:
                 t0 = time.perf_counter()
-                agent = await self._call(pool, self, "_build_agent", config, workdir)
+                agent = await self._method(pool, self, "_build_agent")(config, workdir)
                 t1 = time.perf_counter()
                 setup_s = t1 - t0
+                ingest = self._method(pool, agent, "ingest")
                 for chunk in chunks:
-                    await self._call(pool, agent, "ingest", chunk)
+                    await ingest(chunk)
                 ingest_s = time.perf_counter() - t1
             except Exception as exc:
                 ingest_error = f"ingest failed: {_describe(exc)}"
         base = {"setup_s": round(setup_s, 6), "ingest_s": round(ingest_s, 6), "n_messages": len(sample.messages)}
         records = []
         try:
+            recall = self._method(pool, agent, "recall") if agent is not None else None
             for question in sample.questions:
-                record = await self._ask(agent, question, sample, pool, ingest_error)
+                record = await self._ask(recall, question, sample, ingest_error)
                 record["timings"] = {**base, **record["timings"]}
                 record["ingest_usage"] = ingest_usage.as_dict()
                 writer.write(record)
@@ -392,12 +414,12 @@ class Evaluation:
         finally:
             if agent is not None:
                 try:
-                    await self._call(pool, agent, "close")
+                    await self._method(pool, agent, "close")()
                 except Exception:  # closing must not turn answered questions into errors
                     pass
         return records
 
-    async def _ask(self, agent: Any, question: Question, sample: Sample, pool: ThreadPoolExecutor,
+    async def _ask(self, recall_method: Callable[..., Awaitable[Any]] | None, question: Question, sample: Sample,
                    ingest_error: str | None) -> dict:
         from memplug.llm import usage_scope
 
@@ -410,12 +432,12 @@ class Evaluation:
             "question_meta": _jsonable(question.meta), "recalled": [], "agent_answered": False,
             "scores": {}, "timings": {}, "usage": {}, "error": ingest_error, "meta": {},
         }
-        if ingest_error:
+        if ingest_error or recall_method is None:
             return record
         with usage_scope() as usage:
             try:
                 t0 = time.perf_counter()
-                recall = await self._call(pool, agent, "recall", AgentQuestion.of(question))
+                recall = await recall_method(AgentQuestion.of(question))
                 if not isinstance(recall, Recall):
                     raise TypeError(f"agent returned {type(recall).__name__}, expected memplug.Recall")
                 t1 = time.perf_counter()
@@ -447,7 +469,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}"
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    """``value`` with mappings as dicts of string keys, collections as lists, others as str."""
+    if type(value) in _PLAIN:  # the common case first: most metadata is already plain
+        return value
     if isinstance(value, dict) or hasattr(value, "items"):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -13,6 +13,7 @@ looks at the share of CJK characters among the word tokens of the text.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -95,6 +96,7 @@ def _drop_punct(text: str) -> str:
     return text.translate(_PUNCT_TABLE)
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def normalize_answer(text: str, language: str = "en") -> str:
     """Normalised answer string; tokens are separated by single spaces.
 
@@ -102,6 +104,9 @@ def normalize_answer(text: str, language: str = "en") -> str:
     squeeze whitespace). CJK: lower, drop punctuation, then CJK characters and Latin
     words joined by spaces ("我的上司, iPhone 15" -> "我 的 上 司 iphone 15"), so that
     exact match and substring tests on the normalised strings work character-wise.
+
+    Memoised: gold answers and choices repeat across questions (MemSim draws them from
+    small value sets), and every choice of every question is normalised for accuracy.
     """
     mode = resolve_language(language, text)
     lowered = _drop_punct(text.lower())

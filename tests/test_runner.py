@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ import pytest
 
 from memplug.errors import MemplugError
 from memplug.models import Recalled
-from memplug.results import RunDir, read_records, record_line
+from memplug.results import RecordWriter, RunDir, read_records, record_line
 from memplug.runner import Evaluation, RunSpec, safe_name
 
 
@@ -175,3 +176,33 @@ def test_recalled_as_dict_is_what_attrs_writes():
     item = Recalled("text", None, ["a", 1])
     assert json.dumps(item.as_dict()) == json.dumps(attrs.asdict(item)) == '{"text": "text", "score": null, "message_ids": ["a", "1"]}'
     assert [f.name for f in attrs.fields(Recalled)] == list(item.as_dict())  # a new field needs as_dict too
+
+
+def test_record_writer_flushes_lines_soon_after_they_are_written(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    writer = RecordWriter(path, flush_delay=0.05)
+    writer.write({"n": 0})  # outside an event loop: flushed at once
+    assert path.read_bytes() == b'{"n":0}\n'
+
+    async def burst() -> bytes:
+        for n in range(1, 4):
+            writer.write({"n": n})
+        during = path.read_bytes()  # one flush is scheduled for the burst
+        await asyncio.sleep(0.2)
+        return during
+
+    during = asyncio.run(burst())
+    assert during == b'{"n":0}\n'
+    assert [r["n"] for r in read_records(path)[0]] == [0, 1, 2, 3]
+
+    async def last() -> None:
+        writer.write({"n": 9})
+
+    asyncio.run(last())  # the loop ends before the scheduled flush
+    assert len(read_records(path)[0]) == 4
+    asyncio.run(burst())  # a new loop schedules its own
+    assert [r["n"] for r in read_records(path)[0]] == [0, 1, 2, 3, 9, 1, 2, 3]
+    asyncio.run(last())
+    writer.close()  # a flush still pending: close writes the line
+    assert [r["n"] for r in read_records(path)[0]] == [0, 1, 2, 3, 9, 1, 2, 3, 9]
+    assert len(writer.written) == 9
