@@ -33,6 +33,7 @@ from memplug import options as opts
 from memplug.cache import ResponseCache, default_cache_path
 from memplug.chunking import TokenCounts, chunk_messages
 from memplug.errors import MemplugError
+from memplug.llm import LLM, usage_scope
 from memplug.metrics import score_metric
 from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
@@ -180,9 +181,7 @@ class Evaluation:
         self.metric_entries = [e for e in entries if spec.judge or not e.info.get("needs_judge")]
         self.metrics = [e.load()(mconfig) for e in self.metric_entries]
 
-    def _make_llm(self, model: str):
-        from memplug.llm import LLM
-
+    def _make_llm(self, model: str) -> LLM:
         return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
                    concurrency=max(self.spec.concurrency, 1), timeout=self.spec.llm_timeout,
                    max_retries=self.spec.llm_retries)
@@ -322,18 +321,20 @@ class Evaluation:
     async def _run_samples(self, run: Run, samples: list[Sample], writer: RecordWriter,
                            progress: Callable | None, total: int, finished: int) -> None:
         width = max(self.spec.concurrency, 1)
-        gate = asyncio.Semaphore(width)
         pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="memplug-agent")
         tick = progress(total, finished) if progress else (lambda n=1: None)
         work = run.path / "work"  # each sample's agent gets a folder in it
+        queue = iter(samples)
 
-        async def one(sample: Sample) -> None:
-            async with gate:
+        # `width` workers taking the next sample in dataset order, rather than a task per
+        # sample behind a semaphore: no task and no semaphore wake-up per sample.
+        async def worker() -> None:
+            for sample in queue:
                 records = await self._run_sample(work, sample, pool, writer, tick)
-            self.plugins.hook.memplug_sample_end(run=run, sample=sample, records=records)
+                self.plugins.hook.memplug_sample_end(run=run, sample=sample, records=records)
 
         try:
-            await asyncio.gather(*(one(s) for s in samples))
+            await asyncio.gather(*(worker() for _ in range(min(width, len(samples)))))
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -374,8 +375,6 @@ class Evaluation:
 
     async def _run_sample(self, work: Path, sample: Sample, pool: ThreadPoolExecutor,
                           writer: RecordWriter, tick: Callable) -> list[dict]:
-        from memplug.llm import usage_scope
-
         workdir = work / safe_name(sample.id)
         config = AgentConfig(
             options=self.agent_values, llm=self.llm, embedder=self.spec.embedder, top_k=self.spec.top_k,
@@ -421,8 +420,6 @@ class Evaluation:
 
     async def _ask(self, recall_method: Callable[..., Awaitable[Any]] | None, question: Question, sample: Sample,
                    ingest_error: str | None) -> dict:
-        from memplug.llm import usage_scope
-
         record: dict[str, Any] = {
             "sample_id": sample.id, "question_id": question.id, "category": question.category,
             "question": question.text, "prediction": None, "gold": list(question.answers),
