@@ -77,8 +77,14 @@ class TokenCounts:
         self.cache = cache
         self._known: dict[str, list[int]] = {}
         self._new: dict[str, bytes] = {}
+        #: id(sample) -> (sample, key) for the prefetched samples: each key is hashed once.
+        #: The sample is kept, and checked, so that a reused id never finds another's key.
+        self._keys: dict[int, tuple[Sample, str]] = {}
 
     def _key(self, sample: Sample) -> str:
+        known = self._keys.get(id(sample))
+        if known is not None and known[0] is sample:
+            return known[1]
         texts = [m.text for m in sample.messages]
         return cache_key({"v": self.VERSION, "kind": "token-counts", "encoding": "cl100k_base", "texts": texts})
 
@@ -86,7 +92,8 @@ class TokenCounts:
         """Look up the counts of all ``samples`` at once."""
         if self.cache is None:
             return
-        for key, raw in self.cache.get_many(self._key(s) for s in samples).items():
+        self._keys = {id(s): (s, self._key(s)) for s in samples}
+        for key, raw in self.cache.get_many(key for _, key in self._keys.values()).items():
             self._known[key] = array("I", raw).tolist()
 
     def of(self, sample: Sample) -> list[int]:

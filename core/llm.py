@@ -461,9 +461,8 @@ class LLM:
         return result
 
     def _record(self, **counts: Any) -> None:
-        self.usage.add(**counts)
-        for scope in _SCOPES.get():
-            scope.add(**counts)
+        for usage in (self.usage, *_SCOPES.get()):
+            usage.add(**counts)
 
     def _embed_lookup(self, texts: Sequence[str]) -> tuple[list[str], list[list[float] | None], list[int]]:
         keys = [cache_key({"v": CACHE_VERSION, "kind": "embed", "model": self.model, "api_base": self.api_base, "text": t}) for t in texts]

@@ -92,10 +92,13 @@ class Run:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_SAFE = re.compile(r"[A-Za-z0-9-](?:[A-Za-z0-9_.-]*[A-Za-z0-9-])?")  # what the cleaning below keeps as is
 
 
 def safe_name(text: str, limit: int = 80) -> str:
     """A file name that cannot climb out of its folder ("../x" becomes "x-<hash>")."""
+    if len(text) <= limit and _SAFE.fullmatch(text):  # most ids are already safe: one match
+        return text
     clean = _UNSAFE.sub("_", text).strip("._")[:limit] or "x"
     if clean != text:
         clean = f"{clean}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
@@ -474,7 +477,7 @@ def _jsonable(value: Any) -> Any:
     if type(value) in _PLAIN:  # the common case first: most metadata is already plain
         return value
     if isinstance(value, dict) or hasattr(value, "items"):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {k if type(k) is str else str(k): v if type(v) in _PLAIN else _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_jsonable(v) for v in value]
     if isinstance(value, (str, int, float, bool)) or value is None:
