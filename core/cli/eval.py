@@ -53,7 +53,7 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
               help="Items an agent recalls per question; K of recall@K.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
               help="Samples evaluated side by side (and concurrent LLM calls).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk caches (LLM responses, token counts).")
 @click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Seconds to wait for one LLM answer before retrying.")
 @click.option("--llm-retries", type=click.IntRange(min=0), default=6, show_default=True,
