@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memplug.datasets.memsim.memdaily import MemDailyLoader
-from memplug.errors import DataError
+from memplug.errors import DataError, MemplugError
 from memplug.protocols import BuildOptions
 
 
@@ -140,3 +140,5 @@ def test_memdaily_eta_mixes_noise_and_remaps_targets(release, tmp_path):
         m.text for m in noisy[0].messages]
     with pytest.raises(Exception, match="go together"):
         load(release, eta=10)
+    with pytest.raises(MemplugError, match="eta=0: must be >= 1"):
+        load(release, eta=0)

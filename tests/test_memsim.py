@@ -116,6 +116,8 @@ def test_zh_uses_the_shared_value_space_and_reports_zh(shared_data):
 def test_bad_options_are_user_errors(tmp_path):
     with pytest.raises(MemplugError, match="eta"):
         generate(n=1, eta=0)
+    with pytest.raises(MemplugError, match="reads no --data"):
+        list(MemSimBuilder().build(BuildOptions(values={"n": 1}, data=tmp_path)))
     with pytest.raises(MemplugError, match="eta > 1"):
         generate(n=1, noise=tmp_path / "posts.txt")
     with pytest.raises(MemplugError, match="lang=zh"):

@@ -95,6 +95,10 @@ class MemSimBuilder:
 
     # ------------------------------------------------------------------ build
     def build(self, options: BuildOptions) -> Iterator[Sample]:
+        if options.data is not None:  # silently ignoring it would evaluate other data than asked
+            raise MemplugError(f"dataset 'memsim' generates its trajectories and reads no --data ({options.data}); "
+                               "MemSim's released MemDaily is dataset 'memdaily', and a generated .jsonl "
+                               "is read by --data with any dataset")
         values = resolve(self.options, options.values, "dataset 'memsim'")  # lang is checked against its choices
         lang_code, eta = values["lang"], values["eta"]
         if eta < 1:

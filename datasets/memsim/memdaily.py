@@ -114,8 +114,8 @@ class MemDailyLoader:
         if options.data is None:
             raise DataError("memdaily", "needs the release: --data PATH (a folder of NN_<type>_<scenario>.json or memdaily.json)")
         values = resolve(self.options, options.values, "dataset 'memdaily'")
-        eta = values["eta"] or 1  # eta=0 reads as 1, as it always has
-        if eta < 1:
+        eta = values["eta"]
+        if eta < 1:  # as memsim: 0 is not "no noise", it is no trajectory at all
             raise MemplugError(f"option eta={eta}: must be >= 1")
         if (eta > 1) != (values["noise"] is not None):
             raise MemplugError("options eta and noise go together: MemDaily-η mixes in messages from noise=PATH")
