@@ -129,3 +129,22 @@ def test_repeats_report_mean_spread_and_each_repeat(testkit_env, tmp_path):
     assert em["values"] == [pytest.approx(12 / 18)] * 3 and em["std"] == 0.0 and em["n"] == 3
     seeds = {json.loads((tmp_path / r / "run.json").read_text())["spec"]["seed"] for r in result["runs"]}
     assert seeds == {5, 6, 7}
+
+
+def test_generate_loads_and_checks_a_release(testkit_env, shared_data, tmp_path):
+    out = tmp_path / "release.jsonl"
+    res = memplug(testkit_env, "generate", "--dataset", "factcon", "--data", str(shared_data / "factconsolidation"),
+                  "--out", str(out), "--check")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["ok"] and report["stats"]["release_sh_gold_is_newest"] == 100
+    assert len(out.read_text().splitlines()) == report["stats"]["release_contexts"] == 2
+    one_line_error(memplug(testkit_env, "generate", "--dataset", "memsim", "--data", str(shared_data / "memdaily"),
+                           "--out", str(tmp_path / "x.jsonl")), "reads no --data")
+
+
+def test_generate_check_without_a_validator_writes_nothing(testkit_env, tmp_path):
+    out = tmp_path / "c.jsonl"
+    one_line_error(memplug(testkit_env, "generate", "--dataset", "counting", "--out", str(out), "--check"),
+                   "has no validator")
+    assert not out.exists()

@@ -21,23 +21,33 @@ from memplug.serialize import dumps_sample
               help="Output .jsonl file, one sample per line (readable by `memplug eval --data`).")
 @click.option("--n", type=click.IntRange(min=1), help="Number of samples (the generator's `n` option).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Same seed and options, same bytes.")
+@click.option("--data", type=click.Path(path_type=Path, exists=True),
+              help="A release to load instead of generating (memdaily, factcon, perltqa): written as JSON "
+                   "lines, and validated with --check.")
 @click.option("--check", is_flag=True, help="Validate the generated data; exit 1 on any problem.")
 @click.option("--llm", default=lambda: os.environ.get("MEMPLUG_LLM"),
               help="Let a litellm model rewrite wording (never answers), where the generator supports it.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --llm.")
 @click.option("-o", "pairs", multiple=True, metavar="KEY=VALUE", help="Generator option (repeatable).")
-def generate_command(dataset: str, out: Path, n: int | None, seed: int, check: bool, llm: str | None,
-                     api_base: str | None, pairs: tuple[str, ...]) -> None:
+def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Path | None, check: bool,
+                     llm: str | None, api_base: str | None, pairs: tuple[str, ...]) -> None:
     """Generate a dataset offline and write it as JSON lines.
+
+    With --data, load a released dataset instead and write it the same way, which
+    with --check validates the release.
 
     \b
     Examples:
       memplug generate --dataset memsim --n 300 --seed 7 --out memsim.jsonl --check
       memplug generate --dataset factcon -o tokens=32000 --seed 1 --out factcon.jsonl
+      memplug generate --dataset factcon --data ../shared/data/factconsolidation --out release.jsonl --check
     """
     from memplug.plugins import get_plugins
 
     builder = get_plugins().registry("datasets").get(dataset).load()()
+    checker = getattr(builder, "check", None)
+    if check and checker is None:  # before any work, and before --out is written
+        raise MemplugError(f"dataset {dataset!r} has no validator (--check)")
     raw = parse_pairs(pairs)
     declared = getattr(builder, "options", ())
     if n is not None:
@@ -50,7 +60,7 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, check: b
         from memplug.llm import LLM
 
         model = LLM(llm, api_base=api_base)
-    samples = list(builder.build(BuildOptions(values=values, seed=seed, llm=model)))
+    samples = list(builder.build(BuildOptions(values=values, data=data, seed=seed, llm=model)))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_lines_atomic(out, map(dumps_sample, samples))
@@ -59,9 +69,6 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, check: b
     n_questions = sum(len(s.questions) for s in samples)
     click.echo(f"wrote {len(samples)} samples, {n_questions} questions to {out}", err=True)
     if check:
-        checker = getattr(builder, "check", None)
-        if checker is None:
-            raise MemplugError(f"dataset {dataset!r} has no validator (--check)")
         report = checker(samples)
         click.echo(json.dumps({"ok": report.ok, "problems": report.problems[:20],
                                "n_problems": len(report.problems), "stats": report.stats},
