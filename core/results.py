@@ -2,7 +2,8 @@
 
 samples.jsonl is append-only and flushed within 50 ms of each record, so a killed run
 loses at most the records of its last 50 ms (see :class:`RecordWriter`). A torn last
-line is detected and cut off on resume, never parsed as garbage. run.json and summary.json are replaced atomically.
+line is detected and cut off on resume, never parsed as garbage. run.json and
+summary.json are replaced atomically.
 """
 
 from __future__ import annotations
