@@ -94,10 +94,16 @@ class LettaAgent:
                             timeout=opts["timeout"])
         name = f"memplug-{Path(workdir).parent.parent.name}-{config.sample_id or Path(workdir).name}"
         self.agent_id: str | None = None
+        # Letta's default agent type (letta_v1_agent) is not given archival_memory_search:
+        # asked a question, it could not look at the passages ingested. The paper's agent
+        # searches its archive, so mode=message asks for the tool (checked against the real
+        # server 0.16.8; search mode never messages the agent).
+        tools = {"tools": ["archival_memory_search"]} if self.mode == "message" else {}
         self.agent_id = self.client.agents.create(
             name=name[:100], model=model, embedding=embedding, tags=["memplug"],
             memory_blocks=[{"label": "human", "value": "The user shares the history stored in archival memory."},
                            {"label": "persona", "value": "I answer questions from my archival memory."}],
+            **tools,
         ).id
 
     def ingest(self, chunk: Chunk) -> None:

@@ -1,8 +1,8 @@
 """A loopback Letta server with exactly the endpoints memplug's letta agent calls.
 
-The real server (the PyPI package ``letta``, last server release 0.16.8) needs
-PostgreSQL with pgvector, which cannot be installed here without the network; see
-docs/agents/letta.md. This stub serves the same paths with payloads shaped by
+The real server (the PyPI package ``letta``, last server release 0.16.8) connects only
+to PostgreSQL; it runs on SQLite only through a launcher that patches its internals
+(docs/agents/letta.md), too heavy and fragile for every CI run. This stub serves the same paths with payloads shaped by
 letta-client's own types (``AgentState``, ``Passage``, ``PassageSearchResponse``,
 ``LettaResponse``):
 
@@ -13,8 +13,10 @@ letta-client's own types (``AgentState``, ``Passage``, ``PassageSearchResponse``
     DELETE /v1/agents/{id}                           delete the agent and its archive
 
 Archival search ranks passages by shared words (the real server embeds); a message
-is answered like Letta's agent loop in one step: archival search for the question,
-then one chat completion at ``llm_base_url`` (the OpenAI stub) with what it found.
+is answered like Letta's agent loop in one step: archival search for the question (only
+when the agent has the ``archival_memory_search`` tool, which the real server's default
+agent type lacks), then one chat completion at ``llm_base_url`` (the OpenAI stub) with
+what it found.
 """
 
 from __future__ import annotations
@@ -74,9 +76,12 @@ class LettaStub:
             if not body.get(key):
                 return 422, {"detail": f"{key} is required by this stub"}
         agent_id = f"agent-{uuid.uuid4()}"
+        # as the real server: letta_v1_agent has no archival_memory_search unless asked for
+        tools = [{"id": f"tool-{uuid.uuid4()}", "name": name}
+                 for name in ["conversation_search", "memory_insert", "memory_replace", *(body.get("tools") or [])]]
         state = {
             "id": agent_id, "name": body["name"], "agent_type": "letta_v1_agent", "system": "",
-            "tags": body.get("tags") or [], "tools": [], "sources": [],
+            "tags": body.get("tags") or [], "tools": tools, "sources": [],
             "blocks": [{"label": b["label"], "value": b["value"]} for b in body.get("memory_blocks") or []],
             "memory": {"blocks": []},
             "llm_config": {"model": body["model"], "model_endpoint_type": "openai", "context_window": 128000,
@@ -105,7 +110,8 @@ class LettaStub:
 
     def message(self, agent_id: str, body: dict[str, Any]) -> tuple[int, Any]:
         question = " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
-        found = "\n".join(r["content"] for r in self.search(agent_id, question, 3))
+        searches = any(t["name"] == "archival_memory_search" for t in self.agents[agent_id]["tools"])
+        found = "\n".join(r["content"] for r in self.search(agent_id, question, 3)) if searches else ""
         model = self.agents[agent_id]["llm_config"]["model"].partition("/")[2] or "stub"
         request = urllib.request.Request(
             f"{self.llm_base_url}/chat/completions", method="POST", headers={"Content-Type": "application/json"},

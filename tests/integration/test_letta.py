@@ -1,4 +1,4 @@
-"""Letta through the real letta-client against tests/letta_stub.py (the real server needs Postgres).
+"""Letta through the real letta-client against tests/letta_stub.py (the real server runs only on Postgres).
 
 The stub serves the endpoints the agent calls with letta-client's payload shapes; see
 docs/agents/letta.md for running the same tests' commands against a real Letta server.
@@ -34,6 +34,7 @@ def test_letta_archival_search_with_message_ids(testkit, llm_stub, letta, tmp_pa
     assert len(letta.created) == 2 and not letta.agents  # one agent per sample, each deleted on close
     assert {a["llm_config"]["handle"] for a in letta.created} == {"openai/stub"}
     assert {a["embedding_config"]["handle"] for a in letta.created} == {"openai/text-embedding-3-small"}
+    assert not any("archival_memory_search" in {t["name"] for t in a["tools"]} for a in letta.created)  # never messaged
     assert_isolated(records)
 
 
@@ -44,6 +45,8 @@ def test_letta_agent_answers_from_chunk_passages(testkit, llm_stub, letta, tmp_p
     assert not any(r["error"] for r in records), [r["error"] for r in records]
     assert all(r["agent_answered"] for r in records) and rd.summary()["metrics"]["overall"]["em"] == 1.0
     assert rd.summary()["metrics"]["overall"]["recall@2"] == 1.0  # a chunk passage carries all its ids
+    # the agent was given the tool to search the archive it answers from
+    assert all("archival_memory_search" in {t["name"] for t in a["tools"]} for a in letta.created)
     assert not letta.agents
     assert_isolated(records)
 
