@@ -86,16 +86,14 @@ def testkit_env(tmp_path, monkeypatch) -> dict[str, str]:
 
 
 @pytest.fixture
-def openai_stub(tmp_path, monkeypatch):
+def openai_stub(monkeypatch):
     """A running loopback OpenAI-compatible server (tests/openai_stub.py), closed afterwards.
 
-    Also points MEMPLUG_CACHE_DIR at the test's tmp_path, so an LLM built without an
-    explicit cache_path never reads or writes the user's real response cache, and adds
-    the loopback address to NO_PROXY.
+    Also adds the loopback address to NO_PROXY (the caches are the test's own already:
+    see ``private_cache_dir``).
     """
     from openai_stub import OpenAIStub
 
-    monkeypatch.setenv("MEMPLUG_CACHE_DIR", str(tmp_path / "cache"))
     # loopback never goes through a proxy a CI machine may have configured
     no_proxy = ",".join(filter(None, [os.environ.get("no_proxy") or os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
     monkeypatch.setenv("no_proxy", no_proxy)
