@@ -7,7 +7,7 @@ from typing import Iterable, Iterator, Sequence
 
 import attrs
 
-from memplug.cache import ResponseCache, cache_key
+from memplug.cache import ResponseCache, cache_key, default_cache_path
 from memplug.models import Chunk, Message, Sample
 from memplug.tokens import count_tokens, encoding
 
@@ -72,6 +72,11 @@ class TokenCounts:
 
     #: part of every key: bump it if the way messages are counted ever changes
     VERSION = 1
+
+    @classmethod
+    def on_disk(cls, enabled: bool = True) -> "TokenCounts":
+        """Counts kept in ``tokens.sqlite3`` beside the LLM cache; none kept when not ``enabled``."""
+        return cls(ResponseCache(default_cache_path().with_name("tokens.sqlite3")) if enabled else None)
 
     def __init__(self, cache: ResponseCache | None) -> None:
         self.cache = cache

@@ -30,7 +30,6 @@ import attrs
 
 import memplug
 from memplug import options as opts
-from memplug.cache import ResponseCache, default_cache_path
 from memplug.chunking import TokenCounts, chunk_messages
 from memplug.errors import MemplugError
 from memplug.llm import LLM, usage_scope
@@ -173,7 +172,7 @@ class Evaluation:
         )
         encoding()  # load the tokenizer now (set-up), not inside the first sample's timings
         self.llm = self._make_llm(spec.llm) if spec.llm else None
-        self.token_counts = TokenCounts(ResponseCache(default_cache_path().with_name("tokens.sqlite3")) if spec.cache else None)
+        self.token_counts = TokenCounts.on_disk(spec.cache)
         self.judge_llm = self._make_llm(spec.judge) if spec.judge else None
         if self.reader_name == "llm" and self.llm is None:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
