@@ -31,6 +31,7 @@ def serve(host: str, port: int) -> None:
     letta_dir = Path(os.environ.get("LETTA_DIR") or Path.home() / ".letta")
     letta_dir.mkdir(parents=True, exist_ok=True)
     db_path = letta_dir / "sqlite.db"
+    os.chdir(letta_dir)  # the server writes openapi_letta.json into its working directory
 
     import letta.database_utils as dbu
     from letta.settings import DatabaseChoice, settings
