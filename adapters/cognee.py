@@ -45,6 +45,7 @@ from memplug.adapters.external import (
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.options import Option, resolve
+from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
 
 #: Cognee's search types that write an answer (the rest return context)
@@ -128,6 +129,8 @@ class CogneeAgent:
         Option("search", str, "CHUNKS", "CHUNKS: the run's reader answers; a completion type: Cognee answers",
                choices=("CHUNKS",) + COMPLETION_TYPES),
     )
+    #: Cognee has no mode without an LLM: cognify writes its graph with one
+    preflight = requires_llm("cognee", "cognify and completion search")
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.config = config

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.options import Option, resolve
+from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
 
 if TYPE_CHECKING:
@@ -105,6 +106,8 @@ class LlamaIndexAgent:
         Option("answer", bool, False, "LlamaIndex's query engine writes the answer with the run's LLM"),
         Option("persist", bool, True, "write the index to the sample's work directory on close"),
     )
+    #: retrieval runs offline (the run's embedder); only -o answer=true asks an LLM
+    preflight = requires_llm("llamaindex", "-o answer=true", when=lambda values: values["answer"])
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         prepare_offline()

@@ -24,12 +24,13 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.options import Option, resolve
+from memplug.preflight import AgentPlan
 from memplug.protocols import AgentConfig
 
 if TYPE_CHECKING:
@@ -86,9 +87,23 @@ class Mem0Agent:
     #: MemoryAgentBench ran Mem0 with 4096-token chunks on every dataset (seed 002, D.3)
     default_chunk_size = 4096
     options = (
-        Option("infer", bool, True, "Mem0's LLM extracts facts from each chunk (false: store messages verbatim)"),
+        Option("infer", bool, True, "Mem0's LLM extracts facts from each chunk (false: store messages "
+               "verbatim; the default without --llm)"),
         Option("threshold", float, 0.1, "Mem0 search: minimum score of a memory to be returned (Mem0's default)"),
     )
+
+    @classmethod
+    def preflight(cls, values: Mapping[str, Any], given: Mapping[str, str], llm: "LLM | None") -> AgentPlan:
+        """Without an LLM, Mem0 runs offline (``infer=false``: each message embedded by the
+        run's embedder into the local Qdrant) and says so; ``-o infer=true`` then fails here."""
+        if llm is not None or not values["infer"]:
+            return AgentPlan(values)
+        if "infer" in given:
+            raise MemplugError("agent 'mem0' with -o infer=true needs an LLM for fact extraction: "
+                               "set --llm MODEL (and --api-base URL for a local server), or drop -o infer=true")
+        return AgentPlan({**values, "infer": False},
+                         "mem0: no --llm, so Mem0 stores each message as it is (infer=false) in its local "
+                         "Qdrant; give --llm to let Mem0 extract facts")
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.config = config

@@ -4,31 +4,58 @@ The public API is re-exported here; plugin authors need only this module and
 :mod:`memplug.hookspecs` (for ``hookimpl``).
 """
 
-from memplug.errors import DataError, MemplugError, MissingExtra
-from memplug.hookspecs import hookimpl
-from memplug.models import (
-    AgentQuestion,
-    Chunk,
-    DatasetInfo,
-    Message,
-    Question,
-    Recall,
-    Recalled,
-    Sample,
-)
-from memplug.options import Option
-from memplug.protocols import (
-    AgentConfig,
-    BuildOptions,
-    DatasetBuilder,
-    MemoryAgent,
-    Metric,
-    MetricConfig,
-    Reader,
-    ReaderConfig,
-    ReferenceChannel,
-    ScoreContext,
-)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memplug.errors import DataError, MemplugError, MissingExtra
+    from memplug.hookspecs import hookimpl
+    from memplug.models import (
+        AgentQuestion,
+        Chunk,
+        DatasetInfo,
+        Message,
+        Question,
+        Recall,
+        Recalled,
+        Sample,
+    )
+    from memplug.options import Option
+    from memplug.protocols import (
+        AgentConfig,
+        BuildOptions,
+        DatasetBuilder,
+        MemoryAgent,
+        Metric,
+        MetricConfig,
+        Reader,
+        ReaderConfig,
+        ReferenceChannel,
+        ScoreContext,
+    )
+
+#: where each re-exported name lives. Imported on first use (PEP 562), so that `import
+#: memplug` costs nothing: the `memplug` command's first moments (when a Ctrl-C must
+#: still end in one line, not a traceback) do not build attrs classes.
+_EXPORTS = {
+    "DataError": "memplug.errors", "MemplugError": "memplug.errors", "MissingExtra": "memplug.errors",
+    "hookimpl": "memplug.hookspecs", "Option": "memplug.options",
+    **dict.fromkeys(("AgentQuestion", "Chunk", "DatasetInfo", "Message", "Question", "Recall", "Recalled",
+                     "Sample"), "memplug.models"),
+    **dict.fromkeys(("AgentConfig", "BuildOptions", "DatasetBuilder", "MemoryAgent", "Metric", "MetricConfig",
+                     "Reader", "ReaderConfig", "ReferenceChannel", "ScoreContext"), "memplug.protocols"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memplug' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

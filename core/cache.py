@@ -17,8 +17,10 @@ call directly from an event loop rather than through a worker thread.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -124,3 +126,24 @@ class ResponseCache:
         if conn is not None and self._local.pid == os.getpid():
             conn.close()
             self._local.conn = None
+
+
+_WARNED_CACHE = False
+
+
+def cache_unwritable(path: Path, exc: BaseException) -> None:
+    """Say once per process that a cache cannot be written and the run goes on without it."""
+    global _WARNED_CACHE
+    if not _WARNED_CACHE:
+        _WARNED_CACHE = True
+        sys.stderr.write(f"memplug: warning: cache {path} cannot be written ({exc}); going on uncached\n")
+    logging.getLogger(__name__).warning("cache %s cannot be written (%s); going on uncached", path, exc)
+
+
+def open_cache(path: Path | None) -> ResponseCache | None:
+    """The response cache, or None (with a warning) when it cannot be opened."""
+    try:
+        return ResponseCache(path)
+    except (sqlite3.Error, OSError) as exc:
+        cache_unwritable(Path(path) if path else default_cache_path(), exc)
+        return None

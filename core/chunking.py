@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from array import array
 from typing import Iterable, Iterator, Sequence
 
 import attrs
 
-from memplug.cache import ResponseCache, cache_key, default_cache_path
+from memplug.cache import ResponseCache, cache_key, cache_unwritable, default_cache_path, open_cache
 from memplug.models import Chunk, Message, Sample
 from memplug.tokens import count_tokens, encoding
 
@@ -76,7 +77,7 @@ class TokenCounts:
     @classmethod
     def on_disk(cls, enabled: bool = True) -> "TokenCounts":
         """Counts kept in ``tokens.sqlite3`` beside the LLM cache; none kept when not ``enabled``."""
-        return cls(ResponseCache(default_cache_path().with_name("tokens.sqlite3")) if enabled else None)
+        return cls(open_cache(default_cache_path().with_name("tokens.sqlite3")) if enabled else None)
 
     def __init__(self, cache: ResponseCache | None) -> None:
         self.cache = cache
@@ -115,5 +116,9 @@ class TokenCounts:
     def save(self) -> None:
         """Store the counts computed since the last save (one transaction)."""
         if self.cache is not None and self._new:
-            self.cache.put_many(self._new)
+            try:
+                self.cache.put_many(self._new)
+            except (sqlite3.Error, OSError) as exc:  # a full disk: the counts are only a saving
+                cache_unwritable(self.cache.path, exc)
+                self.cache = None
             self._new.clear()

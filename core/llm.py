@@ -23,17 +23,26 @@ tests/openai_stub.py with 200 ms latency, efficiency = calls*latency/concurrency
   (``concurrency`` bounds requests in flight per LLM, whoever makes them). Cache look-ups
   and accounting happen in the caller, so a cache hit never leaves the caller's thread
   and ``usage_scope`` sees the caller's context.
-- **Retries** with exponential backoff and jitter on 408/409/429, 5xx, timeouts,
-  dropped connections and malformed bodies; a ``Retry-After`` header is honoured. Other
-  4xx fail at once. The permit is released while backing off.
+- **Errors by kind.** 408/409/429, 5xx, timeouts, dropped connections and malformed
+  bodies are retried with exponential backoff and jitter; a ``Retry-After`` header is
+  honoured up to ``MAX_RETRY_AFTER_S``, and no call outlives its ``deadline``. A bad key,
+  a forbidden or unknown model and a malformed request (401/403/404/400/422) are
+  :class:`FatalLLMError`: retrying cannot fix them and neither can the next question, so
+  the runner stops the run. A request too long for the model's context, and an empty,
+  null or content-filtered reply, are :class:`LLMError` of that one question: never
+  retried, never cached, never scored as "". The permit is released while backing off,
+  and :func:`on_wait` tells a progress display what the layer is waiting for.
 - **Secrets.** The API key is never part of a cache key, a repr, a log line or an error
-  message (any text that reaches the user is scrubbed of it).
+  message (any text that reaches the user goes through :func:`memplug.secrets.scrub`).
+- **A failing cache is not a failing call.** When the cache cannot be written (a full
+  disk), the layer warns once and goes on uncached.
 """
 
 from __future__ import annotations
 
 import array
 import asyncio
+import base64
 import concurrent.futures
 import contextvars
 import email.utils
@@ -42,6 +51,9 @@ import json
 import logging
 import os
 import random
+import re
+import sqlite3
+import sys
 import threading
 import time
 import warnings
@@ -52,8 +64,9 @@ from typing import Any, Awaitable, Callable, Coroutine, Literal, Sequence, TypeV
 import attrs
 import orjson
 
-from memplug.cache import ResponseCache, cache_key
+from memplug.cache import ResponseCache, cache_key, cache_unwritable, open_cache
 from memplug.errors import MemplugError
+from memplug.secrets import redact_url, scrub
 from memplug.tokens import count_tokens, litellm_dir
 
 log = logging.getLogger(__name__)
@@ -73,16 +86,60 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/")
 KEY_VARIABLES = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY"}
 EMBED_BATCH = 128
-MAX_RETRY_AFTER_S = 300.0
+#: the longest Retry-After obeyed; a server asking for more gets this
+MAX_RETRY_AFTER_S = 60.0
+#: default overall deadline of one call, retries and waits included
+DEFAULT_DEADLINE_S = 600.0
+#: statuses that no retry and no other question can fix: stop the run
+FATAL_STATUSES = frozenset({400, 401, 403, 404, 405, 422})
+#: what a provider says when a request is too long for the model (that question's problem)
+_TOO_LONG = re.compile(
+    r"context.length|context.window|maximum context|too many tokens|prompt is too long|reduce the length"
+    r"|input is too long|exceeds? the (?:max|model)", re.I)
+_HINTS = {
+    401: "check the API key (the provider's *_API_KEY variable, e.g. OPENAI_API_KEY)",
+    403: "the key may not use this model or endpoint",
+    404: "check the model name and --api-base",
+}
 
 
 class LLMError(MemplugError):
-    """An LLM call that failed for good: a non-retryable error or retries exhausted."""
+    """An LLM call that failed for good for this question: retries exhausted, the deadline
+    passed, the request was too long for the model, or the reply was empty or filtered."""
+
+
+class FatalLLMError(LLMError):
+    """An LLM failure that every later call would repeat (bad key, unknown model, malformed
+    request): the runner stops the run at once instead of failing question after question."""
 
 
 def default_model() -> str | None:
     """The model named by ``MEMPLUG_LLM``, or None when unset."""
     return os.environ.get("MEMPLUG_LLM") or None
+
+
+# --- what the layer waits for --------------------------------------------------------
+
+_WAIT_LISTENERS: list[Callable[[str | None], None]] = []
+
+
+def on_wait(listener: Callable[[str | None], None]) -> Callable[[], None]:
+    """Call ``listener(reason)`` when a call starts backing off ("retrying in 4s: HTTP
+    429 ...") and ``listener(None)`` when it stops; returns the function that removes it.
+
+    For progress displays: a run that waits on a rate limit should say so, not look stuck.
+    Listeners are called from the LLM's I/O thread.
+    """
+    _WAIT_LISTENERS.append(listener)
+    return lambda: _WAIT_LISTENERS.remove(listener) if listener in _WAIT_LISTENERS else None
+
+
+def _tell_waiting(reason: str | None) -> None:
+    for listener in list(_WAIT_LISTENERS):
+        try:
+            listener(reason)
+        except Exception:  # a display must never break a call
+            pass
 
 
 # --- accounting ----------------------------------------------------------------------
@@ -215,6 +272,11 @@ class _Fatal(Exception):
     """A failed attempt that retrying cannot fix (bad request, bad key, unknown model)."""
 
 
+class _Unanswered(Exception):
+    """A failure of this one request that a retry would repeat: too long for the model's
+    context, or an empty, null or filtered reply."""
+
+
 def _retry_after(headers: Any) -> float | None:
     """Seconds from a Retry-After header (delta-seconds or an HTTP date), if present."""
     if headers is None:
@@ -235,7 +297,10 @@ def _retry_after(headers: Any) -> float | None:
 def _status_failure(status: int, message: str, headers: Any) -> Exception:
     if status in RETRY_STATUSES or status >= 500:
         return _Transient(f"HTTP {status}: {message}", _retry_after(headers))
-    return _Fatal(f"HTTP {status}: {message}")
+    if status == 413 or _TOO_LONG.search(message):
+        return _Unanswered(f"HTTP {status}: {message}")
+    hint = _HINTS.get(status)
+    return _Fatal(f"HTTP {status}: {message}" + (f" ({hint})" if hint else ""))
 
 
 def _classify_litellm(exc: Exception) -> Exception:
@@ -243,11 +308,16 @@ def _classify_litellm(exc: Exception) -> Exception:
     status = getattr(exc, "status_code", None)
     message = " ".join(str(exc).split())[:300]
     headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
+    kind = type(exc).__name__
+    if kind in ("ContextWindowExceededError", "ContentPolicyViolationError"):
+        return _Unanswered(f"{kind}: {message}")
+    if kind in ("APIConnectionError", "Timeout", "ServiceUnavailableError", "InternalServerError"):
+        return _Transient(f"{kind}: {message}")
     if isinstance(status, int):
         return _status_failure(status, message, headers)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError, json.JSONDecodeError)):
-        return _Transient(f"{type(exc).__name__}: {message}")
-    return _Fatal(f"{type(exc).__name__}: {message}")
+        return _Transient(f"{kind}: {message}")
+    return _Fatal(f"{kind}: {message}")
 
 
 def _error_message(raw: bytes) -> str:
@@ -258,6 +328,30 @@ def _error_message(raw: bytes) -> str:
     except ValueError:
         message = raw.decode("utf-8", "replace")
     return " ".join(str(message).split())[:300]
+
+
+def endpoint(api_base: str, route: str, key: str | None) -> tuple[str, dict[str, str]]:
+    """The URL of ``route`` under ``api_base`` and its auth header.
+
+    The route goes before the query string (``https://h/v1?api-version=x`` stays valid), and
+    a user and password in the URL become a Basic header, since neither urllib nor aiohttp
+    (beside a key) accept them in the URL; a key, when there is one, is sent as Bearer.
+    """
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(api_base)
+    host = parts.netloc.rpartition("@")[2]
+    url = urlunsplit((parts.scheme, host, parts.path.rstrip("/") + route, parts.query, ""))
+    if key:
+        return url, {"Authorization": f"Bearer {key}"}
+    if parts.username is not None:
+        token = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+        return url, {"Authorization": f"Basic {token}"}
+    return url, {}
+
+
+#: memoised: the direct path asks for the same URL on every call
+_endpoint = functools.lru_cache(maxsize=64)(endpoint)
 
 
 def _env_proxy(url: str) -> str | None:
@@ -322,7 +416,7 @@ class LLM:
     ``hosted_vllm/*`` models with an ``api_base``, litellm otherwise), ``"litellm"`` or
     ``"http"``. ``retry_base`` and ``retry_cap`` shape the backoff (seconds) when the
     server gives no Retry-After. ``max_retries`` counts retries: at most
-    ``max_retries + 1`` attempts per call.
+    ``max_retries + 1`` attempts per call, all of them within ``deadline`` seconds.
     """
 
     def __init__(
@@ -340,7 +434,10 @@ class LLM:
         transport: Literal["auto", "litellm", "http"] = "auto",
         retry_base: float = 0.5,
         retry_cap: float = 30.0,
+        deadline: float = DEFAULT_DEADLINE_S,
     ) -> None:
+        if not (0 < timeout < float("inf")) or not (0 < deadline < float("inf")):
+            raise MemplugError(f"LLM timeout and deadline must be finite and positive, got {timeout} and {deadline}")
         if concurrency < 1:
             raise MemplugError(f"LLM concurrency must be at least 1, got {concurrency}")
         if transport not in ("auto", "litellm", "http"):
@@ -358,8 +455,9 @@ class LLM:
         self.seed = seed
         self.retry_base = retry_base
         self.retry_cap = retry_cap
+        self.deadline = deadline
         self.direct = transport == "http" or (transport == "auto" and bool(self.api_base) and model.startswith(OPENAI_COMPATIBLE))
-        self.cache = ResponseCache(cache_path) if use_cache else None
+        self.cache = open_cache(cache_path) if use_cache else None
         self.usage = Usage()
         self._io: _IOLoop | None = None
         self._io_lock = threading.Lock()
@@ -367,7 +465,7 @@ class LLM:
 
     def __repr__(self) -> str:
         key = "'***'" if self.api_key else "None"
-        return f"LLM(model={self.model!r}, api_base={self.api_base!r}, api_key={key}, use_cache={self.use_cache}, concurrency={self.concurrency})"
+        return f"LLM(model={self.model!r}, api_base={redact_url(self.api_base)!r}, api_key={key}, use_cache={self.use_cache}, concurrency={self.concurrency})"
 
     # --- public API -----------------------------------------------------------------
 
@@ -456,7 +554,8 @@ class LLM:
 
     def _finish(self, key: str | None, result: Completion) -> Completion:
         if key is not None and self.cache is not None:
-            self.cache.put(key, orjson.dumps(attrs.asdict(result, filter=lambda a, _: a.name != "cached")))
+            value = orjson.dumps(attrs.asdict(result, filter=lambda a, _: a.name != "cached"))
+            self._cache_write(lambda cache: cache.put(key, value))
         self._record(calls=1, prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens, cost_usd=result.cost_usd)
         return result
 
@@ -492,7 +591,19 @@ class LLM:
                 vectors[i] = vector
                 fresh[keys[i]] = array.array("d", vector).tobytes()  # float64: a hit equals a fresh call
         if self.cache is not None:
-            self.cache.put_many(fresh)
+            self._cache_write(lambda cache: cache.put_many(fresh))
+
+    def _cache_write(self, write: Callable[[ResponseCache], None]) -> None:
+        """Store in the cache; when that fails (a full disk, a read-only file), warn once
+        and go on uncached: the answer in hand is good, only its copy is lost."""
+        cache = self.cache
+        if cache is None:
+            return
+        try:
+            write(cache)
+        except (sqlite3.Error, OSError) as exc:
+            self.cache = None
+            cache_unwritable(cache.path, exc)
 
     # --- the I/O loop side ------------------------------------------------------------
 
@@ -529,18 +640,14 @@ class LLM:
         return os.environ.get(KEY_VARIABLES[prefix]) if prefix else None
 
     def _scrub(self, text: str) -> str:
-        """Mask the key, and any *_API_KEY from the environment that litellm may have used."""
-        # a short environment value ("x", "EMPTY") is a placeholder, and masking it would mangle the text
-        secrets = {self.api_key, *(v for k, v in os.environ.items() if k.endswith("_API_KEY") and len(v) >= 8)}
-        for secret in secrets:
-            if secret:
-                text = text.replace(secret, "***")
-        return text
+        """Mask the key, the endpoint's password, and every key-like environment value."""
+        return scrub(text, secrets=(self.api_key,), urls=(self.api_base,))
 
     async def _retrying(self, io: _IOLoop, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
         if io.semaphore is None:
             io.semaphore = asyncio.Semaphore(self.concurrency)
         failure = ""
+        end = time.monotonic() + self.deadline
         for n in range(self.max_retries + 1):
             try:
                 async with io.semaphore:  # held for the attempt, not while backing off
@@ -548,6 +655,8 @@ class LLM:
                         return await attempt()
                     return await asyncio.wait_for(attempt(), self.timeout)
             except _Fatal as exc:
+                raise FatalLLMError(self._scrub(f"{self.model}: {what} failed: {exc}")) from None
+            except _Unanswered as exc:
                 raise LLMError(self._scrub(f"{self.model}: {what} failed: {exc}")) from None
             except _Transient as exc:
                 failure, wait = exc.reason, exc.retry_after
@@ -559,8 +668,16 @@ class LLM:
                 wait = min(self.retry_cap, self.retry_base * 2**n) * random.uniform(0.5, 1.0)
             else:
                 wait *= random.uniform(1.0, 1.1)  # at least what the server asked for
-            log.info("%s", self._scrub(f"{self.model}: {what} attempt {n + 1} failed ({failure}); retrying in {wait:.2f}s"))
-            await asyncio.sleep(wait)
+            if time.monotonic() + wait + min(self.timeout, 1.0) > end:
+                raise LLMError(self._scrub(f"{self.model}: {what} failed: deadline of {self.deadline:g}s "
+                                           f"passed after {n + 1} attempts: {failure}"))
+            reason = self._scrub(f"{what} attempt {n + 1} failed ({failure}); retrying in {wait:.1f}s")
+            log.info("%s: %s", self.model, reason)
+            _tell_waiting(reason)
+            try:
+                await asyncio.sleep(wait)
+            finally:
+                _tell_waiting(None)
         raise LLMError(self._scrub(f"{self.model}: {what} failed after {self.max_retries + 1} attempts: {failure}"))
 
     async def _chat(self, io: _IOLoop, body: dict[str, Any]) -> Completion:
@@ -586,16 +703,14 @@ class LLM:
             # no connection cap of its own: the semaphore is the limit
             io.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
             io.proxy = _env_proxy(f"{self.api_base}{route}")
-        headers = {"Content-Type": "application/json"}
-        key = self._http_key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        url, auth = _endpoint(self.api_base, route, self._http_key())
+        headers = {"Content-Type": "application/json", **auth}
         name = self.model.split("/", 1)[1] if self.model.startswith(OPENAI_COMPATIBLE) else self.model
         payload = {**payload, "model": name}
         try:
             timeout = aiohttp.ClientTimeout(total=self.timeout)
             async with io.session.post(
-                f"{self.api_base}{route}", data=json.dumps(payload), headers=headers, timeout=timeout, proxy=io.proxy
+                url, data=json.dumps(payload), headers=headers, timeout=timeout, proxy=io.proxy
             ) as response:
                 raw = await response.read()
                 status, response_headers = response.status, response.headers
@@ -613,7 +728,8 @@ class LLM:
     async def _http_chat(self, io: _IOLoop, body: dict[str, Any]) -> Completion:
         reply = await self._post(io, "/chat/completions", body)
         try:
-            text = reply["choices"][0]["message"].get("content") or ""
+            choice = reply["choices"][0]
+            text = _reply_text(choice["message"].get("content"), choice.get("finish_reason"))
         except (KeyError, IndexError, TypeError, AttributeError):
             raise _Transient("malformed response: no choices[0].message") from None
         usage = reply.get("usage") or {}
@@ -649,10 +765,11 @@ class LLM:
         litellm = _litellm()
         try:
             response = await litellm.acompletion(model=self.model, **{**self._litellm_args(), **body})
-            text = response.choices[0].message.content or ""
+            choice = response.choices[0]
             usage = response.usage
         except Exception as exc:
             raise _classify_litellm(exc) from None
+        text = _reply_text(choice.message.content, getattr(choice, "finish_reason", None))
         try:
             cost = float(litellm.completion_cost(completion_response=response))
         except Exception:  # an unpriced (self-hosted) model
@@ -671,3 +788,14 @@ class LLM:
             raise _Transient(f"malformed embedding response: {len(vectors)} vectors for {len(texts)} texts")
         tokens = int(getattr(response.usage, "prompt_tokens", 0) or 0) if response.usage else 0
         return vectors, tokens, _token_cost(self.model, tokens, 0)
+
+
+def _reply_text(content: Any, finish_reason: str | None) -> str:
+    """The reply's text; an empty, null or filtered reply is this question's error, since a
+    scorer would read "" as a wrong answer and the cache would keep it."""
+    if finish_reason == "content_filter":
+        raise _Unanswered("the provider's content filter withheld the reply (finish_reason content_filter)")
+    if content is None or not str(content).strip():
+        raise _Unanswered(f"empty reply (content {content!r}, finish_reason {finish_reason!r})")
+    return str(content)
+

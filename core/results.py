@@ -18,10 +18,12 @@ from typing import Any, Callable, Iterable, Mapping, TextIO
 import orjson
 
 from memplug import stats
-from memplug.errors import DataError, MemplugError
+from memplug.errors import DataError, MemplugError, OutputError
 from memplug.files import read_json
 
 USAGE_KEYS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
+#: the run's outcome, set by the runner in run.json and summary.json (see docs/run-files.md)
+OUTCOME_KEYS = ("status", "n_expected", "n_answered", "n_failed", "first_error", "stopped")
 
 
 def _write_atomic(path: Path, write: Callable[[TextIO], None]) -> None:
@@ -169,15 +171,27 @@ class RecordWriter:
     """
 
     def __init__(self, path: Path, flush_delay: float = 0.05) -> None:
-        self._fh = path.open("ab", buffering=1 << 20)  # the flush, not a full buffer, decides when lines go out
+        self.path = path
+        try:
+            self._fh = path.open("ab", buffering=1 << 20)  # the flush, not a full buffer, decides when lines go out
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         self.flush_delay = flush_delay
+        #: the first write or flush that failed (a full disk): every later write raises it
+        self.failure: OutputError | None = None
         self._scheduled: asyncio.TimerHandle | None = None
         self._scheduled_in: asyncio.AbstractEventLoop | None = None
         #: every record written, in order (the run's summary is computed from them)
         self.written: list[Mapping[str, Any]] = []
 
     def write(self, record: Mapping[str, Any]) -> None:
-        self._fh.write(record_line(record))
+        if self.failure is not None:
+            raise self.failure
+        try:
+            self._fh.write(record_line(record))
+        except OSError as exc:
+            self._failed(exc)
+            raise self.failure from None  # type: ignore[misc]
         self.written.append(record)
         try:
             loop = asyncio.get_running_loop()
@@ -188,27 +202,46 @@ class RecordWriter:
             self._scheduled, self._scheduled_in = loop.call_later(self.flush_delay, self.flush), loop
 
     def flush(self) -> None:
+        """Write the buffered lines out. A failure is kept, not raised: a flush runs as an
+        event-loop callback, where an exception would only be logged; the next write raises it."""
         self._scheduled = None
-        self._fh.flush()
+        if self.failure is not None:
+            return
+        try:
+            self._fh.flush()
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.failure = OutputError(f"cannot write {self.path}: {exc.strerror or exc}")
 
     def close(self) -> None:
+        """Flush and close; raises the failure of any write or flush (OutputError)."""
         if self._scheduled is not None:
             self._scheduled.cancel()
             self._scheduled = None
-        self._fh.close()
+        self.flush()
+        try:
+            self._fh.close()
+        except OSError as exc:  # the flush at close hit the same full disk
+            self._failed(exc)
+        if self.failure is not None:
+            raise self.failure
 
 
 def keep_complete_samples(path: Path, expected: Mapping[str, set[str]]) -> list[dict[str, Any]]:
-    """Prepare samples.jsonl for a resume: cut a torn last line and drop partial samples.
+    """Prepare samples.jsonl for a resume: cut a torn last line and drop unfinished samples.
 
-    A sample is complete when every expected question has a record. Records of
-    incomplete samples are removed (the sample is redone from the start), so no
-    question is ever written twice. Returns the records kept: those of the complete samples.
+    A sample is complete when every expected question has a record without an error.
+    Records of the other samples are removed and the sample is redone from the start
+    (an agent's memory is built by ingesting the whole sample), so a question that
+    failed is retried and no question is ever written twice. Returns the records kept.
     """
     records, _ = read_records(path)
     seen: dict[str, set[str]] = defaultdict(set)
     for r in records:
-        seen[r["sample_id"]].add(r["question_id"])
+        if not r.get("error"):
+            seen[r["sample_id"]].add(r["question_id"])
     done = {sid for sid, qids in seen.items() if sid in expected and qids >= expected[sid]}
     kept: list[dict[str, Any]] = []
     written: set[tuple[str, str]] = set()
@@ -303,3 +336,48 @@ def summarize(
         },
         "llm": llm,
     }
+
+
+class RunLock:
+    """An exclusive lock on a run directory for the life of one process's run.
+
+    ``fcntl.flock`` on ``.lock`` inside it: the kernel drops the lock when the process
+    dies, even by SIGKILL, so a stale lock never blocks a resume. The file holds the
+    holder's pid, for the message. (No-op where fcntl is missing, i.e. on Windows.)
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / ".lock"
+        self._fh: Any = None
+
+    def acquire(self) -> "RunLock":
+        try:
+            import fcntl
+        except ImportError:
+            return self
+        try:
+            fh = self.path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            fh.close()
+            raise MemplugError(f"{self.path.parent} is being run by another memplug process (pid {holder}); "
+                               "wait for it to end, or stop it first") from None
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()))
+            fh.flush()
+        except OSError:  # a full disk: the lock holds without the pid
+            pass
+        self._fh = fh
+        return self
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing drops the flock
+            self._fh = None

@@ -3,21 +3,32 @@
 Samples run concurrently (``concurrency``), the questions of one sample in order,
 because an agent's state may change on recall. Sync agent methods run in a thread
 pool as wide as the concurrency, so blocking LLM calls inside agents overlap too.
-A failure is recorded on the question it hit (or on all questions of a sample whose
-ingestion failed) and never aborts the run. Records are appended as they finish;
-a resumed run redoes unfinished samples from the start.
+A failure of one question (an LLM error after its retries, a reply too long or empty,
+an agent exception) is recorded on the question it hit, or on all questions of a
+sample whose ingestion failed, and the run goes on. A failure that every later
+question would repeat (a bad key, an unknown model, an agent that cannot be set up,
+a full disk under the run directory) stops the run at once. Either way the outcome
+says so: run.json's status is ``finished`` only when every question was answered and
+scored, else ``partial`` or ``failed``. Records are appended as they finish; a resumed
+run redoes the samples that are unfinished or hold an error, from the start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import gc
 import hashlib
 import inspect
+import json
+import logging
+import os
 import platform
 import re
+import shutil
+import sqlite3
 import subprocess
 import time
 import traceback
@@ -31,17 +42,22 @@ import attrs
 import memplug
 from memplug import options as opts
 from memplug.chunking import TokenCounts, chunk_messages
-from memplug.errors import MemplugError
-from memplug.llm import LLM, usage_scope
+from memplug import preflight
+from memplug.errors import MemplugError, OutputError, RunInterrupted, RunStopped
+from memplug.llm import LLM, FatalLLMError, LLMError, usage_scope
+from memplug.logs import logs_to, tame_loguru
 from memplug.metrics import score_metric
 from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import (
     AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext, dataset_info,
 )
-from memplug.results import RecordWriter, RunDir, keep_complete_samples, summarize, write_json_atomic
+from memplug.results import RecordWriter, RunDir, RunLock, keep_complete_samples, summarize, write_json_atomic
+from memplug.secrets import scrub
 from memplug.serialize import is_sample_file, read_samples
 from memplug.tokens import encoding
+
+log = logging.getLogger(__name__)
 
 #: spec fields that change the numbers: a resume must not mix two of them
 SCORED_FIELDS = (
@@ -70,12 +86,13 @@ class RunSpec:
     cache: bool = True
     llm_timeout: float = 60.0
     llm_retries: int = 6
+    llm_deadline: float = 600.0
     agent_options: dict[str, str] = attrs.field(factory=dict)
     dataset_options: dict[str, str] = attrs.field(factory=dict)
 
     def differences(self, stored: dict[str, Any]) -> list[str]:
         """Fields that change results and differ from a stored spec (for --resume)."""
-        mine = attrs.asdict(self)
+        mine = _scrubbed(attrs.asdict(self))  # run.json holds the spec scrubbed of secrets
         return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if stored.get(k) != mine[k]]
 
 
@@ -150,7 +167,10 @@ def _now() -> str:
 class Evaluation:
     """Resolves plugins for a spec, then runs or resumes it."""
 
-    def __init__(self, spec: RunSpec, plugins: Plugins | None = None) -> None:
+    def __init__(self, spec: RunSpec, plugins: Plugins | None = None, check: bool = True) -> None:
+        """Resolve every name and option of ``spec``; with ``check``, also the preflight of
+        :mod:`memplug.preflight` (models, keys, endpoint, embedder, the agent's needs), so
+        that bad configuration fails here, before the first question, as one line."""
         self.spec = spec
         self.plugins = plugins or get_plugins()
         reg = self.plugins.registry
@@ -165,6 +185,7 @@ class Evaluation:
                                          f"agent {spec.agent!r}")
         self.dataset_values = opts.resolve(getattr(self.builder, "options", ()), spec.dataset_options,
                                            f"dataset {spec.dataset!r}")
+        preflight.check_spec(spec)
         self.data = Path(spec.data).expanduser() if spec.data else None
         self.info: DatasetInfo = dataset_info(self.builder, self.dataset_values, self.data)
         self.chunk_size = (
@@ -172,10 +193,19 @@ class Evaluation:
         )
         encoding()  # load the tokenizer now (set-up), not inside the first sample's timings
         self.llm = self._make_llm(spec.llm) if spec.llm else None
-        self.token_counts = TokenCounts.on_disk(spec.cache)
         self.judge_llm = self._make_llm(spec.judge) if spec.judge else None
         if self.reader_name == "llm" and self.llm is None:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
+        #: what the agent's preflight changed and said (e.g. mem0 without an LLM: infer=false)
+        self.agent_note: str | None = None
+        self.agent_values, self.agent_note = preflight.agent(self.agent_factory, spec.agent, self.agent_values,
+                                                              spec.agent_options, self.llm)
+        if check:
+            for role, llm in (("--llm", self.llm), ("--judge", self.judge_llm)):
+                if llm is not None:
+                    preflight.check_llm(llm, role)
+            preflight.check_embedder(spec.embedder, self.llm)
+        self.token_counts = TokenCounts.on_disk(spec.cache)
         self.reader = self.reader_entry.load()(ReaderConfig(llm=self.llm, language=self.info.language))
         metric_names = list(dict.fromkeys([*self.info.metrics, "recall@K", *(["judge"] if spec.judge else [])]))
         mconfig = MetricConfig(top_k=spec.top_k, language=self.info.language, judge=self.judge_llm)
@@ -186,7 +216,7 @@ class Evaluation:
     def _make_llm(self, model: str) -> LLM:
         return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
                    concurrency=max(self.spec.concurrency, 1), timeout=self.spec.llm_timeout,
-                   max_retries=self.spec.llm_retries)
+                   max_retries=self.spec.llm_retries, deadline=self.spec.llm_deadline)
 
     # -- data -----------------------------------------------------------------
     def samples(self) -> list[Sample]:
@@ -217,34 +247,51 @@ class Evaluation:
             "chunk_size": self.chunk_size,
         }
 
-    def new_run_dir(self, output: Path) -> tuple[str, Path]:
-        """Create ``<output>/<stamp>-<agent>-<dataset>`` (with -1, -2 ... when taken); its id and path."""
+    def new_run_dir(self, output: Path, started: str | None = None) -> tuple[str, Path]:
+        """Create ``<output>/<stamp>-<agent>-<dataset>`` (with -1, -2 ... when taken), holding
+        its run.json from the first moment; its id and path.
+
+        The directory is filled under a hidden name and renamed into place, so a kill at
+        any moment leaves either nothing or a directory that ``--resume`` accepts.
+        """
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         base = safe_name(f"{stamp}-{self.spec.agent}-{self.spec.dataset}")
         try:
             output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise MemplugError(f"--output {output}: cannot create ({exc.strerror})") from None
+            raise OutputError(f"--output {output}: cannot create ({exc.strerror})") from None
         for n in range(1000):
             run_id = base if n == 0 else f"{base}-{n}"
             path = output / run_id
             try:
-                path.mkdir()
+                path.mkdir()  # claims the name (atomic); the rename below fills it
             except FileExistsError:
                 continue
             except OSError as exc:
-                raise MemplugError(f"--output {output}: cannot write ({exc.strerror})") from None
+                raise OutputError(f"--output {output}: cannot write ({exc.strerror})") from None
+            staging = output / f".{run_id}.{os.getpid()}.tmp"
+            try:
+                staging.mkdir()
+                write_json_atomic(staging / "run.json", self.run_json(run_id, started or _now(), "running", 0.0))
+                os.replace(staging, path)  # replaces the empty directory in one step
+            except OSError as exc:
+                shutil.rmtree(staging, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                raise OutputError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
             return run_id, path
         raise MemplugError(f"--output {output}: too many runs named {base}")
 
-    def run_json(self, run_id: str, started: str, status: str, wall_s: float, ended: str | None = None) -> dict:
-        """The content of run.json: the spec, what it resolved to, versions, git commit and status."""
+    def run_json(self, run_id: str, started: str, status: str, wall_s: float, ended: str | None = None,
+                 outcome: dict[str, Any] | None = None) -> dict:
+        """The content of run.json: the spec, what it resolved to, versions, git commit, status
+        and the ``outcome`` counts; every string scrubbed of secrets."""
         spec = attrs.asdict(self.spec)
         extra: dict[str, Any] = {}
         judge = self.metrics_by_name().get("judge")
         if judge is not None and hasattr(judge, "describe"):
             extra["judge"] = judge.describe()
-        return {
+        return _scrubbed({
             "run_id": run_id,
             "spec": spec,
             "resolved": {
@@ -254,6 +301,7 @@ class Evaluation:
                 "dataset_options": _jsonable(self.dataset_values),
                 "metrics": [m.name for m in self.metrics],
                 "answer_prompt_source": self.info.answer_prompt_source,
+                "agent_note": self.agent_note,
                 **extra,
             },
             "versions": self.versions(),
@@ -262,62 +310,110 @@ class Evaluation:
             "ended": ended,
             "wall_s": round(wall_s, 3),
             "status": status,
-        }
+            **(outcome or {}),
+        })
 
     def metrics_by_name(self) -> dict[str, Any]:
         return {e.name: m for e, m in zip(self.metric_entries, self.metrics)}
 
     # -- running --------------------------------------------------------------
-    def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable | None = None) -> Path:
-        """Run (or resume) and return the run directory. Ctrl-C leaves a resumable run."""
+    def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable | None = None,
+            capture_logs: bool = False, verbose: bool = False) -> Path:
+        """Run (or resume) and return the run directory.
+
+        Raises :class:`RunStopped` when a failure stopped the run (the directory is kept
+        and resumable) and :class:`RunInterrupted` on Ctrl-C. Questions that failed on
+        their own do not raise: the outcome is in run.json and summary.json (``status``,
+        ``n_errors``, ``first_error``). ``capture_logs`` sends every log line to
+        ``memplug.log`` in the run directory (and stderr too when ``verbose``).
+        """
         samples = self.samples()
         if resume is not None:
             run_dir = RunDir(resume).check()
-            stored = run_dir.spec()
-            diffs = self.spec.differences(stored.get("spec", {}))
-            if diffs:
-                raise MemplugError(f"cannot resume {resume}: options differ from run.json ({'; '.join(diffs)})")
-            run_id, path = stored["run_id"], run_dir.path
-            started, prior_wall = stored.get("started") or _now(), float(stored.get("wall_s") or 0.0)
-            expected = {s.id: {q.id for q in s.questions} for s in samples}
-            kept = keep_complete_samples(run_dir.samples, expected)
+            lock = RunLock(run_dir.path).acquire()
         else:
             if output is None:
                 raise MemplugError("no --output directory given")
             run_id, path = self.new_run_dir(Path(output))
             run_dir = RunDir(path)
-            started, prior_wall, kept = _now(), 0.0, []
+            lock = RunLock(path).acquire()
+        try:
+            with logs_to(run_dir.path, verbose) if capture_logs else contextlib.nullcontext():
+                return self._run_in(run_dir, samples, resume is not None, progress)
+        finally:
+            lock.release()
+
+    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None) -> Path:
+        path = run_dir.path
+        stored = run_dir.spec()
+        if resuming:
+            diffs = self.spec.differences(stored.get("spec", {}))
+            if diffs:
+                raise MemplugError(f"cannot resume {path}: options differ from run.json ({'; '.join(diffs)})")
+            expected = {s.id: {q.id for q in s.questions} for s in samples}
+            try:
+                kept = keep_complete_samples(run_dir.samples, expected)
+            except OSError as exc:
+                raise OutputError(f"cannot write {run_dir.samples}: {exc.strerror or exc}") from None
+        else:
+            kept = []
+        run_id = stored["run_id"]
+        started, prior_wall = stored.get("started") or _now(), float(stored.get("wall_s") or 0.0)
         done = {r["sample_id"] for r in kept}
         pending = [s for s in samples if s.id not in done]
+        n_expected = sum(len(s.questions) for s in samples)
         run = Run(self.spec, run_id, path, self.info)
+        log.info("run %s %s: %d of %d questions to ask; spec %s", run_id, "resumed" if resuming else "started",
+                 n_expected - sum(len(s.questions) for s in samples if s.id in done), n_expected,
+                 json.dumps(_scrubbed(attrs.asdict(self.spec))))
         t0 = time.perf_counter()
-        write_json_atomic(run_dir.run_json, self.run_json(run_id, started, "running", prior_wall))
+        try:
+            write_json_atomic(run_dir.run_json, self.run_json(run_id, started, "running", prior_wall))
+        except OSError as exc:
+            raise OutputError(f"cannot write {run_dir.run_json}: {exc.strerror or exc}") from None
         self.plugins.hook.memplug_run_start(run=run)
         writer = RecordWriter(run_dir.samples)
         self.token_counts.prefetch(pending)
-        status = "interrupted"
+        ran, stop = False, None
+        summary: dict[str, Any] | None = None
         # Everything alive now (the samples, the loaded modules) lives to the end of the run:
         # frozen, the collector stops rescanning it. Each full collection of a 1,280-sample
         # MemSim run took ~50 ms otherwise, a quarter of a warm rerun.
         gc.freeze()
         try:
-            asyncio.run(self._run_samples(run, pending, writer, progress,
-                                          total=sum(len(s.questions) for s in samples),
+            asyncio.run(self._run_samples(run, pending, writer, progress, total=n_expected,
                                           finished=sum(len(s.questions) for s in samples if s.id in done)))
-            status = "finished"
+            ran = True
+        except (FatalLLMError, OutputError, _SetupFailed) as exc:
+            stop = exc
+        except KeyboardInterrupt:
+            raise RunInterrupted(path) from None
         finally:
             gc.unfreeze()
-            writer.close()
-            self.token_counts.save()
+            try:
+                writer.close()
+            except OutputError as exc:
+                stop = stop or exc
+            with contextlib.suppress(sqlite3.Error, OSError):
+                self.token_counts.save()
             for llm in (self.llm, self.judge_llm):
                 if llm is not None:
                     llm.close()  # its I/O thread and connections
             wall = prior_wall + time.perf_counter() - t0
-            if status == "finished":  # the records on file: those kept from before and this session's
-                summary = summarize([*kept, *writer.written], self.spec.agent, self.spec.dataset, run_id, wall)
-                write_json_atomic(run_dir.summary_json, summary)
-            write_json_atomic(run_dir.run_json, self.run_json(run_id, started, status, wall, _now()))
+            status, outcome = "interrupted", None
+            if ran or stop is not None:  # the records on file: those kept from before and this session's
+                records = [*kept, *writer.written]
+                outcome = _outcome(records, n_expected, stop)
+                status = outcome.pop("status")
+                summary = summarize(records, self.spec.agent, self.spec.dataset, run_id, wall)
+                summary.update(status=status, **outcome)
+                with contextlib.suppress(OSError):  # a full disk: run.json still says "running", resumable
+                    write_json_atomic(run_dir.summary_json, summary)
+            with contextlib.suppress(OSError):
+                write_json_atomic(run_dir.run_json, self.run_json(run_id, started, status, wall, _now(), outcome))
         self.plugins.hook.memplug_run_end(run=run, summary=summary)
+        if stop is not None:
+            raise RunStopped(str(stop), path)
         return path
 
     async def _run_samples(self, run: Run, samples: list[Sample], writer: RecordWriter,
@@ -390,15 +486,27 @@ class Evaluation:
         chunks = list(chunk_messages(sample.messages, self.chunk_size, self.token_counts.of(sample)))
         setup_s = ingest_s = 0.0
         with usage_scope() as ingest_usage:
+            t0 = time.perf_counter()
             try:
-                t0 = time.perf_counter()
                 agent = await self._method(pool, self, "_build_agent")(config, workdir)
-                t1 = time.perf_counter()
-                setup_s = t1 - t0
-                ingest = self._method(pool, agent, "ingest")
-                for chunk in chunks:
-                    await ingest(chunk)
+            except MemplugError as exc:  # configuration (a missing server, extra or model): every sample would fail
+                if isinstance(exc, LLMError) and not isinstance(exc, FatalLLMError):
+                    ingest_error = f"agent set-up failed: {_describe(exc)}"
+                else:
+                    raise _SetupFailed(f"agent {self.spec.agent!r} could not be set up: {scrub(str(exc))}") from None
+            except Exception as exc:
+                ingest_error = f"agent set-up failed: {_describe(exc)}"
+            tame_loguru()  # the agent's libraries may have imported loguru just now
+            t1 = time.perf_counter()
+            setup_s = t1 - t0
+            try:
+                if agent is not None:
+                    ingest = self._method(pool, agent, "ingest")
+                    for chunk in chunks:
+                        await ingest(chunk)
                 ingest_s = time.perf_counter() - t1
+            except FatalLLMError:
+                raise
             except Exception as exc:
                 ingest_error = f"ingest failed: {_describe(exc)}"
         base = {"setup_s": round(setup_s, 6), "ingest_s": round(ingest_s, 6), "n_messages": len(sample.messages)}
@@ -453,19 +561,50 @@ class Evaluation:
                 ctx = ScoreContext(question, prediction, recall.items, self.info.language, recall.meta)
                 for metric in self.metrics:
                     record["scores"][metric.name] = await score_metric(metric, ctx)
+            except FatalLLMError:
+                raise
             except Exception as exc:
                 record["error"] = _describe(exc)
                 record["scores"] = {}
+                log.warning("question %s/%s failed: %s", sample.id, question.id, record["error"])
         record["usage"] = usage.as_dict()
         return record
 
 
+class _SetupFailed(MemplugError):
+    """The agent could not be built for a reason every sample shares: the run stops."""
+
+
 def _describe(exc: BaseException) -> str:
-    """One line for a record: the exception and where it was raised."""
+    """One line for a record, scrubbed of secrets: the exception and where it was raised."""
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}"
+    return scrub(f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}")
+
+
+def _outcome(records: list[dict[str, Any]], n_expected: int, stop: BaseException | None) -> dict[str, Any]:
+    """The run's status and what it rests on: ``finished`` only when every expected
+    question has a record without an error; ``failed`` when none has; else ``partial``."""
+    answered = sum(1 for r in records if not r.get("error"))
+    first = next((r["error"] for r in records if r.get("error")), None)
+    if stop is not None:
+        first = scrub(str(stop))
+    status = "finished" if answered == n_expected and stop is None else "failed" if answered == 0 else "partial"
+    return {"status": status, "n_expected": n_expected, "n_answered": answered,
+            "n_failed": n_expected - answered, "first_error": first,
+            "stopped": scrub(str(stop)) if stop is not None else None}
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` with every string scrubbed of secrets (for run.json)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 Reply = Callable[[dict[str, Any]], str] | str | None
 
-FAULT_KINDS = ("429", "500", "malformed", "hang", "400", "401")
+FAULT_KINDS = ("429", "500", "malformed", "hang", "400", "401", "403", "404", "context", "null", "filtered")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -243,7 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(obj).encode("utf-8"), headers)
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
+        if self.path.split("?")[0].rstrip("/").endswith("/models"):
             self._send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model", "owned_by": "memplug-tests"}]})
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
@@ -257,7 +257,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
-        path = self.path.rstrip("/")
+        path = self.path.split("?")[0].rstrip("/")  # a query string may carry a key (Azure's api-key)
         if not (path.endswith("/chat/completions") or path.endswith("/embeddings")):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
             return
@@ -276,6 +276,20 @@ class _Handler(BaseHTTPRequestHandler):
             elif fault == "401":
                 key = self.headers.get("Authorization", "").removeprefix("Bearer ")
                 self._send_json(401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}})
+            elif fault == "403":
+                self._send_json(403, {"error": {"message": "not allowed to use this model (stub)", "type": "permission_error"}})
+            elif fault == "404":
+                model = body.get("model")
+                self._send_json(404, {"error": {"message": f"The model `{model}` does not exist (stub)", "type": "invalid_request_error",
+                                                "code": "model_not_found"}})
+            elif fault == "context":
+                self._send_json(400, {"error": {"message": "This model's maximum context length is 8 tokens (stub)",
+                                                "type": "invalid_request_error", "code": "context_length_exceeded"}})
+            elif fault in ("null", "filtered"):
+                reply = stub.chat(body)
+                reply["choices"][0]["message"]["content"] = None if fault == "null" else ""
+                reply["choices"][0]["finish_reason"] = "stop" if fault == "null" else "content_filter"
+                self._send_json(200, reply)
             elif fault == "malformed":
                 self._send(200, b"<html>this is not json")
             elif fault == "hang":

@@ -337,3 +337,73 @@ def test_stub_serves_models_and_rejects_unknown_faults(openai_stub):
         assert json.loads(response.read())["data"][0]["id"] == "stub"
     with pytest.raises(ValueError):
         openai_stub.fail_next(1, "teapot")
+
+
+# --- errors by kind (issue 14) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("401", "HTTP 401"), ("403", "HTTP 403"), ("404", "does not exist"), ("400", "HTTP 400"),
+])
+def test_faults_no_question_can_escape_are_fatal_and_never_retried(openai_stub, make_llm, fault, message):
+    from memplug.llm import FatalLLMError
+
+    openai_stub.fail_next(1, fault)
+    with pytest.raises(FatalLLMError, match=message):
+        make_llm().complete(user("hi"))
+    assert len(openai_stub.chat_requests) == 1
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("context", "maximum context length"), ("null", "empty reply"), ("filtered", "content filter"),
+])
+def test_faults_of_one_question_are_its_error_not_retried_not_cached(openai_stub, make_llm, fault, message):
+    from memplug.llm import FatalLLMError
+
+    llm = make_llm()
+    openai_stub.fail_next(1, fault)
+    with pytest.raises(LLMError, match=message) as info:
+        llm.complete(user("hi"))
+    assert not isinstance(info.value, FatalLLMError)
+    assert len(openai_stub.chat_requests) == 1
+    assert llm.complete(user("hi")).cached is False  # the failure was not cached: asked again
+
+
+def test_a_call_ends_at_its_deadline_whatever_the_retries(openai_stub, make_llm):
+    openai_stub.retry_after = 0.4
+    openai_stub.fail_next(100, "429")
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match="deadline of 1s passed"):
+        make_llm(max_retries=20, deadline=1.0).complete(user("hi"))
+    assert time.monotonic() - t0 < 1.5
+
+
+def test_waiting_is_told_to_listeners(openai_stub, make_llm):
+    from memplug.llm import on_wait
+
+    heard: list[str | None] = []
+    remove = on_wait(heard.append)
+    try:
+        openai_stub.retry_after = 0.05
+        openai_stub.fail_next(1, "429")
+        make_llm().complete(user("hi"))
+    finally:
+        remove()
+    assert heard[0] is not None and "HTTP 429" in heard[0] and "retrying in" in heard[0]
+    assert heard[-1] is None
+
+
+def test_a_timeout_that_is_not_finite_is_refused():
+    with pytest.raises(MemplugError, match="finite and positive"):
+        LLM("openai/stub", timeout=math.inf)
+
+
+def test_a_password_in_the_endpoint_is_sent_as_basic_auth_and_never_shown(openai_stub, make_llm):
+    host = openai_stub.base_url.split("//")[1]
+    llm = make_llm(api_base=f"http://me:pa55word99@{host}", api_key=None)
+    llm.complete(user("hi"))
+    assert openai_stub.log[-1][2].startswith("Basic ")
+    openai_stub.fail_next(1, "400")
+    with pytest.raises(LLMError) as info:
+        llm.complete(user("again"))
+    assert "pa55word99" not in str(info.value) and "pa55word99" not in repr(llm)

@@ -25,6 +25,7 @@ from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.options import Option, resolve
+from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
 
 
@@ -42,6 +43,7 @@ class EMGAgent:
     )
 
     blocking = False  # see RetrievalAgent.blocking
+    preflight = requires_llm("emg", "-o extractor=llm", when=lambda values: values["extractor"] == "llm")
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.opts = resolve(self.options, config.options, "emg")

@@ -13,6 +13,7 @@ import click
 
 from memplug import __version__
 from memplug.errors import MemplugError
+from memplug.secrets import scrub
 
 
 class MemplugGroup(click.Group):
@@ -44,8 +45,19 @@ class MemplugGroup(click.Group):
         except MemplugError as exc:
             if os.environ.get("MEMPLUG_DEBUG"):
                 raise
-            click.echo(f"memplug: error: {one_line(str(exc))}", err=True)
+            click.echo(f"memplug: error: {one_line(scrub(str(exc)))}", err=True)
             ctx.exit(2)
+        except KeyboardInterrupt as exc:
+            # click would print a blank line and turn it into Abort; main() says one line instead
+            raise _Interrupted(getattr(exc, "run_dir", None)) from None
+
+
+class _Interrupted(Exception):
+    """Ctrl-C inside a command, carried past click's own handling to :func:`main`."""
+
+    def __init__(self, run_dir: str | None) -> None:
+        super().__init__(run_dir)
+        self.run_dir = run_dir
 
 
 def one_line(text: str, limit: int = 600) -> str:
@@ -94,6 +106,10 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except _Interrupted as exc:
+        resume = f"; finish the run with: memplug eval --resume {exc.run_dir}" if exc.run_dir else ""
+        click.echo(f"memplug: interrupted{resume}", err=True)
+        sys.exit(130)
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("memplug: interrupted", err=True)
         sys.exit(130)

@@ -11,22 +11,36 @@ import click
 import attrs
 
 from memplug import stats
+from memplug.cli import one_line
 from memplug.errors import MemplugError
+from memplug.secrets import is_redacted
 from memplug.options import parse_pairs, split_for
 from memplug.files import read_json
 from memplug.results import RunDir, write_json_atomic
 
 
 def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
-    """A rich progress bar on stderr (stdout stays clean) and the runner's callback."""
+    """A rich progress bar on stderr (stdout stays clean) and the runner's callback.
+
+    While the LLM layer backs off (a 429, a 5xx, a timeout) the bar says what it waits
+    for, so that a run held up by a rate limit does not look stuck.
+    """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+    from memplug.llm import on_wait
+
+    bar = Progress(TextColumn("questions"), BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[waiting]}", style="yellow"),
+                   console=Console(stderr=True), transient=False)
 
     def start(total: int, finished: int) -> Callable[[], None]:
-        task = bar.add_task("eval", total=total, completed=finished)
+        task = bar.add_task("eval", total=total, completed=finished, waiting="")
+
+        def waiting(reason: str | None) -> None:
+            bar.update(task, waiting=f"waiting: {reason[:60]}" if reason else "")
+
+        on_wait(waiting)
         return lambda: bar.advance(task)
 
     return bar, start
@@ -47,17 +61,22 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--judge", help="litellm model for LLM-as-judge scoring (adds the judge metric).")
 @click.option("--embedder", default="wordllama", show_default=True,
               help="Embedder for agents that embed: wordllama (offline), litellm:<model>, st:<model>.")
-@click.option("--chunk-size", type=click.IntRange(min=1), help="Tokens per ingestion chunk "
+@click.option("--chunk-size", type=click.IntRange(min=1, max=1_000_000), help="Tokens per ingestion chunk "
               "(default: the agent's, else the dataset's).")
-@click.option("--top-k", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--top-k", type=click.IntRange(min=1, max=10_000), default=5, show_default=True,
               help="Items an agent recalls per question; K of recall@K.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--concurrency", type=click.IntRange(min=1, max=512), default=4, show_default=True,
               help="Samples evaluated side by side (and concurrent LLM calls).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk caches (LLM responses, token counts).")
-@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+@click.option("--llm-timeout", type=click.FloatRange(min=0.1, max=3600), default=60.0, show_default=True,
               help="Seconds to wait for one LLM answer before retrying.")
-@click.option("--llm-retries", type=click.IntRange(min=0), default=6, show_default=True,
-              help="Retries of a failed LLM call (429 honours Retry-After; 5xx, timeouts, bad bodies).")
+@click.option("--llm-retries", type=click.IntRange(min=0, max=20), default=6, show_default=True,
+              help="Retries of a failed LLM call (429 honours Retry-After; 5xx, timeouts, bad bodies). "
+              "401/403/404/400 are never retried: they stop the run.")
+@click.option("--llm-deadline", type=click.FloatRange(min=1, max=86400), default=600.0, show_default=True,
+              help="Seconds one LLM call may take in all, retries and waits included.")
+@click.option("--verbose", is_flag=True, help="Show the log (memplug's and the agent's libraries') on "
+              "stderr too; it is always in memplug.log in the run directory.")
 @click.option("--output", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
               help="Folder that receives the run directory.")
 @click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
@@ -69,8 +88,15 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
 @click.pass_context
 def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
-                 output: Path, repeats: int, **given: Any) -> None:
+                 output: Path, repeats: int, verbose: bool, **given: Any) -> None:
     """Evaluate a memory agent on a dataset.
+
+    Bad configuration (an unknown name, a missing key, a server that does not answer)
+    fails before the first question: one line, exit 2. The exit code is 0 only when
+    every question was answered and scored; a run with failed questions exits 1 and
+    its last line says how many, the first error and the --resume command, which
+    retries them. The log of the agent's libraries goes to memplug.log in the run
+    directory (--verbose: also to stderr).
 
     \b
     Examples:
@@ -105,17 +131,23 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
     if resume is not None and repeats > 1:
         raise MemplugError("--resume finishes one run; resume each repeat's run directory on its own")
+    if resume is not None and is_redacted(fields.get("api_base")) and ctx.get_parameter_source("api_base") in defaults:
+        raise MemplugError(f"{resume}: run.json keeps --api-base without its password "
+                           f"({fields['api_base']}): pass --api-base again to resume")
     known = {a.name for a in RunSpec.__attrs_attrs__}
     spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
     paths = []
     for i in range(repeats):
         evaluation = Evaluation(attrs.evolve(spec, seed=spec.seed + i))
+        if evaluation.agent_note and i == 0:
+            click.echo(f"memplug: {evaluation.agent_note}", err=True)
         if quiet:
-            paths.append(evaluation.run(output=output, resume=resume))
+            paths.append(evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose))
         else:
             bar, start = _progress_factory()
             with bar:
-                paths.append(evaluation.run(output=output, resume=resume, progress=start))
+                paths.append(evaluation.run(output=output, resume=resume, progress=start, capture_logs=True,
+                                            verbose=verbose))
     if not quiet:
         from memplug.cli.report import print_tables
 
@@ -127,6 +159,22 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         click.echo(str(summary_path))
     else:
         click.echo(str(paths[0]))
+    failed = [(p, RunDir(p).summary()) for p in paths]
+    failed = [(p, s) for p, s in failed if s.get("status", "finished") != "finished"]
+    for path, summary in failed:
+        click.echo(outcome_line(path, summary), err=True)
+    if failed:
+        ctx.exit(1)
+
+
+def outcome_line(path: Path, summary: dict[str, Any]) -> str:
+    """The last line of a run that did not answer every question: how many failed, the
+    first error and the command that retries them."""
+    n_failed = summary.get("n_failed", summary.get("n_errors", 0))
+    n_expected = summary.get("n_expected", summary.get("n_questions", 0))
+    first = one_line(str(summary.get("first_error") or "unknown"), 300)
+    return (f"memplug: {summary.get('status', 'partial')}: {n_failed} of {n_expected} questions failed; "
+            f"first error: {first}; retry them with: memplug eval --resume {path}")
 
 
 def write_repeats(paths: list[Path], output: Path) -> Path:

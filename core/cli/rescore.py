@@ -26,7 +26,7 @@ from memplug.metrics import score_metric
 from memplug.models import DatasetInfo, Question, Recalled
 from memplug.plugins import Entry, Plugins, get_plugins
 from memplug.protocols import MetricConfig, ScoreContext
-from memplug.results import RunDir, summarize, write_json_atomic, write_records_atomic
+from memplug.results import OUTCOME_KEYS, RunDir, summarize, write_json_atomic, write_records_atomic
 
 #: a metric parameterised by K ("recall@K") is asked for by its instance name ("recall@5")
 _AT_K = re.compile(r"^(?P<base>.+)@(?P<k>\d+)$")
@@ -194,6 +194,8 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
         stored.get("run_id", old_summary.get("run_id")), old_summary.get("efficiency", {}).get("wall_s") or 0.0,
         **{k: ci[k] for k in ("resamples", "level") if k in ci},
     )
+    # which questions were answered is the run's, not the metrics': its outcome carries over
+    new_summary.update({k: old_summary[k] for k in OUTCOME_KEYS if k in old_summary})
     diff = summary_changes(old_summary, new_summary)
     judge_metric = next((m for m in instances if m.name == "judge"), None)
     stamp = _stamp(run.path)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from memplug.errors import RunStopped
+
 from external_run import assert_isolated, evaluate
 
 pytest.importorskip("letta_client", reason="memplug[letta] not installed")
@@ -53,5 +55,5 @@ def test_letta_agent_answers_from_chunk_passages(testkit, llm_stub, letta, tmp_p
 
 def test_letta_names_the_option_for_an_embedding_handle(testkit, llm_stub, tmp_path, monkeypatch):
     monkeypatch.delenv("LETTA_BASE_URL", raising=False)
-    rd = evaluate(tmp_path, "letta", llm_stub, embedder="wordllama")
-    assert all("--embedder litellm:<handle>" in r["error"] for r in rd.records())
+    with pytest.raises(RunStopped, match=r"agent 'letta' could not be set up: .*--embedder litellm:<handle>"):
+        evaluate(tmp_path, "letta", llm_stub, embedder="wordllama")

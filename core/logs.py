@@ -1,0 +1,83 @@
+"""Where log lines go during a run: a file in the run directory, not the terminal.
+
+The memory systems under test log freely (Mem0 and Qdrant an INFO line per stored
+memory, fastembed through loguru, spaCy warnings): 1,980 lines for a ten-minute Mem0
+run. On the terminal they bury the progress bar and the scores; in ``memplug.log``
+beside the run's records they are there when a question fails. ``--verbose`` shows
+them on stderr as well. Every line is scrubbed of secrets first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from memplug.secrets import scrub
+
+LOG_NAME = "memplug.log"
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _Scrub(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = scrub(record.getMessage()), None
+        return True
+
+
+class _LoguruBridge:
+    """Sends loguru's records (fastembed logs through it) to the standard logging tree."""
+
+    def __call__(self, message: object) -> None:
+        record = message.record  # type: ignore[attr-defined]
+        logging.getLogger(record["name"] or "loguru").log(record["level"].no, "%s", record["message"])
+
+
+_bridged = False
+
+
+def tame_loguru() -> None:
+    """Route loguru to logging once it has been imported (by a library, any time)."""
+    global _bridged
+    loguru = sys.modules.get("loguru")
+    if loguru is None or _bridged:
+        return
+    _bridged = True
+    loguru.logger.remove()
+    loguru.logger.add(_LoguruBridge(), level="INFO", format="{message}")
+
+
+@contextlib.contextmanager
+def logs_to(run_dir: Path, verbose: bool = False) -> Iterator[Path]:
+    """Send every log record to ``run_dir/memplug.log`` (and stderr when ``verbose``).
+
+    Because the root logger has a handler from here on, a library's own
+    ``logging.basicConfig()`` at import time adds none of its own.
+    """
+    path = Path(run_dir) / LOG_NAME
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handlers: list[logging.Handler] = [handler]
+    if verbose:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for h in handlers:
+        h.addFilter(_Scrub())
+    root.handlers = handlers
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    os.environ.setdefault("LOGURU_AUTOINIT", "False")  # a loguru imported from now on starts silent
+    tame_loguru()
+    try:
+        yield path
+    finally:
+        logging.captureWarnings(False)
+        root.handlers, _ = saved[0], root.setLevel(saved[1])
+        try:
+            handler.close()
+        except OSError:  # a full disk: the log is the least of it
+            pass

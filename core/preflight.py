@@ -1,0 +1,175 @@
+"""Checks made before the first question, so that bad configuration costs seconds, not a run.
+
+A benchmark run that fails on its first LLM call after minutes of data loading and
+ingestion, or worse, fails on every question and still prints a table, is the most
+common way a harness wastes a user's day. Everything that can be known up front is
+checked here, each failure one :class:`MemplugError` line naming the problem and the
+fix (the CLI exits 2):
+
+- settings: finite, positive, bounded numbers (:data:`LIMITS`);
+- each model named (``--llm``, ``--judge``, ``--embedder litellm:<model>``): litellm
+  knows its provider, the provider's key is in the environment (unless an
+  ``--api-base`` is given: a local server may need none), and an ``--api-base``
+  answers one cheap request (``GET /models``) within :data:`PROBE_TIMEOUT_S`;
+- the embedder can be built;
+- the agent's own needs, through its optional ``preflight`` (see :func:`agent`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import attrs
+
+from memplug.errors import MemplugError
+from memplug.secrets import redact_url, scrub
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
+    from memplug.runner import RunSpec
+
+#: seconds an --api-base has to answer the probe (MEMPLUG_PROBE_TIMEOUT overrides)
+PROBE_TIMEOUT_S = 5.0
+#: (low, high) for the spec's numbers: past these a run cannot finish or exhausts the machine
+LIMITS: Mapping[str, tuple[float, float]] = {
+    "llm_timeout": (0.1, 3600.0),
+    "llm_deadline": (1.0, 86400.0),
+    "llm_retries": (0, 20),
+    "concurrency": (1, 512),
+    "top_k": (1, 10_000),
+    "chunk_size": (1, 1_000_000),
+}
+
+
+@attrs.frozen
+class AgentPlan:
+    """What an agent's ``preflight`` decided: the option values to run with, and one line
+    for the user when it chose a mode for them (recorded in run.json as ``agent_note``)."""
+
+    values: Mapping[str, Any]
+    note: str | None = None
+
+
+def check_spec(spec: "RunSpec") -> None:
+    """Every number of the spec finite and within :data:`LIMITS`."""
+    for name, (low, high) in LIMITS.items():
+        value = getattr(spec, name)
+        if value is None:
+            continue
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
+            flag = "--" + name.replace("_", "-")
+            raise MemplugError(f"{flag} {value!r} is out of range: use a number from {low:g} to {high:g}")
+    if spec.llm_deadline < spec.llm_timeout:
+        raise MemplugError(f"--llm-deadline {spec.llm_deadline:g} is shorter than --llm-timeout "
+                           f"{spec.llm_timeout:g}: no call could finish")
+
+
+def agent(factory: Any, name: str, values: Mapping[str, Any], given: Mapping[str, str],
+          llm: "LLM | None") -> tuple[dict[str, Any], str | None]:
+    """The agent's option values after its own preflight, and its note for the user.
+
+    An agent factory may define ``preflight(values, given, llm) -> AgentPlan``:
+    ``values`` are its resolved options, ``given`` the ``-o`` options the user typed
+    (to tell a default from a choice) and ``llm`` the run's LLM or None. It raises
+    :class:`MemplugError` when it cannot run as configured (e.g. it needs an LLM and
+    none was given), or returns the values to run with: an agent that has an offline
+    mode picks it when no LLM is configured and says so in ``note``.
+    """
+    check: Callable[..., AgentPlan] | None = getattr(factory, "preflight", None)
+    if check is None:
+        return dict(values), None
+    plan = check(values, given, llm)
+    return dict(plan.values), plan.note
+
+
+def _litellm_provider(model: str) -> str:
+    from memplug.llm import _litellm
+
+    try:
+        return str(_litellm().get_llm_provider(model)[1])
+    except Exception as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise MemplugError(f"model {model!r} is not one litellm can call ({reason}); write it as "
+                           "provider/name, e.g. openai/gpt-4o-mini or ollama/qwen2.5") from None
+
+
+def check_llm(llm: "LLM", role: str = "--llm") -> None:
+    """The model resolves, its key is present, its endpoint answers."""
+    if not llm.direct:
+        provider = _litellm_provider(llm.model)
+        if not llm.api_base and not llm.api_key:
+            from memplug.llm import _litellm
+
+            try:
+                env = _litellm().validate_environment(model=llm.model)
+            except Exception:  # an odd provider litellm cannot describe: the first call will tell
+                env = {"keys_in_environment": True}
+            missing = [k for k in env.get("missing_keys") or [] if not os.environ.get(k)]
+            if not env.get("keys_in_environment", True) and missing:
+                raise MemplugError(f"{role} {llm.model}: {provider} needs {', '.join(missing)} in the environment "
+                                   "(or give --api-base URL of a server that needs no key)")
+    if llm.api_base:
+        probe(llm.api_base, role, key=llm._http_key() if llm.direct else None)
+
+
+def probe(api_base: str, role: str = "--api-base", key: str | None = None) -> None:
+    """One cheap request (``GET <api_base>/models``): the endpoint must answer, and not with 401/403.
+
+    Any other answer (even 404: not every server lists models) shows someone is there.
+    """
+    from memplug.llm import endpoint
+
+    timeout = float(os.environ.get("MEMPLUG_PROBE_TIMEOUT") or PROBE_TIMEOUT_S)
+    url, headers = endpoint(api_base, "/models", key)
+    shown = redact_url(api_base)
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            response.read(1 << 16)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise MemplugError(f"{role}: {shown} refused the key (HTTP {exc.code}): check the API key "
+                               "(the provider's *_API_KEY variable)") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        text = "no answer within {:g}s".format(timeout) if "timed out" in str(reason) else str(reason)
+        raise MemplugError(scrub(f"--api-base {shown} does not answer ({text}): start the server, "
+                                 "or check the URL (it usually ends in /v1)", urls=(api_base,))) from None
+
+
+def check_embedder(name: str, llm: "LLM | None") -> None:
+    """The embedder named by ``--embedder`` exists, and an API embedder's model resolves."""
+    kind, _, model = name.partition(":")
+    if name == "wordllama":
+        return
+    if kind == "st" and model:
+        from memplug.adapters.retrieval.embedders import get_embedder
+
+        get_embedder(name, llm)  # builds it: a model missing locally fails now, in one line
+        return
+    if kind == "litellm" and model:
+        from memplug.llm import LLM
+
+        api_base = llm.api_base if llm is not None else None
+        probe_llm = LLM(model, api_base=api_base, api_key=llm.api_key if llm else None, use_cache=False)
+        check_llm(probe_llm, "--embedder")
+        return
+    raise MemplugError(f"unknown embedder {name!r}; use wordllama, litellm:<model> or st:<model>")
+
+
+def requires_llm(agent_name: str, purpose: str,
+                 when: Callable[[Mapping[str, Any]], bool] = lambda values: True) -> Any:
+    """A ``preflight`` for an agent that cannot work without an LLM (with options for which
+    ``when(values)`` holds): set it as the class attribute ``preflight``."""
+
+    def check(values: Mapping[str, Any], given: Mapping[str, str], llm: "LLM | None") -> AgentPlan:
+        if llm is None and when(values):
+            raise MemplugError(f"agent {agent_name!r} needs an LLM for {purpose}: set --llm MODEL "
+                               "(and --api-base URL for a self-hosted OpenAI-compatible server)")
+        return AgentPlan(values)
+
+    return staticmethod(check)

@@ -1,0 +1,98 @@
+"""Keeping credentials out of everything memplug writes or prints.
+
+A benchmark run's files are made to be shared (run.json, samples.jsonl, the HTML
+report), so nothing secret may reach them: not a password in ``--api-base``
+(``http://user:pass@host/v1``), not a key in its query string (``?api-key=...``), not
+an ``Authorization: Bearer ...`` header quoted in an error, not the value of any
+key-like environment variable, however short. :func:`redact_url` is applied to URLs
+before they are stored; :func:`scrub` to every free text (error messages, log lines).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+MASK = "***"
+#: environment variables whose values are secrets (OPENAI_API_KEY, HF_TOKEN, PGPASSWORD ...)
+_SECRET_VAR = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?)$|_(KEY|TOKEN|SECRET)_", re.I)
+#: query parameters that carry credentials (Azure's api-key, Gemini's key, signed URLs ...)
+_SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|signature|auth|credential", re.I)
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:]*):(?P<password>[^/@\s]+)@")
+_QUERY_PAIR = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth)"
+                         r"[A-Za-z0-9_.-]*=)(?P<value>[^&#\s\"']+)", re.I)
+_BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{3,})", re.I)
+_KEY_FIELD = re.compile(r"(?P<head>\b(?:api[_-]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)"
+                        r"(?P<value>[^\s\"',}]{3,})", re.I)
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` with its password and credential-like query values replaced by ``***``."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return scrub(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        host = netloc.rpartition("@")[2]
+        netloc = f"{parts.username}:{MASK}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, MASK if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def is_redacted(url: str | None) -> bool:
+    """Whether ``url`` lost a credential to :func:`redact_url` (it cannot be used as is)."""
+    return bool(url) and MASK in str(url)
+
+
+def environment_secrets(environ: "os._Environ[str] | dict[str, str] | None" = None) -> set[str]:
+    """Values of key-like environment variables, whatever their length."""
+    env = os.environ if environ is None else environ
+    return {v for k, v in env.items() if v and _SECRET_VAR.search(k)}
+
+
+def _url_secrets(urls: Iterable[str | None]) -> set[str]:
+    found: set[str] = set()
+    for url in urls:
+        if not url:
+            continue
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            continue
+        if parts.password:
+            found.add(parts.password)
+        found.update(v for k, v in parse_qsl(parts.query) if v and _SECRET_PARAM.search(k))
+    return found
+
+
+def scrub(text: str, secrets: Iterable[str | None] = (), urls: Iterable[str | None] = ()) -> str:
+    """``text`` with every known secret masked.
+
+    Known secrets are ``secrets`` (e.g. an API key given in code), the password and
+    credential parameters of ``urls``, and the values of key-like environment variables.
+    Patterns catch the rest: passwords in any URL, credential query parameters,
+    ``Bearer`` tokens and ``api_key: ...`` fields. A secret of a few characters is masked
+    only where it stands as a whole word, so that a placeholder key such as "x" does
+    not mangle every word holding an x.
+    """
+    if not text:
+        return text
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    text = _QUERY_PAIR.sub(lambda m: f"{m['name']}{MASK}", text)
+    text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _KEY_FIELD.sub(lambda m: f"{m['head']}{MASK}", text)
+    known = {s for s in (*secrets, *_url_secrets(urls), *environment_secrets()) if s and s != MASK}
+    for secret in sorted(known, key=len, reverse=True):  # longest first: one may contain another
+        if len(secret) >= 8:
+            text = text.replace(secret, MASK)
+        elif secret in text:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", MASK, text)
+    return text

@@ -1,0 +1,331 @@
+"""A run never reports failure as success (issue 14).
+
+Bad configuration ends before the first question with one line and exit 2; a run with
+failed questions exits 1 and says so in run.json, summary.json and its last line;
+``--resume`` retries the failed questions; errors are told apart by kind; nothing
+secret reaches a file; a full disk, a second process and Ctrl-C are handled.
+
+Whole ``memplug`` processes talk to the loopback stub (tests/openai_stub.py) and find
+the testkit (dataset ``counting``, agent ``lookup``) through a real entry point.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memplug.errors import RunStopped
+from memplug.results import RecordWriter, RunDir, RunLock
+from memplug.runner import Evaluation, RunSpec
+
+LOOKUP = ["--agent", "lookup", "--dataset", "counting", "-o", "answer=false", "--reader", "llm",
+          "--llm", "openai/stub", "--llm-timeout", "1", "--llm-retries", "1", "--quiet"]
+
+
+def memplug(env: dict[str, str], *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def only_run(root: Path) -> RunDir:
+    runs = [p for p in (root / "runs").iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return RunDir(runs[0])
+
+
+@pytest.fixture
+def env(testkit_env, openai_stub) -> dict[str, str]:
+    """The testkit through its entry point, no key in the environment, the stub on loopback."""
+    out = {k: v for k, v in testkit_env.items() if not k.endswith("_API_KEY")}
+    out["no_proxy"] = out["NO_PROXY"] = "127.0.0.1,localhost"
+    out["COLUMNS"] = "80"
+    return out
+
+
+# --- preflight: bad configuration fails before the first question --------------------
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--api-base", "http://127.0.0.1:{closed}/v1"], "does not answer"),
+    (["--embedder", "bogus"], "unknown embedder 'bogus'"),
+    (["--llm-timeout", "inf"], "--llm-timeout"),
+    (["--concurrency", "100000"], "--concurrency"),
+    (["--llm-deadline", "0.5"], "--llm-deadline"),
+])
+def test_bad_configuration_is_one_line_and_exit_2(env, openai_stub, tmp_path, extra, expected):
+    args = [a.replace("{closed}", str(closed_port())) for a in extra]
+    if "--api-base" not in args:
+        args += ["--api-base", openai_stub.base_url]
+    t0 = time.monotonic()
+    result = memplug(env, "eval", *LOOKUP, *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - t0 < 15
+    assert not openai_stub.chat_requests  # not one question was asked
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_hosted_model_without_its_key_fails_at_once(env, tmp_path):
+    result = memplug(env, "eval", "--agent", "bm25", "--dataset", "counting", "--llm", "openai/gpt-4o-mini",
+                     "--quiet", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "OPENAI_API_KEY" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_endpoint_that_refuses_the_key_fails_before_the_first_question(env, openai_stub, tmp_path, monkeypatch):
+    import openai_stub as stub_module
+
+    def refuse(handler: Any) -> None:
+        handler._send_json(401, {"error": {"message": "Incorrect API key provided: sk-wrong"}})
+
+    monkeypatch.setattr(stub_module._Handler, "do_GET", refuse)
+    result = memplug({**env, "OPENAI_API_KEY": "sk-wrong-key-123"}, "eval", *LOOKUP,
+                     "--api-base", openai_stub.base_url, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "refused the key (HTTP 401)" in result.stderr
+    assert "sk-wrong-key-123" not in result.stderr
+    assert not openai_stub.chat_requests
+
+
+def test_an_endpoint_that_never_answers_fails_within_the_probe_timeout(env, tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)  # accepts connections (the backlog) and never answers
+    try:
+        t0 = time.monotonic()
+        result = memplug({**env, "MEMPLUG_PROBE_TIMEOUT": "0.5"}, "eval", *LOOKUP,
+                         "--api-base", f"http://127.0.0.1:{server.getsockname()[1]}/v1", cwd=tmp_path)
+        assert result.returncode == 2
+        assert "no answer within 0.5s" in result.stderr
+        assert time.monotonic() - t0 < 15
+    finally:
+        server.close()
+
+
+def test_an_agent_that_needs_an_llm_stops_before_loading_data(env, tmp_path):
+    result = memplug(env, "eval", "--agent", "emg", "--dataset", "counting", "-o", "extractor=llm", "--quiet",
+                     cwd=tmp_path)
+    assert result.returncode == 2
+    assert "needs an LLM for -o extractor=llm: set --llm MODEL" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_mem0_without_an_llm_chooses_its_offline_mode_and_says_so():
+    from memplug.adapters.mem0 import Mem0Agent
+    from memplug.errors import MemplugError
+
+    plan = Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, None)
+    assert plan.values["infer"] is False and "give --llm to let Mem0 extract facts" in plan.note
+    with pytest.raises(MemplugError, match="infer=true needs an LLM"):
+        Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {"infer": "true"}, None)
+    assert Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, object()).note is None
+
+
+# --- errors by kind, and the outcome -------------------------------------------------
+
+
+def test_a_bad_request_stops_the_run_at_once_and_keeps_it_resumable(env, openai_stub, tmp_path):
+    calls = 0
+
+    def third_fails(body: dict[str, Any]) -> str:
+        return "apple"
+
+    openai_stub.reply = third_fails
+    admit = openai_stub._admit
+
+    def every_third_400(path: str, body: dict[str, Any], auth: str) -> str | None:
+        nonlocal calls
+        calls += 1
+        return admit(path, body, auth) or ("400" if calls % 3 == 0 else None)
+
+    openai_stub._admit = every_third_400
+    result = memplug(env, "eval", *LOOKUP, "--api-base", openai_stub.base_url, "--concurrency", "1", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    line = last_line(result.stderr)
+    assert "HTTP 400" in line and "memplug eval --resume" in line
+    assert len(openai_stub.chat_requests) == 3  # stopped at the first 400, not retried, no question after it
+    run = only_run(tmp_path)
+    stored = run.spec()
+    assert stored["status"] == "partial" and "HTTP 400" in stored["stopped"]
+    assert len(run.records()) == 2 and not any(r["error"] for r in run.records())
+
+
+def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_path):
+    openai_stub.reply = lambda body: "" if "item 2-1" in body["messages"][-1]["content"] else "apple"
+    result = memplug(env, "eval", *LOOKUP, "--api-base", openai_stub.base_url, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    run = only_run(tmp_path)
+    line = last_line(result.stderr)
+    assert line.startswith("memplug: partial: 1 of 18 questions failed; first error:")
+    assert "empty reply" in line and line.endswith(f"memplug eval --resume runs/{run.path.name}")
+    assert run.spec()["status"] == "partial" and run.summary()["status"] == "partial"
+    assert run.summary()["n_errors"] == 1
+    # the empty reply was not cached: the resume asks again, and now gets an answer
+    openai_stub.reply = lambda body: "apple"
+    asked_before = len(openai_stub.chat_requests)
+    again = memplug(env, "eval", "--resume", str(run.path), "--quiet", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert last_line(again.stdout) == str(run.path)
+    records = run.records()
+    assert len(records) == 18 and not any(r["error"] for r in records)
+    assert len({(r["sample_id"], r["question_id"]) for r in records}) == 18  # replaced, never duplicated
+    # only the failed question reaches the server: its sample's other two come from the cache
+    assert len(openai_stub.chat_requests) - asked_before == 1
+    assert run.spec()["status"] == "finished" and run.summary()["status"] == "finished"
+
+
+def test_every_question_failing_is_a_failed_run(env, openai_stub, tmp_path):
+    openai_stub.fail_next(10_000, "context")
+    result = memplug(env, "eval", *LOOKUP, "--api-base", openai_stub.base_url, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert last_line(result.stderr).startswith("memplug: failed: 18 of 18 questions failed")
+    assert only_run(tmp_path).spec()["status"] == "failed"
+    assert len(openai_stub.chat_requests) == 18  # too long for the model: that question's error, never retried
+
+
+def test_a_null_reply_is_an_error_not_an_empty_answer(openai_stub, testkit, tmp_path):
+    openai_stub.reply = lambda body: None
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=openai_stub.base_url,
+                              reader="llm", agent_options={"answer": "false"}, llm_retries=0,
+                              dataset_options={"samples": "1"})).run(output=tmp_path)
+    records = RunDir(path).records()
+    assert all("empty reply" in r["error"] and r["prediction"] is None and r["scores"] == {} for r in records)
+
+
+# --- the run directory: lock, full disks, interruptions ------------------------------
+
+
+def test_a_second_process_cannot_resume_a_run_in_progress(env, testkit, tmp_path):
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "runs")
+    lock = RunLock(path).acquire()
+    try:
+        result = memplug(env, "eval", "--resume", str(path), "--quiet", cwd=tmp_path)
+    finally:
+        lock.release()
+    assert result.returncode == 2
+    assert "is being run by another memplug process" in result.stderr
+    assert memplug(env, "eval", "--resume", str(path), "--quiet", cwd=tmp_path).returncode == 0
+
+
+def test_a_full_output_disk_is_one_line_and_the_run_stays_resumable(testkit, tmp_path, monkeypatch):
+    real_flush = RecordWriter.flush
+    budget = {"flushes": 1}
+
+    def flush(self: RecordWriter) -> None:
+        if budget["flushes"] <= 0:
+            self._failed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+            return
+        budget["flushes"] -= 1
+        real_flush(self)
+
+    monkeypatch.setattr(RecordWriter, "flush", flush)
+    spec = RunSpec(agent="lookup", dataset="counting", agent_options={"delay": "0.02"}, concurrency=1)
+    with pytest.raises(RunStopped, match="No space left on device.*memplug eval --resume"):
+        Evaluation(spec).run(output=tmp_path / "runs")
+    run = only_run(tmp_path)
+    assert run.spec()["status"] in ("running", "partial", "failed")
+    monkeypatch.setattr(RecordWriter, "flush", real_flush)
+    Evaluation(spec).run(resume=run.path)
+    assert run.spec()["status"] == "finished" and len(run.records()) == 18
+
+
+def test_a_full_cache_disk_warns_once_and_keeps_every_answer(openai_stub, testkit, tmp_path, monkeypatch, capfd):
+    import memplug.cache
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(memplug.cache.ResponseCache, "put", full)
+    monkeypatch.setattr(memplug.cache.ResponseCache, "put_many", full)
+    monkeypatch.setattr(memplug.cache, "_WARNED_CACHE", False)
+    openai_stub.reply = lambda body: "apple"
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=openai_stub.base_url,
+                              reader="llm", agent_options={"answer": "false"})).run(output=tmp_path)
+    run = RunDir(path)
+    assert run.spec()["status"] == "finished"
+    assert not any(r["error"] for r in run.records())
+    err = capfd.readouterr().err
+    assert err.count("cannot be written (database or disk is full); going on uncached") == 1
+
+
+def test_a_new_run_directory_holds_its_run_json_from_the_start(testkit, tmp_path):
+    evaluation = Evaluation(RunSpec(agent="lookup", dataset="counting"))
+    run_id, path = evaluation.new_run_dir(tmp_path)
+    assert RunDir(path).spec()["status"] == "running"
+    assert [p.name for p in tmp_path.iterdir()] == [run_id]  # no staging folder left behind
+    Evaluation(RunSpec(agent="lookup", dataset="counting")).run(resume=path)
+    assert RunDir(path).spec()["status"] == "finished"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after_s", [0.05, 0.2, 0.4, 0.7, 1.2])
+def test_ctrl_c_at_any_moment_is_one_line_without_a_traceback(env, tmp_path, after_s):
+    console = Path(sys.executable).parent / "memplug"  # the installed command, as a user starts it
+    process = subprocess.Popen([str(console), "eval", "--agent", "lookup", "--dataset",
+                                "counting", "-o", "delay=0.05", "--concurrency", "1", "--quiet"],
+                               env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after_s)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    if process.returncode == 130:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("memplug: interrupted")
+    runs = tmp_path / "runs"
+    for run in (runs.iterdir() if runs.exists() else []):
+        assert RunDir(run).spec()["run_id"] == run.name  # whatever was created can be resumed
+        if process.returncode == 130:
+            assert f"memplug eval --resume runs/{run.name}" in err
+
+
+# --- secrets -------------------------------------------------------------------------
+
+
+def test_no_secret_reaches_a_file_or_the_terminal(env, openai_stub, tmp_path):
+    secrets = {"password": "pa55w0rdXY", "query key": "QUERYKEY77", "short env key": "sk9"}
+    host, port = openai_stub.base_url.split("//")[1].split("/")[0].split(":")
+    api_base = f"http://user:{secrets['password']}@{host}:{port}/v1?api-key={secrets['query key']}"
+    openai_stub.reply = lambda body: "" if "item 1-1" in body["messages"][-1]["content"] else "apple"
+    run_env = {**env, "OPENAI_API_KEY": secrets["short env key"]}
+    result = memplug(run_env, "eval", *LOOKUP[:-1], "--api-base", api_base, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    run = only_run(tmp_path)
+    report = memplug(run_env, "report", str(run.path), "--html", str(tmp_path / "page.html"), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    # the key did reach the server, so it was used, and only there
+    assert any(auth == f"Bearer {secrets['short env key']}" for _, _, auth in openai_stub.log)
+    texts = {"stdout": result.stdout, "stderr": result.stderr, "report": report.stdout + report.stderr}
+    for file in [*run.path.rglob("*"), tmp_path / "page.html"]:
+        if file.is_file():
+            texts[str(file)] = file.read_text(encoding="utf-8", errors="replace")
+    assert "run.json" in " ".join(texts) and "memplug.log" in " ".join(texts)
+    for what, secret in secrets.items():
+        for where, text in texts.items():
+            assert secret not in text, f"{what} found in {where}"
+    # resuming asks for the --api-base that run.json cannot keep whole
+    again = memplug(run_env, "eval", "--resume", str(run.path), cwd=tmp_path)
+    assert again.returncode == 2 and "pass --api-base again" in again.stderr
