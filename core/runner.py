@@ -160,6 +160,20 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def files_sha256(path: Path) -> dict[str, str]:
+    """sha256 of a file, or of every file under a folder (hidden ones left out), by name."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()
+                                                 and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    out: dict[str, str] = {}
+    for file in files:
+        digest = hashlib.sha256()
+        with file.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        out[file.name if file == path else file.relative_to(path).as_posix()] = digest.hexdigest()
+    return out
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -187,6 +201,7 @@ class Evaluation:
                                            f"dataset {spec.dataset!r}")
         preflight.check_spec(spec)
         self.data = Path(spec.data).expanduser() if spec.data else None
+        self._data_sha256: dict[str, str] | None = None
         self.info: DatasetInfo = dataset_info(self.builder, self.dataset_values, self.data)
         self.chunk_size = (
             spec.chunk_size or getattr(self.agent_factory, "default_chunk_size", None) or self.info.default_chunk_size
@@ -302,6 +317,7 @@ class Evaluation:
                 "metrics": [m.name for m in self.metrics],
                 "answer_prompt_source": self.info.answer_prompt_source,
                 "agent_note": self.agent_note,
+                "data_sha256": self.data_sha256(),
                 **extra,
             },
             "versions": self.versions(),
@@ -312,6 +328,14 @@ class Evaluation:
             "status": status,
             **(outcome or {}),
         })
+
+    def data_sha256(self) -> dict[str, str] | None:
+        """sha256 of each file the run read from ``--data`` (relative to it; a single file
+        under its own name), so that a run can be checked against its inputs later (`memplug
+        reproduce`); None for generated data, which its version, options and seed define."""
+        if self._data_sha256 is None and self.data is not None and self.data.exists():
+            self._data_sha256 = files_sha256(self.data)
+        return self._data_sha256
 
     def metrics_by_name(self) -> dict[str, Any]:
         return {e.name: m for e, m in zip(self.metric_entries, self.metrics)}

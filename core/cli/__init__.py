@@ -85,10 +85,11 @@ def _register_builtin_commands() -> None:
     from memplug.cli.judge_check import judge_check_command
     from memplug.cli.list import list_command
     from memplug.cli.report import report_command
+    from memplug.cli.reproduce import reproduce_command
     from memplug.cli.rescore import rescore_command
 
     for command in (list_command, eval_command, generate_command, report_command, rescore_command,
-                    judge_check_command):
+                    judge_check_command, reproduce_command):
         cli.add_command(command)
 
 

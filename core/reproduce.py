@@ -1,0 +1,131 @@
+"""Re-running a finished run from its run.json, and whether its numbers come out the same.
+
+A published table is only worth something if a reader can check a row of it. run.json
+holds everything that defines a run (the spec, the plugin and dataset versions, and the
+sha256 of every file read from ``--data``), so a reproduction needs the same inputs and
+nothing else: the data is checked against the stored hashes before anything runs, the
+evaluation is run again as a new run, and every metric mean (overall and per category)
+is compared with the original.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from memplug.errors import MemplugError
+from memplug.results import RunDir
+from memplug.runner import Evaluation, RunSpec
+from memplug.secrets import is_redacted
+
+
+@attrs.frozen
+class Compared:
+    """One metric mean of the original run beside the reproduction's."""
+
+    metric: str
+    category: str  # "overall" or a category name
+    original: float | None
+    reproduced: float | None
+    tolerance: float = 0.0
+
+    @property
+    def same(self) -> bool:
+        if self.original is None or self.reproduced is None:
+            return self.original is self.reproduced
+        return abs(self.original - self.reproduced) <= self.tolerance
+
+
+@attrs.frozen
+class Reproduction:
+    original: Path
+    reproduced: Path
+    rows: tuple[Compared, ...]
+    #: what differs between the two runs' set-ups without being an error (versions)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return all(row.same for row in self.rows)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"original": str(self.original), "reproduced": str(self.reproduced), "matches": self.matches,
+                "notes": list(self.notes),
+                "metrics": [{**attrs.asdict(r), "same": r.same} for r in self.rows]}
+
+
+def stored_spec(run: RunDir, api_base: str | None = None, data: Path | None = None,
+                cache: bool | None = None) -> RunSpec:
+    """The run's spec from run.json, with the inputs a reproducer may point elsewhere."""
+    fields = dict(run.spec().get("spec") or {})
+    known = {a.name for a in RunSpec.__attrs_attrs__}  # type: ignore[attr-defined]
+    fields = {k: v for k, v in fields.items() if k in known}
+    if data is not None:
+        fields["data"] = str(data)
+    if api_base is not None:
+        fields["api_base"] = api_base
+    elif is_redacted(fields.get("api_base")):
+        raise MemplugError(f"{run.path}: run.json keeps --api-base without its password "
+                           f"({fields['api_base']}): pass --api-base")
+    if cache is not None:
+        fields["cache"] = cache
+    try:
+        return RunSpec(**fields)
+    except TypeError as exc:
+        raise MemplugError(f"{run.run_json}: not a spec this memplug can run ({exc})") from None
+
+
+def check_data(run: RunDir, evaluation: Evaluation) -> None:
+    """The files at --data have the sha256 the original run recorded (MemplugError if not)."""
+    stored = (run.spec().get("resolved") or {}).get("data_sha256")
+    if stored is None:
+        return
+    now = evaluation.data_sha256() or {}
+    differ = sorted(name for name in stored.keys() | now.keys() if stored.get(name) != now.get(name))
+    if differ:
+        shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+        raise MemplugError(f"--data {evaluation.data} is not the data of {run.path}: {shown} "
+                           "differ from the sha256 in its run.json (pass --data with the same release)")
+
+
+def _version_notes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    notes = []
+    for key in ("memplug", "python"):
+        if before.get(key) != after.get(key):
+            notes.append(f"{key} {before.get(key)} -> {after.get(key)}")
+    old_plugins, new_plugins = before.get("plugins") or {}, after.get("plugins") or {}
+    for name in sorted(old_plugins.keys() | new_plugins.keys()):
+        if old_plugins.get(name) != new_plugins.get(name):
+            notes.append(f"plugin {name} {old_plugins.get(name)} -> {new_plugins.get(name)}")
+    return notes
+
+
+def compare_summaries(before: dict[str, Any], after: dict[str, Any], tolerance: float = 0.0) -> list[Compared]:
+    """Every metric mean of either summary, overall then per category."""
+    rows = []
+    blocks = [("overall", before["metrics"]["overall"], after["metrics"]["overall"])]
+    cats_a, cats_b = before["metrics"].get("by_category", {}), after["metrics"].get("by_category", {})
+    blocks += [(c, cats_a.get(c, {}), cats_b.get(c, {})) for c in sorted(cats_a.keys() | cats_b.keys())]
+    for category, a, b in blocks:
+        for metric in sorted(a.keys() | b.keys()):
+            rows.append(Compared(metric, category, a.get(metric), b.get(metric), tolerance))
+    return rows
+
+
+def reproduce(path: Path, output: Path, api_base: str | None = None, data: Path | None = None,
+              cache: bool | None = None, tolerance: float = 0.0, progress: Callable | None = None) -> Reproduction:
+    """Run ``path`` again from its run.json into ``output`` and compare the numbers."""
+    run = RunDir(path).check()
+    stored = run.spec()
+    if stored.get("status") != "finished":
+        raise MemplugError(f"{path}: only a finished run can be reproduced (its status is "
+                           f"{stored.get('status')!r}; finish it with memplug eval --resume {path})")
+    evaluation = Evaluation(stored_spec(run, api_base, data, cache))
+    check_data(run, evaluation)
+    new_path = evaluation.run(output=output, progress=progress, capture_logs=True)
+    new = RunDir(new_path)
+    rows = compare_summaries(run.summary(), new.summary(), tolerance)
+    notes = _version_notes(stored.get("versions") or {}, new.spec().get("versions") or {})
+    return Reproduction(run.path, new_path, tuple(rows), tuple(notes))

@@ -1,0 +1,56 @@
+"""`memplug reproduce`: a finished run, run again from its run.json, with its data checked."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memplug.cli import cli
+from memplug.errors import MemplugError
+from memplug.reproduce import reproduce
+from memplug.results import RunDir, write_json_atomic
+from memplug.runner import Evaluation, RunSpec
+
+
+def test_a_run_reproduces_to_the_same_numbers(testkit, tmp_path):
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options={"wrong": "q1"})).run(output=tmp_path)
+    result = reproduce(path, tmp_path / "again")
+    assert result.matches and result.reproduced != path
+    assert {r.metric for r in result.rows} >= {"em", "subem"} and {r.category for r in result.rows} >= {"overall", "odd"}
+    assert any(r.original not in (None, 1.0) for r in result.rows)  # not a trivial all-correct run
+
+
+def test_a_number_that_differs_exits_1(testkit, tmp_path):
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path)
+    summary = RunDir(path).summary()
+    summary["metrics"]["overall"]["em"] = 0.5  # as if the published number were another
+    write_json_atomic(path / "summary.json", summary)
+    result = CliRunner().invoke(cli, ["reproduce", str(path), "--output", str(tmp_path / "again")])
+    assert result.exit_code == 1, result.output
+    assert "1 of" in result.output and "metric means differ" in result.output
+
+
+def test_data_that_is_not_the_runs_is_refused_before_running(tmp_path, shared_data):
+    data = tmp_path / "memdaily"
+    shutil.copytree(shared_data / "memdaily", data)
+    path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(data), limit=20)).run(output=tmp_path / "runs")
+    assert RunDir(path).spec()["resolved"]["data_sha256"]
+    assert reproduce(path, tmp_path / "runs").matches
+    first = sorted(data.iterdir())[0]
+    rows = json.loads(first.read_text(encoding="utf-8"))
+    first.write_text(json.dumps(rows, indent=1), encoding="utf-8")  # same content, other bytes: another release
+    runs_before = len(list((tmp_path / "runs").iterdir()))
+    with pytest.raises(MemplugError, match=f"{first.name} differ from the sha256"):
+        reproduce(path, tmp_path / "runs")
+    assert len(list((tmp_path / "runs").iterdir())) == runs_before  # nothing ran
+
+
+def test_an_unfinished_run_is_not_reproduced(testkit, tmp_path):
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options={"fail_question": "q1"})).run(
+        output=tmp_path)
+    with pytest.raises(MemplugError, match="only a finished run can be reproduced.*--resume"):
+        reproduce(path, tmp_path)
