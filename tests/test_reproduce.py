@@ -54,3 +54,27 @@ def test_an_unfinished_run_is_not_reproduced(testkit, tmp_path):
         output=tmp_path)
     with pytest.raises(MemplugError, match="only a finished run can be reproduced.*--resume"):
         reproduce(path, tmp_path)
+
+
+# --- tables to publish (`memplug report --format`) -------------------------------------
+
+
+def test_tables_to_publish_mark_the_best_and_name_the_setting(testkit, tmp_path):
+    from memplug.publish import tables
+
+    good = Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path)
+    bad = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options={"wrong": "q1"})).run(output=tmp_path)
+    markdown = tables([good, bad], "markdown")
+    assert "| em | overall | even | odd |" in markdown
+    assert f"lookup [{good.name}]" in markdown  # the same agent twice: told apart by run id
+    first_row = next(line for line in markdown.splitlines() if good.name in line)
+    assert first_row.count("**1.000") == 3  # best in every column
+    assert "memplug: 0.1.0" in markdown and "dataset: counting v1, data generated" in markdown
+    latex = tables([good, bad], "latex")
+    assert r"\begin{tabular}{lrrr}" in latex and r"\textbf{1.000" in latex and "lookup [" in latex
+    rows = [line.split(",") for line in tables([good, bad], "csv").splitlines() if not line.startswith(("#", '"#'))]
+    assert rows[0][:4] == ["metric", "run", "category", "mean"]
+    odd = [r for r in rows[1:] if r[0] == "em" and r[2] == "odd"]
+    assert [r[3] for r in odd] == ["1.0000", "0.0000"] and [r[7] for r in odd] == ["true", "false"]
+    result = CliRunner().invoke(cli, ["report", str(good), str(bad), "--format", "markdown"])
+    assert result.exit_code == 0 and result.output == markdown

@@ -85,19 +85,31 @@ def print_tables(paths: list[Path]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summaries as JSON.")
 @click.option("--html", type=click.Path(path_type=Path, dir_okay=False),
               help="Write a self-contained HTML comparison page with charts.")
-def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["markdown", "latex", "csv"]),
+              help="Print the comparison as a table to publish: one per metric, runs as rows, categories "
+              "as columns, best per column marked, a footer naming protocol, judge, data hash and version.")
+@click.option("--ci-style", type=click.Choice(["pm", "brackets"]), default="pm", show_default=True,
+              help="With --format: intervals as ± half-width or as [low, high].")
+def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt: str | None,
+                   ci_style: str) -> None:
     """Compare one or more finished runs.
 
     \b
     Examples:
       memplug report runs/RUN_A runs/RUN_B
       memplug report runs/* --html report.html
+      memplug report runs/RUN_A runs/RUN_B --format latex > table.tex
     """
     paths = [RunDir(p).check().path for p in runs]
     if html is not None:
         from memplug.htmlreport import write_html
 
         click.echo(str(write_html(paths, html)), err=True)
+    if fmt is not None:
+        from memplug.publish import tables
+
+        click.echo(tables(paths, fmt, ci_style), nl=False)  # type: ignore[arg-type]
+        return
     if as_json:
         out = {"runs": [{"path": str(p), **RunDir(p).summary()} for p in paths],
                "paired": compare.comparisons(paths)}

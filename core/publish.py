@@ -1,0 +1,175 @@
+"""Comparison tables ready to paste into a paper, a README or a leaderboard.
+
+``memplug report RUNS... --format markdown|latex|csv``: one table per metric, runs as
+rows (labelled by agent, or agent and dataset when the runs span several), the overall
+score and each category as columns, the 95% interval beside each mean, the best mean
+of each column in bold, and a dagger on a mean that differs from the first run's with
+p < 0.05 in the paired test (:mod:`memplug.compare`). A footer names what makes the
+table reproducible: the protocol (answer prompt), the judge, the dataset version and
+data hash, and the memplug version, so a number never travels without its setting.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from pathlib import Path
+from typing import Any, Literal
+
+from memplug import compare
+from memplug.results import RunDir
+
+Format = Literal["markdown", "latex", "csv"]
+FORMATS: tuple[str, ...] = ("markdown", "latex", "csv")
+ALPHA = 0.05
+DAGGER = {"markdown": "†", "latex": r"$^\dagger$", "csv": "†"}
+
+
+def _data_hash(spec: dict[str, Any]) -> str:
+    """A short digest of the run's --data files (sha256 of their sha256s), or "generated"."""
+    hashes = (spec.get("resolved") or {}).get("data_sha256")
+    if not hashes:
+        return "generated"
+    joined = "\n".join(f"{name} {digest}" for name, digest in sorted(hashes.items()))
+    return "sha256:" + hashlib.sha256(joined.encode()).hexdigest()[:12]
+
+
+def _settings(paths: list[Path]) -> list[str]:
+    """Footer lines: each setting, once when every run shares it, else per run."""
+    rows: dict[str, list[str]] = {}
+    for path in paths:
+        run = RunDir(path).spec()
+        resolved, versions = run.get("resolved") or {}, run.get("versions") or {}
+        judge = resolved.get("judge")
+        judge_text = "none" if not judge else (
+            f"{judge.get('name', 'judge')} {judge.get('model', '')} {judge.get('prompt_sha256', '')[:12]}".strip()
+            if isinstance(judge, dict) else str(judge))
+        dataset = versions.get("dataset") or {}
+        for key, value in (
+            ("protocol", resolved.get("answer_prompt_source") or "n/a"),
+            ("reader", resolved.get("reader") or "n/a"),
+            ("judge", judge_text),
+            ("dataset", f"{dataset.get('name', '?')} v{dataset.get('version', '?')}, data {_data_hash(run)}"),
+            ("memplug", f"{versions.get('memplug', '?')} (git {str(run.get('git') or 'n/a')[:10]})"),
+        ):
+            rows.setdefault(key, []).append(value)
+    lines = []
+    for key, values in rows.items():
+        if len(set(values)) == 1:
+            lines.append(f"{key}: {values[0]}")
+        else:
+            lines.append(f"{key}: " + "; ".join(f"{Path(p).name}: {v}" for p, v in zip(paths, values)))
+    return lines
+
+
+def _labels(summaries: list[dict[str, Any]]) -> list[str]:
+    datasets = {s["dataset"] for s in summaries}
+    labels = [s["agent"] if len(datasets) == 1 else f"{s['agent']} ({s['dataset']})" for s in summaries]
+    if len(set(labels)) < len(labels):  # the same agent twice (seeds, options): the run ids tell them apart
+        labels = [f"{label} [{s['run_id']}]" for label, s in zip(labels, summaries)]
+    return labels
+
+
+def _escape_latex(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
+        text = text.replace(a, b)
+    return text
+
+
+def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "pm") -> str:
+    """The comparison tables of ``paths`` in ``fmt``, one per metric, with the footer."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    summaries = [RunDir(p).check().summary() for p in paths]
+    labels = _labels(summaries)
+    metrics = list(dict.fromkeys(m for s in summaries for m in s["metrics"]["overall"]))
+    categories = ["overall", *dict.fromkeys(c for s in summaries for c in s["metrics"]["by_category"])]
+    significant: dict[tuple[int, str], bool] = {}
+    for i, comparison in enumerate(compare.comparisons(paths), 1):
+        for metric, c in comparison["metrics"].items():
+            significant[i, metric] = c.get("p_value", 1.0) < ALPHA
+    out: list[str] = []
+    csv_rows: list[list[str]] = [["metric", "run", "category", "mean", "ci_low", "ci_high", "n", "best",
+                                  "differs_from_first"]]
+    for metric in metrics:
+        grid: list[list[tuple[float, list[float] | None] | None]] = []
+        for s in summaries:
+            row = []
+            for cat in categories:
+                means = s["metrics"]["overall"] if cat == "overall" else s["metrics"]["by_category"].get(cat, {})
+                cis = (s.get("ci") or {}).get("overall" if cat == "overall" else "by_category", {})
+                cis = cis if cat == "overall" else cis.get(cat, {})
+                value = means.get(metric)
+                ci = cis.get(metric) if isinstance(cis, dict) else None
+                row.append(None if value is None else (float(value), ci if isinstance(ci, list) else None))
+            grid.append(row)
+        best = [max((r[j][0] for r in grid if r[j] is not None), default=None) for j in range(len(categories))]
+        for i, (label, row) in enumerate(zip(labels, grid)):
+            for j, cell in enumerate(row):
+                if cell is None:
+                    continue
+                ci = cell[1]
+                csv_rows.append([metric, label, categories[j], f"{cell[0]:.4f}",
+                                 "" if ci is None else f"{ci[0]:.4f}", "" if ci is None else f"{ci[1]:.4f}",
+                                 str(_n(summaries[i], categories[j], metric)), str(cell[0] == best[j]).lower(),
+                                 str(significant.get((i, metric), False) and j == 0).lower()])
+        if fmt != "csv":
+            out.append(_render(fmt, metric, labels, categories, grid, best, significant, style))
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerows(csv_rows)
+        for line in _settings(paths):
+            writer.writerow([f"# {line}"])
+        return buffer.getvalue()
+    footer = _settings(paths)
+    shown = "mean [95% CI]" if style == "brackets" else "mean ± half the width of its 95% CI"
+    note = (f"Each cell: {shown}; the best mean of each column in bold; † overall mean differs from the "
+            f"first row's with p < {ALPHA} (paired test on the questions both answered).")
+    if fmt == "markdown":
+        return "\n\n".join(out) + "\n\n" + note + "\n" + "".join(f"\n- {line}" for line in footer) + "\n"
+    return "\n\n".join(out) + "\n% " + note + "\n" + "".join(f"% {line}\n" for line in footer)
+
+
+def _n(summary: dict[str, Any], category: str, metric: str) -> int | str:
+    counts = summary.get("n") or {}
+    block = counts.get("overall") if category == "overall" else (counts.get("by_category") or {}).get(category)
+    return (block or {}).get(metric, "")
+
+
+def _cell(fmt: str, cell: tuple[float, list[float] | None] | None, best: float | None, dagger: bool,
+          style: str) -> str:
+    if cell is None:
+        return "–"
+    mean, ci = cell
+    if ci is None:
+        text = f"{mean:.3f}"
+    elif style == "brackets":
+        text = f"{mean:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+    else:
+        half = (ci[1] - ci[0]) / 2
+        text = f"{mean:.3f} $\\pm$ {half:.3f}" if fmt == "latex" else f"{mean:.3f} ± {half:.3f}"
+    if dagger:
+        text += DAGGER[fmt]
+    if best is not None and mean == best:
+        text = f"\\textbf{{{text}}}" if fmt == "latex" else f"**{text}**"
+    return text
+
+
+def _render(fmt: str, metric: str, labels: list[str], categories: list[str],
+            grid: list[list[tuple[float, list[float] | None] | None]], best: list[float | None],
+            significant: dict[tuple[int, str], bool], style: str) -> str:
+    rows = [[label, *(_cell(fmt, cell, best[j], j == 0 and significant.get((i, metric), False), style)
+                      for j, cell in enumerate(row))]
+            for i, (label, row) in enumerate(zip(labels, grid))]
+    if fmt == "markdown":
+        head = [metric, *categories]
+        lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(["---"] + ["---:"] * len(categories)) + " |"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+    head = " & ".join(_escape_latex(h) for h in [metric, *categories])
+    body = "\n".join(" & ".join([_escape_latex(r[0]), *r[1:]]) + r" \\" for r in rows)
+    return ("\\begin{tabular}{l" + "r" * len(categories) + "}\n\\toprule\n" + head + " \\\\\n\\midrule\n"
+            + body + "\n\\bottomrule\n\\end{tabular}")
