@@ -275,6 +275,8 @@ class Accuracy(_Metric):
         q = ctx.question
         if not q.choices or q.correct_choice is None:
             return None
+        if self.config.choices == "exact":  # the official code compares the letter itself (MemSim)
+            return float(ctx.prediction == q.correct_choice)
         return float(resolve_choice(ctx.prediction, q.choices, ctx.language) == q.correct_choice)
 
 
@@ -338,3 +340,41 @@ class MemoryTypeAccuracy(_Metric):
         if not gold or not called:
             return None
         return float(str(called).lower() == str(gold).lower())
+
+
+def session_of(message_id: str) -> str | None:
+    """The session a message id names: its part before the last ":" ("D3:5" -> "D3",
+    LoCoMo's dia_id), or None for an id without one."""
+    session, sep, _ = message_id.rpartition(":")
+    return session if sep and session else None
+
+
+class SessionHitAtK(_Metric):
+    """1.0 when any session of the question's targets is among the first K distinct sessions
+    of the recalled items, in recall order; else 0.0.
+
+    The session-level hit rate memory products advertise for LoCoMo (an item "finds" the
+    session it came from). A message id names its session before its last ":" (LoCoMo's
+    "D3:5" is in session "D3"); questions whose targets name no session, and recalls
+    whose items carry no message ids, are not applicable.
+    """
+
+    version = "1"
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        super().__init__(config)
+        self.k = self.config.top_k
+        self.name = f"session_hit@{self.k}"
+
+    def score(self, ctx: ScoreContext) -> float | None:
+        gold = {s for t in ctx.question.targets if (s := session_of(t))}
+        if not gold or (ctx.items and not any(item.message_ids for item in ctx.items)):
+            return None
+        seen: dict[str, None] = {}
+        for item in ctx.items:
+            for mid in item.message_ids:
+                if (s := session_of(mid)) is not None:
+                    seen.setdefault(s)
+            if len(seen) >= self.k:
+                break
+        return float(bool(gold & set(list(seen)[: self.k])))

@@ -151,6 +151,9 @@ class DatasetInfo:
     )
     #: where the prompt comes from (paper, section)
     answer_prompt_source: str = "memplug default"
+    #: the benchmark's answer protocol (memplug.answering.AnswerProtocol): prompt, parsing,
+    #: memory unit, depth; None: one made of ``answer_prompt`` (see memplug.answering.protocol_of)
+    protocol: Any = None
 
     @capabilities.validator
     def _known(self, _attr: attrs.Attribute, value: frozenset[str]) -> None:

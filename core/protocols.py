@@ -126,6 +126,8 @@ class MetricConfig:
     top_k: int = 5
     language: str = "en"
     judge: "LLM | None" = None
+    #: the answer protocol's choice matching: "exact" (the letter itself) or "lenient"
+    choices: str = "lenient"
 
 
 @attrs.frozen

@@ -386,30 +386,13 @@ class ExtractiveReader:
 
 
 def format_choices(choices: Mapping[str, str] | None) -> str:
-    """"A. text" one per line; "" for an open question."""
+    """"A. text" one per line; "" for an open question (how the judge shows choices)."""
     return "\n".join(f"{letter}. {text}" for letter, text in (choices or {}).items())
 
 
-def format_memory(items: Sequence[Recalled]) -> str:
-    """Items numbered one per line ("1. text"); line breaks inside an item become spaces."""
-    return "\n".join(f"{i}. {' '.join(item.text.split())}" for i, item in enumerate(items, start=1))
-
-
-def fill_prompt(template: str, question: Question, items: Sequence[Recalled]) -> str:
-    """The answer prompt with {memory}, {question} and {choices} replaced.
-
-    Plain replacement, not str.format: prompts from papers may contain JSON examples
-    with braces, which str.format would reject.
-    """
-    return (
-        template.replace("{memory}", format_memory(items))
-        .replace("{question}", question.text)
-        .replace("{choices}", format_choices(question.choices))
-    )
-
-
 class LLMReader:
-    """The run's LLM answers with the dataset's answer prompt (taken from its seed paper)."""
+    """The run's LLM answers with the dataset's answer protocol (its official prompt): the
+    raw reply is returned, and the runner parses it as the protocol says."""
 
     def __init__(self, config: ReaderConfig) -> None:
         if config.llm is None:
@@ -417,6 +400,7 @@ class LLMReader:
         self.llm: LLM = config.llm
 
     async def answer(self, question: Question, items: tuple[Recalled, ...], info: DatasetInfo) -> str:
-        prompt = fill_prompt(info.answer_prompt, question, items)
-        completion = await self.llm.acomplete([{"role": "user", "content": prompt}], temperature=0)
-        return completion.text.strip()
+        from memplug.answering import protocol_of
+
+        completion = await self.llm.acomplete(protocol_of(info).messages(question, items), temperature=0)
+        return completion.text

@@ -112,6 +112,12 @@ class RunDir:
             raise DataError(self.run_json, "not a memplug run file (expected an object with a 'spec' object)")
         return stored
 
+    def top_k(self) -> int:
+        """K of the run: the depth it recalled (``resolved.top_k``; runs before it had
+        ``spec.top_k``; 5 when neither is there)."""
+        stored = self.spec()
+        return int((stored.get("resolved") or {}).get("top_k") or (stored.get("spec") or {}).get("top_k") or 5)
+
     def summary(self) -> dict[str, Any]:
         """The content of summary.json; an unfinished run has none (MemplugError)."""
         if not self.summary_json.is_file():

@@ -47,7 +47,8 @@ from memplug.errors import MemplugError, OutputError, RunInterrupted, RunStopped
 from memplug.llm import LLM, FatalLLMError, LLMError, usage_scope
 from memplug.logs import logs_to, tame_loguru
 from memplug.metrics import score_metric
-from memplug.models import AgentQuestion, DatasetInfo, Question, Recall, Sample
+from memplug.answering import protocol_of
+from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import (
     AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext, dataset_info,
@@ -58,6 +59,8 @@ from memplug.serialize import is_sample_file, read_samples
 from memplug.tokens import encoding
 
 log = logging.getLogger(__name__)
+#: items recalled per question when neither --top-k nor the protocol says
+DEFAULT_TOP_K = 5
 
 #: spec fields that change the numbers: a resume must not mix two of them
 SCORED_FIELDS = (
@@ -80,7 +83,8 @@ class RunSpec:
     judge: str | None = None
     embedder: str = "wordllama"
     chunk_size: int | None = None
-    top_k: int = 5
+    #: items recalled per question; None: the protocol's official depth, else 5
+    top_k: int | None = None
     limit: int | None = None
     concurrency: int = 4
     cache: bool = True
@@ -203,8 +207,14 @@ class Evaluation:
         self.data = Path(spec.data).expanduser() if spec.data else None
         self._data_sha256: dict[str, str] | None = None
         self.info: DatasetInfo = dataset_info(self.builder, self.dataset_values, self.data)
+        #: the dataset's answer protocol: prompt, reply parsing, memory unit, depth (memplug.answering)
+        self.protocol = protocol_of(self.info)
+        #: one whole message per chunk, as the benchmark's official code feeds its memories
+        self.per_message = spec.chunk_size is None and self.protocol.unit == "message"
+        self.top_k: int = spec.top_k or self.protocol.top_k or DEFAULT_TOP_K
         self.chunk_size = (
-            spec.chunk_size or getattr(self.agent_factory, "default_chunk_size", None) or self.info.default_chunk_size
+            spec.chunk_size or self.protocol.chunk_size or getattr(self.agent_factory, "default_chunk_size", None)
+            or self.info.default_chunk_size
         )
         encoding()  # load the tokenizer now (set-up), not inside the first sample's timings
         self.llm = self._make_llm(spec.llm) if spec.llm else None
@@ -223,7 +233,8 @@ class Evaluation:
         self.token_counts = TokenCounts.on_disk(spec.cache)
         self.reader = self.reader_entry.load()(ReaderConfig(llm=self.llm, language=self.info.language))
         metric_names = list(dict.fromkeys([*self.info.metrics, "recall@K", *(["judge"] if spec.judge else [])]))
-        mconfig = MetricConfig(top_k=spec.top_k, language=self.info.language, judge=self.judge_llm)
+        mconfig = MetricConfig(top_k=self.top_k, language=self.info.language, judge=self.judge_llm,
+                               choices=self.protocol.choices)
         entries = [reg("metrics").get(n) for n in metric_names]
         self.metric_entries = [e for e in entries if spec.judge or not e.info.get("needs_judge")]
         self.metrics = [e.load()(mconfig) for e in self.metric_entries]
@@ -316,6 +327,9 @@ class Evaluation:
                 "dataset_options": _jsonable(self.dataset_values),
                 "metrics": [m.name for m in self.metrics],
                 "answer_prompt_source": self.info.answer_prompt_source,
+                "protocol": self.protocol.describe(),
+                "top_k": self.top_k,
+                "memory_unit": "message" if self.per_message else f"{self.chunk_size} tokens",
                 "agent_note": self.agent_note,
                 "data_sha256": self.data_sha256(),
                 **extra,
@@ -499,7 +513,7 @@ class Evaluation:
                           writer: RecordWriter, tick: Callable) -> list[dict]:
         workdir = work / safe_name(sample.id)
         config = AgentConfig(
-            options=self.agent_values, llm=self.llm, embedder=self.spec.embedder, top_k=self.spec.top_k,
+            options=self.agent_values, llm=self.llm, embedder=self.spec.embedder, top_k=self.top_k,
             chunk_size=self.chunk_size, seed=self.spec.seed, language=self.info.language, sample_id=sample.id,
             reference=ReferenceChannel.of(sample) if self.agent_entry.info.get("reference") else None,
             api_base=self.spec.api_base,
@@ -507,7 +521,8 @@ class Evaluation:
         agent = None
         ingest_error: str | None = None
         # memplug's work: not timed
-        chunks = list(chunk_messages(sample.messages, self.chunk_size, self.token_counts.of(sample)))
+        chunks = ([Chunk(i, (m,)) for i, m in enumerate(sample.messages)] if self.per_message
+                  else list(chunk_messages(sample.messages, self.chunk_size, self.token_counts.of(sample))))
         setup_s = ingest_s = 0.0
         with usage_scope() as ingest_usage:
             t0 = time.perf_counter()
@@ -556,7 +571,7 @@ class Evaluation:
                    ingest_error: str | None) -> dict:
         record: dict[str, Any] = {
             "sample_id": sample.id, "question_id": question.id, "category": question.category,
-            "question": question.text, "prediction": None, "gold": list(question.answers),
+            "question": question.text, "prediction": None, "reply": None, "gold": list(question.answers),
             "choices": dict(question.choices) if question.choices else None,
             "correct_choice": question.correct_choice, "targets": list(question.targets),
             "anchors": list(question.anchors), "question_time": question.time,
@@ -573,12 +588,14 @@ class Evaluation:
                     raise TypeError(f"agent returned {type(recall).__name__}, expected memplug.Recall")
                 t1 = time.perf_counter()
                 if recall.answer is not None:
-                    prediction = recall.answer
+                    reply = recall.answer
                 else:
-                    prediction = await self.reader.answer(question, recall.items, self.info)
+                    reply = await self.reader.answer(question, recall.items, self.info)
+                prediction = self.protocol.parse_reply(reply)
                 t2 = time.perf_counter()
                 record.update(
-                    prediction=prediction, agent_answered=recall.answer is not None, meta=_jsonable(recall.meta),
+                    prediction=prediction, reply=reply, agent_answered=recall.answer is not None,
+                    meta=_jsonable(recall.meta),
                     recalled=[i.as_dict() for i in recall.items],
                     timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
                 )

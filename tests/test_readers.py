@@ -14,7 +14,8 @@ from memplug.errors import MemplugError
 from memplug.metrics import SubstringExactMatch
 from memplug.models import DatasetInfo, Question, Recalled
 from memplug.protocols import ReaderConfig, ScoreContext
-from memplug.readers import ExtractiveReader, LLMReader, choose, extract_answer, fill_prompt
+from memplug.answering import protocol_of
+from memplug.readers import ExtractiveReader, LLMReader, choose, extract_answer
 
 INFO = DatasetInfo("test", "1", "test dataset")
 
@@ -188,7 +189,8 @@ def test_llm_reader_fills_the_answer_prompt() -> None:
     answer = asyncio.run(
         LLMReader(ReaderConfig(llm=llm)).answer(q, items("My cousin is 36.", "Two\nlines"), info)  # type: ignore[arg-type]
     )
-    assert answer == "D. 36 years old"
+    # the reader returns the raw reply; the protocol's parser (memplug's: strip) makes the prediction
+    assert answer.strip() == "D. 36 years old" and protocol_of(info).parse_reply(answer) == "D. 36 years old"
     (messages, params), = llm.calls
     assert params == {"temperature": 0}
     assert messages == [{
@@ -199,7 +201,8 @@ def test_llm_reader_fills_the_answer_prompt() -> None:
 
 def test_fill_prompt_open_question_has_empty_choices() -> None:
     q = Question("q", "Where?", ())
-    assert fill_prompt("{memory}|{question}|{choices}", q, items("x")) == "1. x|Where?|"
+    protocol = protocol_of(attrs.evolve(INFO, answer_prompt="{memory}|{question}|{choices}|{time}"))
+    assert protocol.messages(q, items("x")) == [{"role": "user", "content": "1. x|Where?||"}]
 
 
 def test_llm_reader_needs_an_llm() -> None:

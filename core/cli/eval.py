@@ -63,8 +63,9 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
               help="Embedder for agents that embed: wordllama (offline), litellm:<model>, st:<model>.")
 @click.option("--chunk-size", type=click.IntRange(min=1, max=1_000_000), help="Tokens per ingestion chunk "
               "(default: the agent's, else the dataset's).")
-@click.option("--top-k", type=click.IntRange(min=1, max=10_000), default=5, show_default=True,
-              help="Items an agent recalls per question; K of recall@K.")
+@click.option("--top-k", type=click.IntRange(min=1, max=10_000),
+              help="Items an agent recalls per question; K of recall@K (default: the dataset protocol's "
+              "official depth, else 5).")
 @click.option("--concurrency", type=click.IntRange(min=1, max=512), default=4, show_default=True,
               help="Samples evaluated side by side (and concurrent LLM calls).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk caches (LLM responses, token counts).")

@@ -74,7 +74,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         raise MemplugError(f"{path}: no multiple-choice or exact-answer question to check the judge on")
     # two or more judges are also compared with each other on open-ended questions
     to_judge = answered if len(judges) > 1 else objective
-    config = MetricConfig(top_k=spec.get("top_k", 5), language=info.language)
+    config = MetricConfig(top_k=run.top_k(), language=info.language)
     accuracy, exact_metric = build_metrics(["accuracy", exact], config, plugins)
     exact_scores = asyncio.run(score_records(objective, [accuracy, exact_metric], info.language))
     truth = {_key(r): s["accuracy"] if kinds[_key(r)] == "multiple_choice" else s[exact_metric.name]

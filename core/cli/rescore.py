@@ -173,7 +173,7 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
     if "judge" in names and not judge_model:
         raise MemplugError(f"{path}: the run had no judge; pass --judge MODEL to add judge verdicts")
     judge_llm = make_llm(judge_model, api_base or spec.get("api_base"), cache) if "judge" in names else None
-    config = MetricConfig(top_k=spec.get("top_k", 5), language=info.language, judge=judge_llm)
+    config = MetricConfig(top_k=run.top_k(), language=info.language, judge=judge_llm)
     instances = build_metrics(names, config, plugins)
 
     new_scores = asyncio.run(score_records(records, instances, info.language))
