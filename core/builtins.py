@@ -21,6 +21,12 @@ def register_metrics(register: Register) -> None:
     register("rouge_l", "memplug.metrics:RougeL", description="ROUGE-L F-measure")
     register("bleu", "memplug.metrics:Bleu", description="sentence BLEU-4 with smoothing")
     register("recall@K", "memplug.metrics:RecallAtK", description="share of target messages among recalled ids")
+    register("session_hit@K", "memplug.metrics:SessionHitAtK",
+             description="any target session among the first K distinct sessions recalled (ids 'session:turn')")
+    register("locomo_f1", "memplug.datasets.locomo.scoring:LoCoMoF1",
+             description="LoCoMo official score (stemmed F1; category 5 by its not-mentioned rule), all categories")
+    register("locomo_f1_no_adv", "memplug.datasets.locomo.scoring:LoCoMoF1NoAdversarial",
+             description="LoCoMo official score, categories 1-4 (adversarial category 5 left out)")
     register("anchor_map", "memplug.metrics:AnchorMAP", description="PerLTQA memory anchors found in the answer (Eq. 5)")
     register("memory_type", "memplug.metrics:MemoryTypeAccuracy",
              description="PerLTQA memory classification: the agent's semantic/episodic call for the question")

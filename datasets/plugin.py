@@ -11,3 +11,4 @@ def register_datasets(register: Register) -> None:
     register("memdaily", "memplug.datasets.memsim.memdaily:MemDailyLoader")
     register("factcon", "memplug.datasets.factcon.builder:FactConBuilder")
     register("perltqa", "memplug.datasets.perltqa.builder:PerLTQABuilder")
+    register("locomo", "memplug.datasets.locomo.builder:LoCoMoBuilder")

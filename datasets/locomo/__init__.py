@@ -1,0 +1,1 @@
+"""LoCoMo: loader of the release and its official scoring."""
