@@ -38,7 +38,8 @@ def test_one_sample_of_sessions_in_order_with_turn_ids(sample):
     assert sample.meta["speakers"] == ["Caroline", "Melanie"] and sample.meta["sessions"] == 19
     first = sample.messages[0]
     assert first.id == "D1:1" and first.speaker == "Caroline"
-    assert first.text == "[1:56 pm on 8 May, 2023] Caroline: Hey Mel! Good to see you! How have you been?"
+    # the official RAG context's line (task_eval/gpt_utils.py, get_rag_context)
+    assert first.text == '1:56 pm on 8 May, 2023: Caroline said, "Hey Mel! Good to see you! How have you been?"'
     assert first.time == "2023-05-08T13:56:00" and first.meta["date_time"] == "1:56 pm on 8 May, 2023"
     sessions = [int(m.id[1:].split(":")[0]) for m in sample.messages]
     assert sessions == sorted(sessions) and sessions[-1] == 19  # session_1 ... session_19, in order
@@ -48,7 +49,7 @@ def test_one_sample_of_sessions_in_order_with_turn_ids(sample):
 def test_image_captions_are_text(sample):
     shared = [m for m in sample.messages if "blip_caption" in m.meta]
     assert shared, "conv-26 has shared images"
-    assert all(f"[shares an image: {m.meta['blip_caption']}]" in m.text for m in shared)
+    assert all(m.text.endswith(f'" and shared {m.meta["blip_caption"]}') for m in shared)
 
 
 def test_questions_categories_answers_and_targets(sample):
@@ -98,7 +99,7 @@ def test_an_unknown_evidence_id_warns_for_its_question_only(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         (sample,) = list(load_release(path))
     assert [m.id for m in sample.messages] == ["D1:1", "D1:2", "D2:1"]  # session 1 before session 2
-    assert sample.messages[0].text.endswith("Ann: I got a dog. [shares an image]")
+    assert sample.messages[0].text == '1:56 pm on 8 May, 2023: Ann said, "I got a dog."'
     q = sample.questions
     assert [x.targets for x in q] == [("D1:1",), ("D1:1",), (), ("D2:1",)]
     assert q[1].meta["unknown_evidence"] == ["D9:9"] and q[2].meta["unknown_evidence"] == ["D"]
@@ -111,7 +112,7 @@ def test_options_categories_and_dates(conv26):
     builder = LoCoMoBuilder()
     (s,) = builder.build(BuildOptions(values={"categories": "1,2,3,4", "dates": "false"}, data=conv26))
     assert len(s.questions) == 152 and all(q.meta["locomo_category"] != 5 for q in s.questions)
-    assert s.messages[0].text == "Caroline: Hey Mel! Good to see you! How have you been?"
+    assert s.messages[0].text == 'Caroline said, "Hey Mel! Good to see you! How have you been?"'
     with pytest.raises(MemplugError, match="categories"):
         list(builder.build(BuildOptions(values={"categories": "6"}, data=conv26)))
     with pytest.raises(MemplugError, match="--data"):
@@ -174,6 +175,21 @@ def test_metrics_not_applicable_outside_locomo():
     assert LoCoMoF1().score(_ctx(q, "x")) is None
 
 
+def test_the_prompt_is_the_official_rag_context_then_qa_prompt(sample):
+    protocol = LoCoMoBuilder.info.protocol
+    items = [Recalled(m.text, message_ids=(m.id,)) for m in sample.messages[:2]]
+    (message,) = protocol.messages(sample.questions[0], items)
+    # get_rag_context: "<date_time>: <speaker> said, \"<text>\"" per line; then "\n\n" + QA_PROMPT
+    assert message["content"] == (
+        '1:56 pm on 8 May, 2023: Caroline said, "Hey Mel! Good to see you! How have you been?"\n'
+        '1:56 pm on 8 May, 2023: Melanie said, "Hey Caroline! Good to see you! I\'m swamped with the kids & work. '
+        'What\'s up with you? Anything new?"\n\n\n'
+        "Based on the above context, write an answer in the form of a short phrase for the following question. "
+        "Answer with exact words from the context whenever possible.\n\n"
+        "Question: When did Caroline go to the LGBTQ support group? Use DATE of CONVERSATION to answer with an "
+        "approximate date. If the context does not say, answer: Not mentioned in the conversation. Short answer:\n")
+
+
 # -- session hit@K ------------------------------------------------------------------------
 
 
@@ -192,18 +208,19 @@ def test_session_hit_counts_distinct_sessions_in_recall_order():
 
 # -- bm25 end to end ----------------------------------------------------------------------
 
-#: `memplug eval --agent bm25 --dataset locomo --data .../locomo_conv26.json` (top-k 5,
-#: extractive reader): memplug's recall@5 over the 197 questions with evidence, and over
+#: `memplug eval --agent bm25 --dataset locomo --data .../locomo_conv26.json` (the protocol's
+#: depth 5, one turn per chunk, extractive reader): memplug's recall@5 over the 197 questions with evidence, and over
 #: categories 1-4 (150); its session hit@5 over categories 1-4
-BM25_RECALL_AT_5 = 0.4606598984771574
-BM25_RECALL_AT_5_CAT_1_4 = 0.4483333333333333
-BM25_SESSION_HIT_AT_5_CAT_1_4 = 0.8266666666666667
+BM25_RECALL_AT_5 = 0.4682741116751269
+BM25_RECALL_AT_5_CAT_1_4 = 0.4583333333333333
+BM25_SESSION_HIT_AT_5_CAT_1_4 = 0.84
 #: the official eval_question_answering's recall on the same run's recalled ids (its
-#: ``prediction_context``) and replies: it counts the 2 questions without evidence as 1 and
+#: ``prediction_context``) and replies, computed once by running the official module on the
+#: run's samples.jsonl: it counts the 2 questions without evidence as 1 and
 #: the unsplit "D8:6; D9:17" as never found, so it differs from memplug's recall@5 above
-OFFICIAL_RECALL_ON_BM25_RUN = 0.46608040201005024
-OFFICIAL_F1_ON_BM25_RUN = 0.060979100381997206
-OFFICIAL_F1_ON_BM25_RUN_CAT_1_4 = 0.07983448010537791
+OFFICIAL_RECALL_ON_BM25_RUN = 0.47361809045226133
+OFFICIAL_F1_ON_BM25_RUN = 0.05710717666082726
+OFFICIAL_F1_ON_BM25_RUN_CAT_1_4 = 0.07476531681253043
 
 
 def _official_recall(qa_evidence: list[str], context: list[str]) -> float:
@@ -220,6 +237,10 @@ def test_bm25_recall_on_conv26(conv26, tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     (run,) = tmp_path.iterdir()
     summary = json.loads((run / "summary.json").read_text())
+    resolved = json.loads((run / "run.json").read_text())["resolved"]
+    assert resolved["protocol"]["name"] == "locomo-rag" and resolved["protocol"]["variations"] == [
+        "one-prompt-all-categories"]
+    assert resolved["top_k"] == 5 and resolved["memory_unit"] == "message"
     overall = summary["metrics"]["overall"]
     assert overall["recall@5"] == pytest.approx(BM25_RECALL_AT_5, abs=1e-6)
     assert overall["locomo_f1"] == pytest.approx(OFFICIAL_F1_ON_BM25_RUN, abs=1e-6)

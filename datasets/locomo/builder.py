@@ -10,26 +10,40 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from memplug.answering import AnswerProtocol
 from memplug.datasets.locomo.release import CATEGORIES, load_release
 from memplug.errors import MemplugError
 from memplug.models import DatasetInfo, Sample
 from memplug.options import Option, resolve
 from memplug.protocols import BuildOptions
 
-#: snap-research/LoCoMo@3eb6f2c task_eval/gpt_utils.py: CONV_START_PROMPT, then the
-#: context, then QA_PROMPT. The official script asks category 5 as a two-way choice
-#: ("(a) Not mentioned in the conversation (b) <adversarial answer>"); memplug asks every
-#: question the same open way, so the last sentence of the instruction says how to
-#: decline, in the words the official category-5 rule accepts.
-ANSWER_PROMPT = (
-    "Below is a conversation between two people. The conversation takes place over multiple days and the "
-    "date of each turn is written at its beginning.\n\n{memory}\n\n"
-    "Based on the above context, write an answer in the form of a short phrase for the following question. "
-    "Answer with exact words from the context whenever possible. If the question is about a date, use the "
-    "dates of the conversation to answer with an approximate date. If the conversation does not say, "
-    "answer \"Not mentioned in the conversation\".\n\n"
-    "Question: {question} Short answer:"
+#: snap-research/LoCoMo@3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376, task_eval/gpt_utils.py
+QA_PROMPT = (
+    "\nBased on the above context, write an answer in the form of a short phrase for the following question. "
+    "Answer with exact words from the context whenever possible.\n\nQuestion: {question} Short answer:\n"
 )
+#: the official script appends this to category-2 questions (get_gpt_answers)
+DATE_HINT = " Use DATE of CONVERSATION to answer with an approximate date."
+#: what memplug's one prompt adds for category 5, which the official script asks as a
+#: two-way choice "(a) Not mentioned in the conversation (b) <adversarial answer>"
+DECLINE = " If the context does not say, answer: Not mentioned in the conversation."
+SOURCE = ("snap-research/LoCoMo@3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376 task_eval/gpt_utils.py: "
+          "get_rag_context (rag_mode dialog, top_k 5) and QA_PROMPT, with get_gpt_answers' category-2 hint")
+
+
+def answer_protocol() -> AnswerProtocol:
+    """The official RAG protocol (evaluate_qa.py --use-rag --rag-mode dialog --top-k 5, batch
+    size 1): the prompt is the retrieved turns, one per line as "<date_time>: <speaker> said,
+    "<text>"" (memplug's message texts are exactly these lines), a blank line, then
+    QA_PROMPT. The official script asks category 2 with DATE_HINT after the question and
+    category 5 as a two-way choice; a protocol has one prompt for every question, so
+    memplug's puts the hint and DECLINE after every question: the variation
+    "one-prompt-all-categories", recorded in run.json."""
+    user = "{memory}\n\n" + QA_PROMPT.replace("{question}", "{question}" + DATE_HINT + DECLINE)
+    return AnswerProtocol(
+        name="locomo-rag", version="1", source=SOURCE, user=user, memory_item="{text}", memory_join="\n",
+        unit="message", top_k=5, variations=("one-prompt-all-categories",),
+    )
 
 
 def _categories(text: str) -> frozenset[int] | None:
@@ -56,9 +70,9 @@ class LoCoMoBuilder:
         capabilities=frozenset({"AR", "LRU"}),
         default_chunk_size=512,
         metrics=("locomo_f1", "locomo_f1_no_adv", "f1", "recall@K", "session_hit@K"),
-        answer_prompt=ANSWER_PROMPT,
-        answer_prompt_source="LoCoMo task_eval/gpt_utils.py (snap-research/LoCoMo@3eb6f2c): CONV_START_PROMPT "
-                             "and QA_PROMPT, with the category-2 date hint and a way to decline (category 5)",
+        answer_prompt=answer_protocol().user,
+        answer_prompt_source=SOURCE,
+        protocol=answer_protocol(),
     )
 
     options = (

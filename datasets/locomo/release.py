@@ -6,8 +6,9 @@ session_summary}``; ``conversation`` holds ``speaker_a``, ``speaker_b`` and, for
 query]}``) with its ``session_N_date_time`` ("1:56 pm on 8 May, 2023"). A question is
 ``{question, answer | adversarial_answer, evidence, category}``.
 
-One sample per conversation; one message per turn, in session order, with the turn's
-``dia_id`` ("D3:5" = session 3, turn 5) as message id, so that the evidence ids are the
+One sample per conversation; one message per turn, in session order, written as the
+official RAG context writes it ('1:56 pm on 8 May, 2023: Caroline said, "..." and shared
+<image caption>'), with the turn's ``dia_id`` ("D3:5" = session 3, turn 5) as message id, so that the evidence ids are the
 question's targets (turn recall@K) and the part before ":" names the session (session
 hit@K). Quirks of the release handled here (all seen in locomo10.json at 3eb6f2c):
 
@@ -76,14 +77,14 @@ def session_time(raw: str) -> str:
 
 
 def turn_text(turn: dict[str, Any], date_time: str | None) -> str:
-    """"[date] Speaker: text [shares an image: caption]"; the date only when given."""
-    text = f"{turn['speaker']}: {turn['text']}"
-    caption = turn.get("blip_caption")
-    if caption:
-        text += f" [shares an image: {caption}]"
-    elif turn.get("img_url"):
-        text += " [shares an image]"
-    return f"[{date_time}] {text}" if date_time else text
+    """The turn as the official RAG database writes it (task_eval/gpt_utils.py,
+    prepare_for_rag, rag_mode "dialog"): 'Speaker said, "text"', then ' and shared
+    <blip_caption>' for a shared image; get_rag_context puts '<date_time>: ' before it in the
+    prompt, and so does memplug, in the text, when ``date_time`` is given."""
+    text = turn["speaker"] + ' said, "' + turn["text"] + '"'
+    if turn.get("blip_caption"):
+        text += " and shared " + turn["blip_caption"]
+    return f"{date_time}: {text}" if date_time else text
 
 
 def sessions(path: Path, place: str, conversation: dict[str, Any]) -> list[tuple[int, str, list[dict[str, Any]]]]:
