@@ -70,7 +70,7 @@ class AnswerProtocol:
     ``{choices}`` and ``{time}`` (the question's time). ``memory_item`` writes one recalled
     item (``{n}``: its number from ``memory_start``; ``{text}``), joined by
     ``memory_join``; ``choice_item`` writes one choice (``{letter}``, ``{text}``), joined
-    by newlines. ``parse`` names the reply parser (:data:`PARSERS`) applied to every
+    by ``choice_join``. ``parse`` names the reply parser (:data:`PARSERS`) applied to every
     prediction before it is scored. ``choices``: ``"exact"`` when a prediction must be
     the correct letter itself (after ``parse``), ``"lenient"`` when "B.", "(B)" or the
     choice's text count too. ``unit``: ``"message"`` when the official code feeds each
@@ -90,6 +90,7 @@ class AnswerProtocol:
     #: write each item on one line (its line breaks become spaces); official code keeps them
     one_line_items: bool = False
     choice_item: str = "{letter}. {text}"
+    choice_join: str = "\n"
     parse: str = "strip"
     choices: str = "lenient"
     unit: str | None = None
@@ -114,13 +115,15 @@ class AnswerProtocol:
         )
 
     def choice_text(self, choices: Mapping[str, str] | None) -> str:
-        return "\n".join(self.choice_item.replace("{letter}", k).replace("{text}", v)
-                         for k, v in (choices or {}).items())
+        return self.choice_join.join(self.choice_item.replace("{letter}", k).replace("{text}", v)
+                                     for k, v in (choices or {}).items())
 
     def messages(self, question: Question, items: Sequence[Recalled]) -> list[dict[str, str]]:
         """The chat messages the reader sends: the system message (when there is one), then the user's."""
+        # the time as the release writes it ("2024年04月05日 周五 11:59"), when the loader kept it
+        when = question.meta.get("time_text") or question.time or ""
         values = {"memory": self.memory(items), "question": question.text,
-                  "choices": self.choice_text(question.choices), "time": question.time or ""}
+                  "choices": self.choice_text(question.choices), "time": str(when)}
         out = [{"role": "system", "content": fill(self.system, values)}] if self.system is not None else []
         return out + [{"role": "user", "content": fill(self.user, values)}]
 
@@ -139,7 +142,8 @@ class AnswerProtocol:
             "parse": self.parse, "choices": self.choices, "unit": self.unit, "chunk_size": self.chunk_size,
             "top_k": self.top_k,
             "sha256": {"system": _sha256(self.system), "user": _sha256(self.user),
-                       "memory_item": _sha256(self.memory_item), "choice_item": _sha256(self.choice_item)},
+                       "memory_item": _sha256(self.memory_item + self.memory_join),
+                       "choice_item": _sha256(self.choice_item + self.choice_join)},
         }
 
     @property

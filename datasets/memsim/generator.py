@@ -25,7 +25,8 @@ from .language import Language
 from .languages import LANGUAGES
 from .network import ENTITIES, build_network
 from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
-from .prompts import answer_prompt, info_for_language
+from .prompts import OPTIONS as PROTOCOL_OPTIONS
+from .prompts import answer_prompt, info_for_language, protocol
 from .questions import CATEGORIES, GROUP, Draft, Hint, Maker
 from .rewrite import Rewriter
 from .validator import check
@@ -45,6 +46,7 @@ INFO = DatasetInfo(
     metrics=("accuracy", "recall@K"),
     answer_prompt=_PROMPT_EN,
     answer_prompt_source=_SOURCE_EN,
+    protocol=protocol("en", {}),
 )
 
 
@@ -84,10 +86,11 @@ class MemSimBuilder:
         Option("noise", Path, None, "file of irrelevant messages, one per line, for eta > 1 (default: other generated users)"),
         Option("profile", Path, None, "zh only: MemSim's meta_profile.csv to take value spaces from"),
         Option("stamp", bool, True, "append '(place, time)' to each message text, as MemSim's benchmark does"),
+        *PROTOCOL_OPTIONS,
     )
 
     def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
-        return info_for_language(self.info, str(values.get("lang") or "en"))
+        return info_for_language(self.info, str(values.get("lang") or "en"), values)
 
     def check(self, samples: list[Sample]) -> CheckReport:
         """Recompute every answer from its trajectory's hints (``memplug generate --check``)."""

@@ -26,7 +26,8 @@ from memplug.files import read_json, short
 
 from .noise import NoiseMessage, interleave, pick_noise, read_noise_file
 from .languages import LANGUAGES
-from .prompts import answer_prompt, info_for_language
+from .prompts import OPTIONS as PROTOCOL_OPTIONS
+from .prompts import PROTOCOL, answer_prompt, info_for_language
 
 PER_TYPE = re.compile(r"^(\d\d)_([a-z_]+)_([a-z]+)\.json$")
 MERGED = "memdaily.json"
@@ -44,6 +45,7 @@ INFO = DatasetInfo(
     metrics=("accuracy", "recall@K"),
     answer_prompt=_PROMPT,
     answer_prompt_source=_SOURCE,
+    protocol=PROTOCOL,
 )
 
 
@@ -104,11 +106,12 @@ class MemDailyLoader:
         Option("scenario", str, None, "keep only this scenario (roles, events, items, places, hybrid)"),
         Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (needs noise=PATH)"),
         Option("noise", Path, None, "file of irrelevant messages, one per line, mixed in when eta > 1"),
+        *PROTOCOL_OPTIONS,
     )
 
     def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
         """The info with the language of the release at ``data`` (Chinese unless it reads otherwise)."""
-        return info_for_language(self.info, detect_language(data))
+        return info_for_language(self.info, detect_language(data), values)
 
     def build(self, options: BuildOptions) -> Iterator[Sample]:
         if options.data is None:
@@ -219,10 +222,12 @@ class MemDailyLoader:
             m = _mapping(m, path, where)
             if not isinstance(m.get("message"), str):
                 raise DataError(path, "message lacks its text ('message')", where)
-            text = re.sub(r"。{2,}$", "。", m["message"].strip())
             time_text, spot = m.get("time"), m.get("place")
-            lang = "zh" if _CJK.search(text) else "en"
-            shown = LANGUAGES[lang].stamp.format(text=text, place=spot, time=time_text) if stamp and time_text else text
+            lang = "zh" if _CJK.search(m["message"]) else "en"
+            if stamp and time_text:  # as MemSim's rawdata/infuse_noise.py writes it: the message as it is
+                shown = LANGUAGES[lang].stamp.format(text=m["message"], place=spot, time=time_text)
+            else:
+                shown = re.sub(r"。{2,}$", "。", m["message"].strip())
             meta = {"place": spot, "time_text": time_text}
             out.append(Message(str(m.get("mid", k)), shown, time=iso_time(time_text), speaker="user", meta=meta))
         if len({m.id for m in out}) != len(out):
