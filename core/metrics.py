@@ -52,6 +52,9 @@ class _Metric:
 
     name: str
     version = "1"
+    #: False for metrics of what was recalled, not of the answer (recall@K): they are scored
+    #: even for a question the reader cannot answer (see memplug.readers.ExtractiveReader.cannot)
+    reads_answer = True
 
     def __init__(self, config: MetricConfig | None = None) -> None:
         self.config = config or MetricConfig()
@@ -289,6 +292,7 @@ class RecallAtK(_Metric):
 
     #: 2: not applicable (None) when items exist but none carries message ids
     version = "2"
+    reads_answer = False
 
     def __init__(self, config: MetricConfig | None = None) -> None:
         super().__init__(config)
@@ -365,6 +369,8 @@ class SessionHitAtK(_Metric):
         super().__init__(config)
         self.k = self.config.top_k
         self.name = f"session_hit@{self.k}"
+
+    reads_answer = False
 
     def score(self, ctx: ScoreContext) -> float | None:
         gold = {s for t in ctx.question.targets if (s := session_of(t))}

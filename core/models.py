@@ -154,6 +154,9 @@ class DatasetInfo:
     #: the benchmark's answer protocol (memplug.answering.AnswerProtocol): prompt, parsing,
     #: memory unit, depth; None: one made of ``answer_prompt`` (see memplug.answering.protocol_of)
     protocol: Any = None
+    #: what a reader must be able to do for a question category, e.g. {"aggregative": "counting"}:
+    #: a reader that cannot (ExtractiveReader.cannot) leaves those questions unanswered, and says so
+    needs: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_dict)
 
     @capabilities.validator
     def _known(self, _attr: attrs.Attribute, value: frozenset[str]) -> None:

@@ -372,7 +372,16 @@ def choose(question: str, choices: Mapping[str, str], items: Sequence[Recalled])
 
 
 class ExtractiveReader:
-    """Offline, deterministic: the best-supported choice letter, or the shortest answering phrase."""
+    """Offline, deterministic: the best-supported choice letter, or the shortest answering phrase.
+
+    It picks what one recalled sentence supports; it cannot count or compare across
+    sentences. A question whose category needs that (``DatasetInfo.needs``, e.g. MemSim's
+    aggregative "how many of my relatives ...") is left unanswered and reported as such,
+    rather than scored 0 for an answer the reader never could give.
+    """
+
+    #: abilities this reader lacks (see DatasetInfo.needs)
+    cannot = frozenset({"counting"})
 
     def __init__(self, config: ReaderConfig | None = None) -> None:
         self.config = config or ReaderConfig()

@@ -308,6 +308,12 @@ def summarize(
         return means, intervals, counts
 
     overall, overall_ci, overall_n = block(answered)
+    # questions the reader could not answer (a kind it cannot do): only their recall is scored
+    unanswerable: dict[str, dict[str, Any]] = {}
+    for r in answered:
+        if r.get("unanswerable"):
+            entry = unanswerable.setdefault(r["category"], {"n": 0, "reason": r["unanswerable"]})
+            entry["n"] += 1
     cats = {c: block(rows) for c, rows in sorted(by_category.items())}
 
     per_sample: dict[str, dict[str, Any]] = {}
@@ -335,6 +341,7 @@ def summarize(
             "by_category": {c: v[1] for c, v in cats.items()},
         },
         "n": {"overall": overall_n, "by_category": {c: v[2] for c, v in cats.items()}},
+        "unanswerable": unanswerable,
         "efficiency": {
             "ingest_s_per_message": round(ingest_s / n_messages, 6) if n_messages else None,
             "recall_s_per_question": round(sum(recall_times) / len(recall_times), 6) if recall_times else None,

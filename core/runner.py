@@ -580,6 +580,8 @@ class Evaluation:
         }
         if ingest_error or recall_method is None:
             return record
+        need = self.info.needs.get(question.category)
+        unable = need if need in getattr(self.reader, "cannot", ()) else None
         with usage_scope() as usage:
             try:
                 t0 = time.perf_counter()
@@ -588,10 +590,13 @@ class Evaluation:
                     raise TypeError(f"agent returned {type(recall).__name__}, expected memplug.Recall")
                 t1 = time.perf_counter()
                 if recall.answer is not None:
-                    reply = recall.answer
+                    reply: str | None = recall.answer
+                elif unable:  # this reader cannot answer it: only what was recalled is scored
+                    reply = None
+                    record["unanswerable"] = f"the {self.reader_name} reader cannot do {unable}"
                 else:
                     reply = await self.reader.answer(question, recall.items, self.info)
-                prediction = self.protocol.parse_reply(reply)
+                prediction = None if reply is None else self.protocol.parse_reply(reply)
                 t2 = time.perf_counter()
                 record.update(
                     prediction=prediction, reply=reply, agent_answered=recall.answer is not None,
@@ -599,9 +604,10 @@ class Evaluation:
                     recalled=[i.as_dict() for i in recall.items],
                     timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
                 )
-                ctx = ScoreContext(question, prediction, recall.items, self.info.language, recall.meta)
+                ctx = ScoreContext(question, prediction or "", recall.items, self.info.language, recall.meta)
                 for metric in self.metrics:
-                    record["scores"][metric.name] = await score_metric(metric, ctx)
+                    if prediction is not None or not getattr(metric, "reads_answer", True):
+                        record["scores"][metric.name] = await score_metric(metric, ctx)
             except FatalLLMError:
                 raise
             except Exception as exc:

@@ -123,3 +123,19 @@ def test_a_run_records_its_protocol(tmp_path, shared_data):
     assert protocol["name"] == "memsim" and protocol["official"] and protocol["parse"] == "memsim"
     assert "db9d5d5" in protocol["source"] and len(protocol["sha256"]["user"]) == 64
     assert resolved["memory_unit"] == "message" and resolved["top_k"] == 5
+
+
+def test_the_extractive_reader_leaves_counting_questions_unanswered_and_says_so(tmp_path, shared_data):
+    from memplug.results import RunDir
+    from memplug.runner import Evaluation, RunSpec
+
+    data = shared_data / "memdaily" / "04_aggregative_roles.json"
+    path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(data), limit=10)).run(output=tmp_path)
+    run = RunDir(path)
+    records = run.records()
+    assert all(r["unanswerable"] == "the extractive reader cannot do counting" for r in records)
+    assert all(r["prediction"] is None and set(r["scores"]) == {"recall@5"} for r in records)
+    summary = run.summary()
+    assert summary["status"] == "finished" and summary["n_errors"] == 0
+    assert summary["unanswerable"] == {"aggregative": {"n": 10, "reason": "the extractive reader cannot do counting"}}
+    assert "accuracy" not in summary["metrics"]["overall"] and "recall@5" in summary["metrics"]["overall"]

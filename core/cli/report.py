@@ -52,6 +52,10 @@ def print_tables(paths: list[Path]) -> None:
                           cat, n, *(_fmt(values.get(m), cis.get(m)) for m in metrics),
                           end_section=i == len(rows) - 1)
     console.print(table)
+    for s in summaries:
+        for category, u in (s.get("unanswerable") or {}).items():
+            console.print(f"{s['run_id']}: {category}: {u['n']} questions not answered ({u['reason']}); "
+                          "only what was recalled is scored", soft_wrap=False)
     usage = Table(title="Efficiency and LLM usage", title_justify="left")
     for col in ("run", "questions", "errors", "ingest s/msg", "recall s/q", "wall s", "LLM calls",
                 "cache hits", "tokens in", "tokens out", "cost $"):

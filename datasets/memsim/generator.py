@@ -47,6 +47,7 @@ INFO = DatasetInfo(
     answer_prompt=_PROMPT_EN,
     answer_prompt_source=_SOURCE_EN,
     protocol=protocol("en", {}),
+    needs={"aggregative": "counting"},
 )
 
 

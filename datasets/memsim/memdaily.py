@@ -46,6 +46,8 @@ INFO = DatasetInfo(
     answer_prompt=_PROMPT,
     answer_prompt_source=_SOURCE,
     protocol=PROTOCOL,
+    # "How many of my relatives ...": a count over several messages
+    needs={"aggregative": "counting"},
 )
 
 
