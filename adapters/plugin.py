@@ -21,7 +21,9 @@ def register_agents(register: Register) -> None:
     register("oracle", "memplug.adapters.oracle:OracleAgent", reference=True)
     # native memories from the seeds
     register("decay", "memplug.adapters.decay:DecayAgent")
-    register("emg", "memplug.adapters.emg:EMGAgent")
+    register("emg", "memplug.adapters.emg:EMGAgent",
+             description="Editable memory graph (seed 004); its offline rules extract facts from MQuAKE's "
+             "relation templates (FactConsolidation's); other text falls back to BM25 retrieval")
     # external systems, optional extras
     register("mem0", "memplug.adapters.mem0:Mem0Agent", requires=("mem0",), extra="mem0",
              description="Mem0 (mem0ai) with Qdrant on disk in the sample's work directory")

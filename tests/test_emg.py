@@ -93,3 +93,26 @@ def test_answer_never_leaves_the_answer_to_the_reader_and_expansion_still_gather
     recall = agent_with_facts(answer="never", activate=1).recall(AgentQuestion("q", question, "mh"))
     assert recall.answer is None
     assert {"0", "1"} <= {i.message_ids[0] for i in recall.items}
+
+
+def test_the_rules_recognise_every_mquake_relation_template(shared_data: Path) -> None:
+    """FactConsolidation's facts are MQuAKE's cloze templates filled in: each one yields its triple."""
+    import json
+
+    cloze = json.loads((shared_data / "mquake" / "cloze_templates.json").read_text(encoding="utf-8"))
+    assert len(cloze) >= 40
+    for relation, template in cloze.items():
+        sentence = template.replace("[X]", "Mount Vesuvius Corp").replace("__", "Eleanor Rigby Smith") + "."
+        triple = extract_triple(sentence)
+        assert triple is not None, (relation, sentence)
+        assert triple.value == "Eleanor Rigby Smith" and "Vesuvius" in triple.subject, (relation, triple)
+
+
+def test_sentences_outside_the_templates_fall_back_to_retrieval(tmp_path: Path) -> None:
+    outside = ["Yesterday, it rained.", "我的上司名叫赵雅琳。", "Is it?", "...", "Lunch at noon with Ana, then the dentist"]
+    assert [extract_triple(s) for s in outside[:4]] == [None, None, None, None]
+    agent = EMGAgent(AgentConfig(top_k=2), tmp_path)
+    agent.ingest(Chunk(0, tuple(Message(f"m{i}", text) for i, text in enumerate(outside))))
+    recall = agent.recall(AgentQuestion("q", "Who is my boss? 我的上司叫什么名字？", "open"))
+    assert recall.answer is None  # no fact to walk: the reader answers from what was retrieved
+    assert "m1" in {mid for item in recall.items for mid in item.message_ids}
