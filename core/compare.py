@@ -36,10 +36,28 @@ def paired_records(a_records: list[dict[str, Any]], b_records: list[dict[str, An
     return out
 
 
-def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
-    """The first run against each other run on the same dataset.
+def protocol_label(path: Path) -> str:
+    """The run's answer protocol in a few words: "memsim v1 (official)" or with its variations."""
+    protocol = (RunDir(path).spec().get("resolved") or {}).get("protocol")
+    if not protocol:
+        return "unrecorded (a run from before protocols)"
+    kind = "official" if protocol.get("official") else "; ".join(protocol.get("variations") or [])
+    return f"{protocol.get('name')} v{protocol.get('version')} ({kind})"
 
-    Each run's summary.json and samples.jsonl is read once, the first run's too.
+
+def _protocol_key(path: Path) -> Any:
+    protocol = (RunDir(path).spec().get("resolved") or {}).get("protocol") or {}
+    return (protocol.get("name"), protocol.get("version"), tuple(protocol.get("variations") or ()),
+            tuple(sorted((protocol.get("sha256") or {}).items())), protocol.get("parse"), protocol.get("unit"),
+            protocol.get("top_k"))
+
+
+def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
+    """The first run against each other run on the same dataset and answer protocol.
+
+    A pair under two protocols (another prompt, parser, memory unit or depth) is not
+    compared: it is listed with ``skipped`` saying why. Each run's summary.json and
+    samples.jsonl is read once, the first run's too.
     """
     if len(paths) < 2:
         return []
@@ -51,6 +69,10 @@ def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
         other = RunDir(path)
         summary = other.summary()
         if summary["dataset"] != base_summary["dataset"]:
+            continue
+        if _protocol_key(path) != _protocol_key(paths[0]):
+            out.append({"a": base_summary["run_id"], "b": summary["run_id"], "metrics": {},
+                        "skipped": f"different answer protocols: {protocol_label(paths[0])} vs {protocol_label(path)}"})
             continue
         if base_records is None:
             base_records = base.records()

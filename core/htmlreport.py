@@ -443,7 +443,8 @@ def paired_comparisons(members: Sequence[LoadedRun]) -> list[dict[str, Any]]:
     found = compare.comparisons([r.path for r in members])
     # comparisons() pairs the first path with each later one on its dataset, in order, and
     # every member shares one dataset: the k-th comparison is members[k + 1]
-    return [{"a": members[0], "b": b, "metrics": c["metrics"]} for b, c in zip(members[1:], found, strict=True)]
+    return [{"a": members[0], "b": b, "metrics": c["metrics"], "skipped": c.get("skipped")}
+            for b, c in zip(members[1:], found, strict=True)]
 
 
 def repeat_groups(runs: Sequence[LoadedRun], option_keys: Sequence[str]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memplug import compare
+from memplug.errors import MemplugError
 from memplug.results import RunDir
 
 Format = Literal["markdown", "latex", "csv"]
@@ -47,7 +48,7 @@ def _settings(paths: list[Path]) -> list[str]:
             if isinstance(judge, dict) else str(judge))
         dataset = versions.get("dataset") or {}
         for key, value in (
-            ("protocol", resolved.get("answer_prompt_source") or "n/a"),
+            ("protocol", compare.protocol_label(path)),
             ("reader", resolved.get("reader") or "n/a"),
             ("judge", judge_text),
             ("dataset", f"{dataset.get('name', '?')} v{dataset.get('version', '?')}, data {_data_hash(run)}"),
@@ -87,7 +88,11 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
     metrics = list(dict.fromkeys(m for s in summaries for m in s["metrics"]["overall"]))
     categories = ["overall", *dict.fromkeys(c for s in summaries for c in s["metrics"]["by_category"])]
     significant: dict[tuple[int, str], bool] = {}
-    for i, comparison in enumerate(compare.comparisons(paths), 1):
+    comparisons = compare.comparisons(paths)
+    skipped = [c["skipped"] for c in comparisons if c.get("skipped")]
+    if skipped:  # one column, one protocol: a table would put incomparable numbers side by side
+        raise MemplugError(f"these runs cannot share a table: {skipped[0]} (see `memplug report` without --format)")
+    for i, comparison in enumerate(comparisons, 1):
         for metric, c in comparison["metrics"].items():
             significant[i, metric] = c.get("p_value", 1.0) < ALPHA
     out: list[str] = []

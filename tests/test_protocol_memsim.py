@@ -139,3 +139,22 @@ def test_the_extractive_reader_leaves_counting_questions_unanswered_and_says_so(
     assert summary["status"] == "finished" and summary["n_errors"] == 0
     assert summary["unanswerable"] == {"aggregative": {"n": 10, "reason": "the extractive reader cannot do counting"}}
     assert "accuracy" not in summary["metrics"]["overall"] and "recall@5" in summary["metrics"]["overall"]
+
+
+def test_runs_under_two_protocols_are_never_compared_silently(tmp_path, shared_data):
+    from click.testing import CliRunner
+
+    from memplug.cli import cli
+    from memplug.compare import comparisons
+    from memplug.runner import Evaluation, RunSpec
+
+    data = str(shared_data / "memdaily" / "01_simple_roles.json")
+    official = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=data, limit=5)).run(output=tmp_path)
+    lenient = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=data, limit=5,
+                                 dataset_options={"parse": "lenient"})).run(output=tmp_path)
+    (pair,) = comparisons([official, lenient])
+    assert pair["metrics"] == {} and "memsim v1 (official) vs memsim v1 (parse=lenient)" in pair["skipped"]
+    shown = CliRunner().invoke(cli, ["report", str(official), str(lenient)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and "not compared:" in shown.output and "protocol memsim v1 (official)" in shown.output
+    table = CliRunner().invoke(cli, ["report", str(official), str(lenient), "--format", "markdown"])
+    assert table.exit_code == 2 and "cannot share a table: different answer protocols" in table.output

@@ -67,7 +67,13 @@ def print_tables(paths: list[Path]) -> None:
                       _fmt(e.get("wall_s")), str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"]),
                       str(u["completion_tokens"]), f"{u['cost_usd']:.4f}")
     console.print(usage)
+    for path, s in zip(paths, summaries):
+        console.print(f"{s['run_id']}: protocol {compare.protocol_label(path)}", soft_wrap=False)
     for comparison in compare.comparisons(paths):
+        if comparison.get("skipped"):
+            console.print(f"not compared: {comparison['a']} and {comparison['b']}: {comparison['skipped']}",
+                          soft_wrap=False)
+            continue
         pairs = Table(title=f"Paired comparison: A = {comparison['a']} vs B = {comparison['b']}",
                       title_justify="left")
         for col in ("metric", "n", "A", "B", "A - B [95% CI]", "p", "test"):
