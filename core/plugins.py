@@ -28,6 +28,16 @@ SELF = "memplug"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]*$")
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it. For a dotted name,
+    ``find_spec`` imports the parents and raises when one is missing ("llama_index.core"
+    without llama_index): that is "not installed" too, not a crash of `memplug list`."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 @attrs.define
 class Entry:
     """A registered item: a name, a lazy target, and who registered it."""
@@ -43,7 +53,7 @@ class Entry:
     @property
     def missing(self) -> list[str]:
         """Modules listed in ``requires`` that are not installed (checked without importing)."""
-        return [m for m in self.info.get("requires", ()) if importlib.util.find_spec(m) is None]
+        return [m for m in self.info.get("requires", ()) if not _installed(m)]
 
     @property
     def install_hint(self) -> str | None:
@@ -115,8 +125,13 @@ class Registry:
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, Entry] = {}
+        #: plugins that failed to load (set by Plugins): an unknown name may be theirs
+        self.broken: list["Broken"] = []
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: Entry) -> str | None:
+        """Register ``entry``; a name taken already is a clash, returned as a message (and
+        not raised: the plugin's other names still register). memplug's own entry wins a
+        clash whichever came first, so a plugin cannot replace a built-in by name."""
         if not isinstance(entry.name, str) or not _NAME.match(entry.name):
             raise MemplugError(f"{self.kind[:-1]} name {entry.name!r} from {entry.plugin!r} is not a valid name")
         if isinstance(entry.target, str) and ":" not in entry.target:
@@ -126,19 +141,28 @@ class Registry:
             )
         if entry.name in self._entries:
             other = self._entries[entry.name]
-            raise MemplugError(
-                f"{self.kind[:-1]} {entry.name!r} is registered twice: by {other.plugin!r} and by {entry.plugin!r}"
-            )
+            kept, dropped = (entry, other) if entry.plugin == SELF and other.plugin != SELF else (other, entry)
+            self._entries[entry.name] = kept
+            return (f"{self.kind[:-1]} {entry.name!r} is registered twice: by {other.plugin!r} and by "
+                    f"{entry.plugin!r}; {kept.plugin!r}'s is used, {dropped.plugin!r}'s is ignored")
         self._entries[entry.name] = entry
+        return None
 
     def get(self, name: str) -> Entry:
         try:
             return self._entries[name]
         except KeyError:
             known = sorted(self._entries)
+            named = [b for b in self.broken if name.lower() in b.plugin.lower()]
+            if named:
+                b = named[0]
+                raise MemplugError(f"{self.kind[:-1]} {name!r} is installed by {b.plugin} {b.version or ''} but failed "
+                                   f"to load: {b.error}") from None
+            broken = "".join(f"; plugin {b.plugin} {b.version or ''} is installed but failed to load ({b.error})"
+                             for b in self.broken[:3])
             raise MemplugError(
                 f"unknown {self.kind[:-1]} {name!r}{did_you_mean(name, known)}; "
-                f"installed: {', '.join(known) or 'none'} (see `memplug list`)"
+                f"installed: {', '.join(known) or 'none'} (see `memplug list`){broken}"
             ) from None
 
     def __contains__(self, name: str) -> bool:
@@ -187,8 +211,27 @@ class Plugins:
                 continue
             if self.pm.is_registered(module):
                 continue
-            self.pm.register(module, name=f"{dist}:{ep.name}")
+            problem = self._register_checked(module, f"{dist}:{ep.name}")
+            if problem:
+                self.broken.append(Broken(f"{dist} ({ep.name})", version, problem))
+                continue
             self._dists[id(module)] = (dist, version)
+
+    def _register_checked(self, plugin: object, name: str) -> str | None:
+        """Register one plugin on its own and validate it, as pluggy's check_pending does:
+        a hook implementation with an argument the spec lacks, or a hook no spec names (a
+        misspelt ``register_agent``), is that plugin's problem, returned as a message
+        with the plugin left out; the others work."""
+        try:
+            self.pm.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            return f"invalid hook implementation: {exc}"
+        unknown = [impl.function.__name__ for impls in self.pm.get_hookcallers(plugin) or [] for impl in
+                   impls.get_hookimpls() if impl.plugin is plugin and not impls.has_spec()]
+        if unknown:
+            self.pm.unregister(plugin)
+            return f"hook {unknown[0]!r} is not a memplug hook (misspelt? see docs/hooks.md)"
+        return None
 
     def register(self, plugin: object, name: str | None = None, dist: str = "test", version: str | None = None) -> None:
         """Register a plugin object directly (tests, programmatic use)."""
@@ -210,12 +253,16 @@ class Plugins:
                 dist, version = self._dists.get(id(impl.plugin), (impl.plugin_name, None))
 
                 def register(name: str, target: Any, _d=dist, _v=version, _k=kind, **info: Any) -> None:
-                    registries[_k].add(Entry(_k, name, target, _d, _v, info))
+                    clash = registries[_k].add(Entry(_k, name, target, _d, _v, info))
+                    if clash:
+                        self.broken.append(Broken(_d, _v, f"register_{_k}: {clash}"))
 
                 try:
                     impl.function(register=register)
                 except Exception as exc:
                     self.broken.append(Broken(dist, version, f"register_{kind}: {exc}"))
+        for registry in registries.values():
+            registry.broken = [b for b in self.broken if not b.error.startswith("register_")]
         return registries
 
     def registry(self, kind: str) -> Registry:

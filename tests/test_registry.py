@@ -102,3 +102,68 @@ def test_missing_extra_gives_the_install_command():
     assert entry.describe()["install"] == "pip install 'memplug[heavy]'"
     with pytest.raises(MemplugError, match=r"pip install 'memplug\[heavy\]'"):
         entry.load()
+
+
+# --- plugins that cannot break the house ------------------------------------------------
+
+
+def test_a_dotted_requirement_whose_parent_is_missing_is_missing_not_a_crash():
+    from memplug.plugins import Entry
+
+    entry = Entry("agents", "x", "m:X", "p", None, {"requires": ("no_such_pkg_xyz.core", "json")})
+    assert entry.missing == ["no_such_pkg_xyz.core"]
+
+
+class ClashAndMore:
+    @hookimpl
+    def register_agents(self, register):
+        register("bm25", "somewhere:Else")  # a built-in's name, first in its list
+        register("mine", "somewhere:Mine")
+
+
+def test_a_clash_keeps_the_builtin_and_the_plugins_other_names(plugins):
+    plugins.register(ClashAndMore(), dist="memplug-clash")
+    agents = plugins.registry("agents")
+    assert agents.get("bm25").plugin == "memplug" and agents.get("mine").plugin == "memplug-clash"
+    assert "embedding" in agents  # no built-in lost
+    assert any("'memplug''s is used" in b.error for b in plugins.broken)
+
+
+def test_a_builtin_wins_even_when_the_plugin_registered_first():
+    from memplug.plugins import Entry, Registry
+
+    registry = Registry("agents")
+    assert registry.add(Entry("agents", "bm25", "elsewhere:X", "memplug-early", None, {})) is None
+    clash = registry.add(Entry("agents", "bm25", "memplug.adapters.bm25:BM25Agent", "memplug", "0.1.0", {}))
+    assert registry.get("bm25").plugin == "memplug" and "'memplug-early''s is ignored" in clash
+
+
+def test_bad_hooks_make_a_broken_plugin_and_every_command_still_works(testkit_env, tmp_path):
+    site = tmp_path / "bad-hooks"
+    (site / "memplug_badhooks").mkdir(parents=True)
+    (site / "memplug_badhooks" / "__init__.py").write_text(
+        "from memplug import hookimpl\n"
+        "@hookimpl\ndef register_agents(register, extra_arg):\n    pass\n")
+    (site / "memplug_misspelt.py").write_text(
+        "from memplug import hookimpl\n"
+        "@hookimpl\ndef register_agent(register):\n    register('ghost', 'x:Y')\n")
+    write_dist(site, "memplug-badhooks", "1.0", {"badhooks": "memplug_badhooks"})
+    write_dist(site, "memplug-misspelt", "2.0", {"misspelt": "memplug_misspelt"})
+    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-testkit,memplug-badhooks,memplug-misspelt",
+           "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
+    listed = memplug_json(env)
+    errors = {b["plugin"].split()[0]: b["error"] for b in listed["broken"]}
+    assert "extra_arg" in errors["memplug-badhooks"]
+    assert "'register_agent' is not a memplug hook" in errors["memplug-misspelt"]
+    assert {"lookup", "bm25"} <= {a["name"] for a in listed["agents"]}
+
+
+def test_an_agent_of_a_plugin_that_failed_to_load_says_so(testkit_env, tmp_path):
+    site = tmp_path / "broken-site"
+    write_dist(site, "memplug-graphiti", "0.3", {"graphiti": "memplug_graphiti_missing_module"})
+    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-graphiti",
+           "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
+    result = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "graphiti", "--dataset",
+                             "memsim"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "agent 'graphiti' is installed by memplug-graphiti (graphiti) 0.3 but failed to load" in result.stderr
