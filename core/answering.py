@@ -98,6 +98,8 @@ class AnswerProtocol:
     top_k: int | None = None
     #: the named deviations from the official protocol in force (empty: the official one)
     variations: tuple[str, ...] = ()
+    #: False for a protocol of memplug's own making (a dataset without official evaluation code)
+    official: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.parse not in PARSERS:
@@ -138,7 +140,7 @@ class AnswerProtocol:
         """For run.json: what the protocol is, what deviates, and a sha256 per template."""
         return {
             "name": self.name, "version": self.version, "source": self.source,
-            "official": not self.variations, "variations": list(self.variations),
+            "official": self.official and not self.variations, "variations": list(self.variations),
             "parse": self.parse, "choices": self.choices, "unit": self.unit, "chunk_size": self.chunk_size,
             "top_k": self.top_k,
             "sha256": {"system": _sha256(self.system), "user": _sha256(self.user),
@@ -159,4 +161,4 @@ def protocol_of(info: DatasetInfo) -> AnswerProtocol:
     if info.protocol is not None:
         return info.protocol
     return AnswerProtocol(name=f"{info.name}-memplug", version="1", source=info.answer_prompt_source,
-                          user=info.answer_prompt, one_line_items=True)
+                          user=info.answer_prompt, one_line_items=True, official=False)

@@ -41,7 +41,8 @@ def protocol_label(path: Path) -> str:
     protocol = (RunDir(path).spec().get("resolved") or {}).get("protocol")
     if not protocol:
         return "unrecorded (a run from before protocols)"
-    kind = "official" if protocol.get("official") else "; ".join(protocol.get("variations") or [])
+    kind = ("official" if protocol.get("official") else "; ".join(protocol.get("variations") or [])
+            or "memplug's own, no official code")
     return f"{protocol.get('name')} v{protocol.get('version')} ({kind})"
 
 

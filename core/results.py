@@ -282,7 +282,9 @@ def summarize(
 
     Metrics are means over answered questions: a record with an error is counted in
     n_errors and left out of every metric; a score of None (not applicable) is left out
-    of that metric. Intervals are percentile bootstraps resampling whole samples.
+    of that metric. Intervals are percentile bootstraps resampling whole samples; a mean
+    over the questions of one sample has none (null, shown as "n/a (1 sample)"), since
+    resampling one cluster can only give [mean, mean].
     """
     answered = [r for r in records if not r.get("error")]
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -291,7 +293,7 @@ def summarize(
 
     def block(rows: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
         means: dict[str, float] = {}
-        intervals: dict[str, list[float]] = {}
+        intervals: dict[str, list[float] | None] = {}
         counts: dict[str, int] = {}
         names = sorted({k for r in rows for k in (r.get("scores") or {})})
         for name in names:
@@ -302,9 +304,12 @@ def summarize(
             values = [float(v) for v, _ in pairs]
             clusters = [s for _, s in pairs]
             means[name] = round(sum(values) / len(values), 6)
+            counts[name] = len(values)
+            if len(set(clusters)) < 2:  # resampling one sample gives [mean, mean]: no interval at all
+                intervals[name] = None
+                continue
             low, high = stats.bootstrap_ci(values, clusters, level=level, resamples=resamples)
             intervals[name] = [round(low, 6), round(high, 6)]
-            counts[name] = len(values)
         return means, intervals, counts
 
     overall, overall_ci, overall_n = block(answered)

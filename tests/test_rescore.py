@@ -179,6 +179,7 @@ def test_cli_prints_the_new_summary(testkit, tmp_path, memplug_cli):
     [
         (["--metrics", "emm"], 'unknown metric \'emm\' (did you mean "em"?)'),
         (["--metrics", "judge"], "the run had no judge; pass --judge MODEL"),
+        (["--metrics", "recall@20"], "the run recalled 5 items per question (--top-k 5), so recall@20 cannot"),
     ],
 )
 def test_cli_user_errors_exit_2(testkit, tmp_path, memplug_cli, args, message):

@@ -195,12 +195,11 @@ def write_repeats(paths: list[Path], output: Path) -> Path:
 
 def print_repeats(result: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"{len(result['runs'])} repeats (seeds {', '.join(map(str, result['seeds']))})",
-                  title_justify="left")
-    for col in ("metric", "mean", "std", "min", "max", "each repeat"):
-        table.add_column(col)
+    from memplug.cli.tables import table as make_table
+
+    table = make_table(f"{len(result['runs'])} repeats (seeds {', '.join(map(str, result['seeds']))})",
+                       "metric", "mean", "std", "min", "max", "each repeat")
     for metric, r in result["overall"].items():
         table.add_row(metric, f"{r['mean']:.3f}", f"{r['std']:.3f}", f"{r['min']:.3f}", f"{r['max']:.3f}",
                       " ".join(f"{v:.3f}" for v in r["values"]))

@@ -141,14 +141,14 @@ def _fmt(value: float | None) -> str:
 
 def print_check(result: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
+
+    from memplug.cli.tables import table as make_table
 
     console = Console()
     q = result["questions"]
-    table = Table(title=f"Judge vs exact scoring ({q['multiple_choice']} multiple-choice, {q['exact_answer']} "
-                        f"exact-answer questions; exact = accuracy / {result['exact_metric']})", title_justify="left")
-    for col in ("judge", "questions", "n", "agreement", "kappa", "judge yes / exact no", "judge no / exact yes"):
-        table.add_column(col)
+    table = make_table(f"Judge vs exact scoring ({q['multiple_choice']} multiple-choice, {q['exact_answer']} "
+                       f"exact-answer questions; exact = accuracy / {result['exact_metric']})",
+                       "judge", "questions", "n", "agreement", "kappa", "judge yes / exact no", "judge no / exact yes")
     for model, check in result["judges"].items():
         for i, (kind, c) in enumerate(check["vs_exact"].items()):
             t = c["table"] or {}
@@ -156,9 +156,7 @@ def print_check(result: dict[str, Any]) -> None:
                           str(t.get("10", "-")), str(t.get("01", "-")), end_section=i == 2)
     console.print(table)
     if result["between_judges"]:
-        between = Table(title="Between judges (all answered questions)", title_justify="left")
-        for col in ("judges", "n", "agreement", "kappa"):
-            between.add_column(col)
+        between = make_table("Between judges (all answered questions)", "judges", "n", "agreement", "kappa")
         for p in result["between_judges"]:
             between.add_row(" vs ".join(p["judges"]), str(p["n"]), _fmt(p["agreement"]), _fmt(p["kappa"]))
         console.print(between)

@@ -26,16 +26,12 @@ def list_command(as_json: bool, kind: str | None) -> None:
         click.echo(json.dumps({**items, "broken": broken}, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
-    from rich.table import Table
+
+    from memplug.cli.tables import table as make_table
 
     console = Console()
     for k in kinds:
-        table = Table(title=k.capitalize(), title_justify="left", show_lines=False)
-        table.add_column("name", style="bold")
-        table.add_column("plugin")
-        table.add_column("status")
-        table.add_column("options (type=default)")
-        table.add_column("description")
+        table = make_table(k.capitalize(), "name", "plugin", "status", "options (type=default)", "description")
         for item in items[k]:
             if item.get("error"):
                 status = f"[red]broken: {item['error']}[/red]"
@@ -50,4 +46,4 @@ def list_command(as_json: bool, kind: str | None) -> None:
     if broken:
         console.print("[red]Plugins that failed to load:[/red]")
         for b in broken:
-            console.print(f"  {b['plugin']}: {b['error']}", markup=False)
+            console.print(f"  {b['plugin']}: {b['error']}", markup=False, soft_wrap=False)

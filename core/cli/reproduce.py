@@ -33,8 +33,8 @@ def reproduce_command(run_dir: Path, output: Path, data: Path | None, api_base: 
       memplug reproduce runs/20250101-120000-bm25-memdaily --data ~/data/memdaily
     """
     from rich.console import Console
-    from rich.table import Table
 
+    from memplug.cli.tables import table as make_table
     from memplug.reproduce import reproduce
 
     result = reproduce(run_dir, output, api_base=api_base, data=data, cache=False if no_cache else None,
@@ -42,9 +42,8 @@ def reproduce_command(run_dir: Path, output: Path, data: Path | None, api_base: 
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
-        table = Table(title="Original and reproduced metric means", title_justify="left")
-        for col in ("category", "metric", "original", "reproduced", "same"):
-            table.add_column(col, overflow="fold")
+        table = make_table("Original and reproduced metric means", "category", "metric", "original",
+                           "reproduced", "same")
         for row in result.rows:
             shown = ["-" if v is None else f"{v:.6g}" for v in (row.original, row.reproduced)]
             table.add_row(row.category, row.metric, *shown, "yes" if row.same else "NO")

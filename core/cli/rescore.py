@@ -60,10 +60,18 @@ def metric_entry(name: str, plugins: Plugins) -> tuple[Entry, int | None]:
     raise MemplugError(f"unknown metric {name!r}{did_you_mean(name, registry.names())}")
 
 
-def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins) -> list[Any]:
+def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins,
+                  recalled_k: int | None = None) -> list[Any]:
+    """The metrics called ``names``; "recall@K" style names get their K. ``recalled_k``: how
+    many items the run kept per question, above which a "@K" metric would silently be
+    computed on fewer items (recall@20 of a top-5 run is recall@5)."""
     metrics = []
     for name in names:
         entry, k = metric_entry(name, plugins)
+        if k is not None and recalled_k is not None and k > recalled_k:
+            raise MemplugError(f"{name}: the run recalled {recalled_k} items per question (--top-k {recalled_k}), "
+                               f"so {name} cannot be computed from it; use K <= {recalled_k}, or run again "
+                               f"with --top-k {k}")
         metrics.append(entry.load()(config if k is None else attrs.evolve(config, top_k=k)))
     return metrics
 
@@ -174,7 +182,7 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
         raise MemplugError(f"{path}: the run had no judge; pass --judge MODEL to add judge verdicts")
     judge_llm = make_llm(judge_model, api_base or spec.get("api_base"), cache) if "judge" in names else None
     config = MetricConfig(top_k=run.top_k(), language=info.language, judge=judge_llm)
-    instances = build_metrics(names, config, plugins)
+    instances = build_metrics(names, config, plugins, recalled_k=run.top_k())
 
     new_scores = asyncio.run(score_records(records, instances, info.language))
     rescored: list[dict[str, Any]] = []

@@ -1,0 +1,65 @@
+"""What a person reads: at 80 columns no cell is cut, run ids are whole, the headline run
+fits in 40 lines, and numbers that cannot be estimated say so."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memplug.results import RunDir, summarize
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "memplug.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {}), "COLUMNS": "80"}, timeout=120)
+
+
+def test_the_headline_run_fits_80_columns_and_40_lines(tmp_path):
+    result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=30"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout + result.stderr
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    assert "…" not in text
+    assert all(len(line) <= 80 for line in result.stdout.splitlines())
+    assert len(text.splitlines()) <= 40
+    assert text.count(run_dir.name) >= 2  # whole, on the first line and in the path
+    assert "protocol memsim v1" in text and "aggregative: 5 questions not answered" in text
+
+
+def test_list_report_and_repeats_cut_no_cell_at_80_columns(tmp_path):
+    result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=12", "--repeats", "2",
+                  "--output", "runs"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    listed = run(["list"], tmp_path)
+    report = run(["report", *sorted(str(p) for p in (tmp_path / "runs").iterdir())], tmp_path)
+    assert report.returncode == 0, report.stderr  # the repeats-*.json among the runs is skipped, not fatal
+    assert "is the summary of an `eval --repeats`, not a run: skipped" in report.stderr
+    for text in (result.stdout + result.stderr, listed.stdout, report.stdout + report.stderr):
+        assert "…" not in text
+    for table in (result.stdout, listed.stdout, report.stdout):  # (one-line messages on stderr may wrap)
+        assert all(len(line) <= 80 for line in table.splitlines())
+    for run_dir in (tmp_path / "runs").iterdir():
+        if run_dir.is_dir():
+            assert run_dir.name in report.stdout
+
+
+def test_an_interval_from_one_sample_is_not_an_interval():
+    records = [{"sample_id": "only", "question_id": f"q{i}", "category": "c", "scores": {"em": float(i % 2)}}
+               for i in range(6)]
+    one = summarize(records, "a", "d", "r", 0.0)
+    assert one["metrics"]["overall"]["em"] == 0.5 and one["ci"]["overall"]["em"] is None
+    assert one["n"]["overall"]["em"] == 6
+    two = summarize([{**r, "sample_id": f"s{i % 2}"} for i, r in enumerate(records)], "a", "d", "r", 0.0)
+    assert two["ci"]["overall"]["em"] is not None
+
+
+def test_a_one_sample_run_prints_n_a_with_its_reason(tmp_path):
+    result = run(["eval", "--agent", "bm25", "--dataset", "factcon", "--limit", "10"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "(n/a)" in result.stdout and "no interval, since all the questions of that mean come from one" \
+        in result.stdout.replace("\n", " ")
