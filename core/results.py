@@ -269,6 +269,21 @@ def _sum_usage(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, float]:
     return total
 
 
+PERCENTILES = (50, 95, 99)
+
+
+def _percentiles(values: Iterable[float | None]) -> dict[str, float] | None:
+    """{"p50", "p95", "p99", "max"} of the values given (None left out), or None without any."""
+    import numpy as np
+
+    xs = np.asarray([v for v in values if v is not None], dtype=float)
+    if xs.size == 0:
+        return None
+    out = {f"p{p}": round(float(np.percentile(xs, p)), 6) for p in PERCENTILES}
+    out["max"] = round(float(xs.max()), 6)
+    return out
+
+
 def summarize(
     records: list[dict[str, Any]],
     agent: str,
@@ -351,6 +366,13 @@ def summarize(
             "ingest_s_per_message": round(ingest_s / n_messages, 6) if n_messages else None,
             "recall_s_per_question": round(sum(recall_times) / len(recall_times), 6) if recall_times else None,
             "wall_s": round(wall_s, 3),
+            # a mean hides the slow tail that users of a memory system feel: per stage, the
+            # percentiles of each sample's ingestion and each question's recall and answer
+            "latency_s": {
+                "ingest": _percentiles([(r.get("timings") or {}).get("ingest_s") for r in per_sample.values()]),
+                "recall": _percentiles(recall_times),
+                "answer": _percentiles([(r.get("timings") or {}).get("read_s") for r in answered]),
+            },
         },
         "llm": llm,
     }

@@ -63,3 +63,23 @@ def test_a_one_sample_run_prints_n_a_with_its_reason(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "(n/a)" in result.stdout and "no interval, since all the questions of that mean come from one" \
         in result.stdout.replace("\n", " ")
+
+
+def test_latency_percentiles_per_stage_in_summary_terminal_and_html(tmp_path):
+    result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=20"], tmp_path)
+    run_dir = tmp_path / result.stdout.strip().splitlines()[-1]
+    latency = RunDir(run_dir).summary()["efficiency"]["latency_s"]
+    assert set(latency) == {"ingest", "recall", "answer"}
+    for stage in latency.values():
+        assert 0 <= stage["p50"] <= stage["p95"] <= stage["p99"] <= stage["max"]
+    assert "Latency s p50/p95/p99: ingest " in result.stdout.replace("\n", " ")
+    page = tmp_path / "page.html"
+    assert run(["report", str(run_dir), "--html", str(page)], tmp_path).returncode == 0
+    assert "p50 / p95 / p99" in page.read_text(encoding="utf-8")
+
+
+def test_percentiles_of_nothing_are_none():
+    from memplug.results import _percentiles
+
+    assert _percentiles([None, None]) is None
+    assert _percentiles([1.0, 2.0, 3.0, None]) == {"p50": 2.0, "p95": 2.9, "p99": 2.98, "max": 3.0}

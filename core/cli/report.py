@@ -35,6 +35,10 @@ def _count(summary: dict[str, Any], category: str) -> str:
     return str(max((block or {}).values(), default=""))
 
 
+def _percentile_text(p: dict[str, float] | None) -> str:
+    return "-" if not p else "/".join(_seconds(p[f"p{q}"]) for q in (50, 95, 99))
+
+
 def _interval_blocks(summary: dict[str, Any]) -> list[dict[str, Any]]:
     ci = summary.get("ci") or {}
     return [ci.get("overall") or {}, *(ci.get("by_category") or {}).values()]
@@ -85,13 +89,21 @@ def print_tables(paths: list[Path]) -> None:
                _seconds(s["efficiency"].get("recall_s_per_question")), _fmt(s["efficiency"].get("wall_s")),
                str(s["llm"]["calls"]), str(s["llm"]["cache_hits"]), str(s["llm"]["prompt_tokens"]),
                str(s["llm"]["completion_tokens"]), f"{s['llm']['cost_usd']:.4f}"] for s in summaries]
+    latency = [(s["efficiency"].get("latency_s") or {}) for s in summaries]
+    stages = [stage for stage in ("ingest", "recall", "answer") if any(lat.get(stage) for lat in latency)]
     if not many:  # one run: a paragraph, not a table eleven columns wide
         console.print("Efficiency and LLM usage: " + ", ".join(f"{q} {v}" for q, v in zip(quantities, values[0])),
                       soft_wrap=False, highlight=False, markup=False)
+        if stages:
+            console.print("Latency s p50/p95/p99: " + "; ".join(
+                f"{stage} {_percentile_text(latency[0].get(stage))}" for stage in stages),
+                soft_wrap=False, highlight=False, markup=False)
     else:
         usage = make_table("Efficiency and LLM usage", "", *(_label(k, s, many) for k, s in enumerate(summaries, 1)))
         for row, quantity in enumerate(quantities):
             usage.add_row(quantity, *(v[row] for v in values))
+        for stage in stages:
+            usage.add_row(f"{stage} s p50/p95/p99", *(_percentile_text(lat.get(stage)) for lat in latency))
         console.print(usage)
     for comparison in compare.comparisons(paths):
         if comparison.get("skipped") or not comparison["metrics"]:
