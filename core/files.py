@@ -53,9 +53,15 @@ def decode_utf8(data: bytes, path: Path | str, line: int = 1) -> str:
         raise DataError(path, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8", where) from None
 
 
+#: what a JSON document nested past Python's recursion limit is, in every loader's words
+TOO_DEEP = "JSON nested too deeply (more than ~1000 levels of [ or {); no dataset layout is that deep"
+
+
 def read_json(path: Path) -> Any:
     """A UTF-8 JSON file, or a DataError naming the line and column where it breaks."""
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(path, f"invalid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise DataError(path, TOO_DEEP) from None

@@ -26,6 +26,9 @@ class Option:
     default: Any = None
     help: str = ""
     choices: tuple[Any, ...] | None = None
+    #: inclusive bounds of a number; a value that would exhaust the machine is an error, not a hang
+    low: float | None = None
+    high: float | None = None
 
     def parse(self, raw: Any) -> Any:
         """Convert a command-line string (or an already typed value) to this option's type.
@@ -55,6 +58,13 @@ class Option:
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(map(str, self.choices))
             raise MemplugError(f"option {self.name}={raw!r}: must be one of {allowed}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+                raise MemplugError(f"option {self.name}={raw!r}: must be from {self.low:g} to {self.high:g}"
+                                   if self.low is not None and self.high is not None else
+                                   f"option {self.name}={raw!r}: must be at least {self.low:g}"
+                                   if self.low is not None else f"option {self.name}={raw!r}: must be at most "
+                                   f"{self.high:g}")
         return value
 
     def describe(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Mapping
 import attrs
 
 from memplug.errors import DataError
-from memplug.files import decode_utf8, short
+from memplug.files import TOO_DEEP, decode_utf8, short
 from memplug.models import Message, Question, Sample
 
 #: how much of a .jsonl file is read to tell a samples file from another JSON-lines format
@@ -147,7 +147,7 @@ def is_sample_file(path: Path) -> bool:
             first = fh.readline(SNIFF_BYTES)
     try:
         record = json.loads(first.removeprefix(codecs.BOM_UTF8))
-    except ValueError:  # UnicodeDecodeError included
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; read_samples says what is wrong
         return True
     return not (isinstance(record, Mapping) and not ({"messages", "questions"} & record.keys()))
 
@@ -162,6 +162,8 @@ def read_samples(path: Path) -> Iterator[Sample]:
                 continue
             try:
                 record = json.loads(line)
+            except RecursionError:
+                raise DataError(path, TOO_DEEP, f"line {number}") from None
             except ValueError as exc:
                 problem = f"not JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else "not JSON"
                 raise DataError(path, f"{problem}; expected one memplug sample per line", f"line {number}") from None

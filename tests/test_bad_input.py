@@ -285,6 +285,15 @@ CASES = [
     Case("option-noise-file-missing", "memdaily", md(lambda d: None), ("nowhere.txt", "cannot read"),
          args=("-o", "eta=2", "-o", "noise=nowhere.txt")),
     Case("option-key-without-value", "counting", sm(SAMPLE), ("-o 'delay'", "expected key=value"), args=("-o", "delay")),
+    Case("option-beyond-what-the-machine-holds", "memdaily", md(lambda d: None), ("eta='100000'", "must be at most 1000"),
+         args=("-o", "eta=100000")),
+    # ---- nested past Python's recursion limit (json raised RecursionError: a traceback) ----------
+    Case("memdaily-nested-too-deeply", "memdaily", lambda: {MEMDAILY_FILE: b"[" * 100_000 + b"]" * 100_000},
+         (MEMDAILY_FILE, "nested too deeply")),
+    Case("factcon-nested-too-deeply", "factcon", lambda: {FACTCON_FILE: b'{"context": ' * 20_000 + b"1" + b"}" * 20_000},
+         (FACTCON_FILE, "nested too deeply")),
+    Case("samples-nested-too-deeply", "counting", lambda: {SAMPLES_FILE: b"[" * 50_000 + b"]" * 50_000 + b"\n"},
+         (SAMPLES_FILE, "line 1", "nested too deeply")),
 ]
 
 

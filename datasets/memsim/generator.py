@@ -80,10 +80,11 @@ class MemSimBuilder:
 
     info = INFO
     options = (
-        Option("n", int, 300, "number of trajectories (split evenly over the six categories)"),
-        *(Option(cat, int, None, f"number of {cat} trajectories (overrides the even share of n)") for cat in CATEGORIES),
+        Option("n", int, 300, "number of trajectories (split evenly over the six categories)", low=1, high=100_000),
+        *(Option(cat, int, None, f"number of {cat} trajectories (overrides the even share of n)", low=0,
+                 high=100_000) for cat in CATEGORIES),
         Option("lang", str, "en", "language of messages and questions", choices=("en", "zh")),
-        Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (1 = vanilla)"),
+        Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (1 = vanilla)", high=1000),
         Option("noise", Path, None, "file of irrelevant messages, one per line, for eta > 1 (default: other generated users)"),
         Option("profile", Path, None, "zh only: MemSim's meta_profile.csv to take value spaces from"),
         Option("stamp", bool, True, "append '(place, time)' to each message text, as MemSim's benchmark does"),

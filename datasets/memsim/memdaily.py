@@ -106,7 +106,8 @@ class MemDailyLoader:
     options = (
         Option("stamp", bool, True, "append '(消息地点 place, 消息时间 time)' to each message, as MemSim's benchmark does"),
         Option("scenario", str, None, "keep only this scenario (roles, events, items, places, hybrid)"),
-        Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (needs noise=PATH)"),
+        Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (needs noise=PATH)",
+               high=1000),
         Option("noise", Path, None, "file of irrelevant messages, one per line, mixed in when eta > 1"),
         *PROTOCOL_OPTIONS,
     )
