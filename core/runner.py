@@ -206,6 +206,9 @@ class Evaluation:
         preflight.check_spec(spec)
         self.data = Path(spec.data).expanduser() if spec.data else None
         self._data_sha256: dict[str, str] | None = None
+        #: warnings the loader logged (see :meth:`samples`)
+        self.data_warnings: list[str] = []
+        self._loaded: list[Sample] | None = None
         self.info: DatasetInfo = dataset_info(self.builder, self.dataset_values, self.data)
         #: the dataset's answer protocol: prompt, reply parsing, memory unit, depth (memplug.answering)
         self.protocol = protocol_of(self.info)
@@ -246,7 +249,18 @@ class Evaluation:
 
     # -- data -----------------------------------------------------------------
     def samples(self) -> list[Sample]:
-        """The samples to run: a samples .jsonl at --data, or the builder's, cut to --limit."""
+        """The samples to run: a samples .jsonl at --data, or the builder's, cut to --limit.
+
+        What a loader logs as a warning while it reads (a thing it could skip safely, e.g.
+        an evidence id that names no turn) is collected into :attr:`data_warnings`, for
+        run.json and one line on stderr, instead of one line per occurrence.
+        """
+        if self._loaded is None:
+            with _collect_warnings() as self.data_warnings:
+                self._loaded = self._samples()
+        return self._loaded
+
+    def _samples(self) -> list[Sample]:
         data = self.data
         if data is not None and not data.exists():
             raise MemplugError(f"--data {data}: no such file or directory")
@@ -332,6 +346,7 @@ class Evaluation:
                 "memory_unit": "message" if self.per_message else f"{self.chunk_size} tokens",
                 "agent_note": self.agent_note,
                 "data_sha256": self.data_sha256(),
+                "data_warnings": {"count": len(self.data_warnings), "first": self.data_warnings[:20]},
                 **extra,
             },
             "versions": self.versions(),
@@ -616,6 +631,28 @@ class Evaluation:
                 log.warning("question %s/%s failed: %s", sample.id, question.id, record["error"])
         record["usage"] = usage.as_dict()
         return record
+
+
+class _WarningList(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(scrub(record.getMessage()))
+
+
+@contextlib.contextmanager
+def _collect_warnings() -> Any:
+    """Warnings logged meanwhile (by any logger), into the list yielded."""
+    found: list[str] = []
+    handler = _WarningList(found)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield found
+    finally:
+        root.removeHandler(handler)
 
 
 class _SetupFailed(MemplugError):

@@ -570,3 +570,19 @@ def test_other_commands_fail_in_one_line(testkit, earlier_run: Path, tmp_path: P
     result = CliRunner().invoke(cli, filled)
     check_error(result.exit_code, result.stderr, Case("other", "-", dict, needles), tmp_path)
     assert snapshot(tmp_path) == before
+
+
+def test_what_a_loader_skips_is_one_warning_line_and_counted_in_run_json(tmp_path, shared_data):
+    release = json.loads((shared_data / "locomo" / "locomo_conv26.json").read_text(encoding="utf-8"))
+    release[0]["qa"][0]["evidence"] = ["D99:1"]
+    release[0]["qa"][1]["evidence"] = ["not an id"]
+    data = tmp_path / "locomo_bad.json"
+    data.write_text(json.dumps(release), encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "bm25", "--dataset", "locomo",
+                          "--data", str(data), "--limit", "5", "--quiet"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    warning_lines = [line for line in res.stderr.splitlines() if "warning" in line]
+    assert len(warning_lines) == 1 and "D99:1 matches no turn" in warning_lines[0] and "1 more" in warning_lines[0]
+    run = json.loads((tmp_path / res.stdout.strip().splitlines()[-1] / "run.json").read_text())
+    assert run["resolved"]["data_warnings"]["count"] == 2

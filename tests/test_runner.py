@@ -42,7 +42,7 @@ def test_run_files_have_the_contract_keys(testkit, tmp_path):
     assert summary["metrics"]["overall"]["em"] == 1.0
     assert set(summary["metrics"]["by_category"]) == {"even", "odd"}
     assert summary["metrics"]["overall"]["recall@5"] == 1.0
-    assert set(summary["efficiency"]) == {"ingest_s_per_message", "recall_s_per_question", "wall_s"}
+    assert set(summary["efficiency"]) == {"ingest_s_per_message", "recall_s_per_question", "wall_s", "latency_s"}
     assert set(summary["llm"]) == {"calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd"}
     assert (rd.path / "work" / "s0" / "memory.txt").is_file()  # each sample has its own workdir
 

@@ -142,6 +142,8 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         evaluation = Evaluation(attrs.evolve(spec, seed=spec.seed + i))
         if evaluation.agent_note and i == 0:
             click.echo(f"memplug: {evaluation.agent_note}", err=True)
+        if i == 0:
+            _say_data_warnings(evaluation)
         if quiet:
             paths.append(evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose))
         else:
@@ -166,6 +168,15 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         click.echo(outcome_line(path, summary), err=True)
     if failed:
         ctx.exit(1)
+
+
+def _say_data_warnings(evaluation: Any) -> None:
+    """Load the data now, so that what the loader skipped is one line before the run, not many."""
+    evaluation.samples()  # loaded once: the run uses these
+    found = evaluation.data_warnings
+    if found:
+        more = f" (and {len(found) - 1} more, listed in run.json)" if len(found) > 1 else ""
+        click.echo(f"memplug: warning: {one_line(found[0], 300)}{more}", err=True)
 
 
 def outcome_line(path: Path, summary: dict[str, Any]) -> str:
