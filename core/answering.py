@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
-from memplug.models import DatasetInfo, Question, Recalled
+from memplug.models import AgentQuestion, DatasetInfo, Recalled
 
 #: memplug's own reply clean-up: surrounding white space
 def _strip(reply: str) -> str:
@@ -120,10 +120,13 @@ class AnswerProtocol:
         return self.choice_join.join(self.choice_item.replace("{letter}", k).replace("{text}", v)
                                      for k, v in (choices or {}).items())
 
-    def messages(self, question: Question, items: Sequence[Recalled]) -> list[dict[str, str]]:
-        """The chat messages the reader sends: the system message (when there is one), then the user's."""
-        # the time as the release writes it ("2024年04月05日 周五 11:59"), when the loader kept it
-        when = question.meta.get("time_text") or question.time or ""
+    def messages(self, question: AgentQuestion, items: Sequence[Recalled]) -> list[dict[str, str]]:
+        """The chat messages the reader sends: the system message (when there is one), then the user's.
+
+        ``question`` is what the reader may see (no answers). Its time is written as the
+        release writes it ("2024年04月05日 周五 11:59") when the loader kept that.
+        """
+        when = question.time_text or question.time or ""
         values = {"memory": self.memory(items), "question": question.text,
                   "choices": self.choice_text(question.choices), "time": str(when)}
         out = [{"role": "system", "content": fill(self.system, values)}] if self.system is not None else []

@@ -61,10 +61,14 @@ class AgentQuestion:
     category: str
     choices: Mapping[str, str] | None = None
     time: str | None = None
+    #: the question's time as the release writes it ("2024年04月05日 周五 11:59"), for prompts
+    time_text: str | None = None
 
     @classmethod
     def of(cls, question: Question) -> "AgentQuestion":
-        return cls(question.id, question.text, question.category, question.choices, question.time)
+        when = question.meta.get("time_text")
+        return cls(question.id, question.text, question.category, question.choices, question.time,
+                   None if when is None else str(when))
 
 
 @attrs.frozen

@@ -116,9 +116,13 @@ class ReaderConfig:
 
 @runtime_checkable
 class Reader(Protocol):
-    """Turns recalled items into an answer when the agent did not write one."""
+    """Turns recalled items into an answer when the agent did not write one.
 
-    async def answer(self, question: Question, items: tuple[Recalled, ...], info: DatasetInfo) -> str: ...
+    It gets what the agent got of the question (text, choices, time): never the gold
+    answers, targets or anchors, so no reader can peek.
+    """
+
+    async def answer(self, question: AgentQuestion, items: tuple[Recalled, ...], info: DatasetInfo) -> str: ...
 
 
 @attrs.frozen

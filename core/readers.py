@@ -25,7 +25,7 @@ import attrs
 import snowballstemmer
 
 from memplug.errors import MemplugError
-from memplug.models import DatasetInfo, Question, Recalled
+from memplug.models import AgentQuestion, DatasetInfo, Recalled
 from memplug.protocols import ReaderConfig
 from memplug.text import Span, token_spans
 
@@ -386,7 +386,7 @@ class ExtractiveReader:
     def __init__(self, config: ReaderConfig | None = None) -> None:
         self.config = config or ReaderConfig()
 
-    async def answer(self, question: Question, items: tuple[Recalled, ...], info: DatasetInfo) -> str:
+    async def answer(self, question: AgentQuestion, items: tuple[Recalled, ...], info: DatasetInfo) -> str:
         if not items:
             return ""
         if question.choices:
@@ -408,7 +408,7 @@ class LLMReader:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL (or set MEMPLUG_LLM)")
         self.llm: LLM = config.llm
 
-    async def answer(self, question: Question, items: tuple[Recalled, ...], info: DatasetInfo) -> str:
+    async def answer(self, question: AgentQuestion, items: tuple[Recalled, ...], info: DatasetInfo) -> str:
         from memplug.answering import protocol_of
 
         completion = await self.llm.acomplete(protocol_of(info).messages(question, items), temperature=0)

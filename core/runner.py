@@ -600,7 +600,8 @@ class Evaluation:
         with usage_scope() as usage:
             try:
                 t0 = time.perf_counter()
-                recall = await recall_method(AgentQuestion.of(question))
+                asked = AgentQuestion.of(question)  # what the agent and the reader may see: no answers
+                recall = await recall_method(asked)
                 if not isinstance(recall, Recall):
                     raise TypeError(f"agent returned {type(recall).__name__}, expected memplug.Recall")
                 t1 = time.perf_counter()
@@ -610,7 +611,7 @@ class Evaluation:
                     reply = None
                     record["unanswerable"] = f"the {self.reader_name} reader cannot do {unable}"
                 else:
-                    reply = await self.reader.answer(question, recall.items, self.info)
+                    reply = await self.reader.answer(asked, recall.items, self.info)
                 prediction = None if reply is None else self.protocol.parse_reply(reply)
                 t2 = time.perf_counter()
                 record.update(

@@ -15,7 +15,7 @@ from memplug.datasets.locomo.release import load_release, parse_evidence
 from memplug.datasets.locomo.scoring import LoCoMoF1, LoCoMoF1NoAdversarial, f1_score, normalize_answer
 from memplug.errors import MemplugError
 from memplug.metrics import RecallAtK, SessionHitAtK, session_of
-from memplug.models import Question, Recalled
+from memplug.models import AgentQuestion, Question, Recalled
 from memplug.protocols import BuildOptions, MetricConfig, ScoreContext
 
 
@@ -178,7 +178,7 @@ def test_metrics_not_applicable_outside_locomo():
 def test_the_prompt_is_the_official_rag_context_then_qa_prompt(sample):
     protocol = LoCoMoBuilder.info.protocol
     items = [Recalled(m.text, message_ids=(m.id,)) for m in sample.messages[:2]]
-    (message,) = protocol.messages(sample.questions[0], items)
+    (message,) = protocol.messages(AgentQuestion.of(sample.questions[0]), items)
     # get_rag_context: "<date_time>: <speaker> said, \"<text>\"" per line; then "\n\n" + QA_PROMPT
     assert message["content"] == (
         '1:56 pm on 8 May, 2023: Caroline said, "Hey Mel! Good to see you! How have you been?"\n'

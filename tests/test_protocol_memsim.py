@@ -17,7 +17,7 @@ import pytest
 from memplug.answering import protocol_of
 from memplug.datasets.memsim.memdaily import MemDailyLoader
 from memplug.metrics import Accuracy
-from memplug.models import Recalled
+from memplug.models import AgentQuestion, Recalled
 from memplug.options import resolve
 from memplug.protocols import BuildOptions, MetricConfig, ScoreContext
 
@@ -76,7 +76,7 @@ def test_memory_units_are_the_official_messages(trajectory, sample):
 def test_the_prompt_equals_memsims_on_the_same_memories(trajectory, sample):
     built, info = sample
     qa = trajectory["question_list"][0]
-    question = built.questions[0]
+    question = AgentQuestion.of(built.questions[0])
     memories = [official_message(m) for m in trajectory["message_list"]][:5]
     ours = protocol_of(info).messages(question, [Recalled(text) for text in memories])
     assert ours == [{"role": "user", "content": official_prompt(memories, qa["question"], qa["choices"], qa["time"])}]

@@ -12,7 +12,7 @@ import pytest
 
 from memplug.errors import MemplugError
 from memplug.metrics import SubstringExactMatch
-from memplug.models import DatasetInfo, Question, Recalled
+from memplug.models import AgentQuestion, DatasetInfo, Question, Recalled
 from memplug.protocols import ReaderConfig, ScoreContext
 from memplug.answering import protocol_of
 from memplug.readers import ExtractiveReader, LLMReader, choose, extract_answer
@@ -185,7 +185,7 @@ class FakeLLM:
 def test_llm_reader_fills_the_answer_prompt() -> None:
     llm = FakeLLM("  D. 36 years old \n")
     info = attrs.evolve(INFO, answer_prompt='Memory:\n{memory}\nQ: {question}\n{choices}\nJSON example: {"a": 1}')
-    q = Question("q", "How old is my cousin?", (), choices={"A": "35", "D": "36"})
+    q = AgentQuestion("q", "How old is my cousin?", "open", choices={"A": "35", "D": "36"})
     answer = asyncio.run(
         LLMReader(ReaderConfig(llm=llm)).answer(q, items("My cousin is 36.", "Two\nlines"), info)  # type: ignore[arg-type]
     )
@@ -200,7 +200,7 @@ def test_llm_reader_fills_the_answer_prompt() -> None:
 
 
 def test_fill_prompt_open_question_has_empty_choices() -> None:
-    q = Question("q", "Where?", ())
+    q = AgentQuestion("q", "Where?", "open")
     protocol = protocol_of(attrs.evolve(INFO, answer_prompt="{memory}|{question}|{choices}|{time}"))
     assert protocol.messages(q, items("x")) == [{"role": "user", "content": "1. x|Where?||"}]
 
@@ -208,3 +208,24 @@ def test_fill_prompt_open_question_has_empty_choices() -> None:
 def test_llm_reader_needs_an_llm() -> None:
     with pytest.raises(MemplugError, match="--llm"):
         LLMReader(ReaderConfig())
+
+
+def test_a_reader_never_sees_the_gold_answers(testkit, tmp_path) -> None:
+    """The runner hands readers an AgentQuestion: text, choices and time, no answers or targets."""
+    from memplug.runner import Evaluation, RunSpec
+
+    seen: list[object] = []
+
+    class Spy:
+        def __init__(self, config: ReaderConfig) -> None:
+            pass
+
+        async def answer(self, question, items, info) -> str:
+            seen.append(question)
+            return "apple"
+
+    evaluation = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options={"answer": "false"}))
+    evaluation.reader = Spy(ReaderConfig())
+    evaluation.run(output=tmp_path)
+    assert seen and all(type(q) is AgentQuestion for q in seen)
+    assert not any(hasattr(q, name) for q in seen for name in ("answers", "targets", "anchors", "correct_choice"))
