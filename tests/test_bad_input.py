@@ -63,6 +63,18 @@ SAMPLE = {
 }
 SAMPLES_FILE = "samples.jsonl"
 
+LOCOMO = [{
+    "sample_id": "conv-x",
+    "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
+                      {"speaker": "Bo", "dia_id": "D1:2", "text": "What is its name?"}],
+    },
+    "qa": [{"question": "What did Ann adopt?", "answer": "a cat", "evidence": ["D1:1"], "category": 4}],
+}]
+LOCOMO_FILE = "locomo10.json"
+
 
 def dump(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -275,6 +287,21 @@ CASES = [
          big=True),
     Case("samples-50MB-line-of-garbage", "counting", lambda: {SAMPLES_FILE: b"{" + b"x" * BIG + b"\n"},
          (SAMPLES_FILE, "line 1", "not JSON"), big=True),
+    # ---- locomo (the LoCoMo release) -----------------------------------------------------------
+    Case("locomo-truncated", "locomo", lambda: {LOCOMO_FILE: dump(LOCOMO)[:-30]}, (LOCOMO_FILE, "invalid JSON")),
+    Case("locomo-empty-file", "locomo", lambda: {LOCOMO_FILE: b""}, (LOCOMO_FILE, "invalid JSON")),
+    Case("locomo-question-a-number", "locomo", lambda: {LOCOMO_FILE: dump(edited(LOCOMO, lambda d: d[0]["qa"][0].update(
+        question=5)))}, (LOCOMO_FILE, "[0].qa[0]", "'question' string")),
+    Case("locomo-session-a-string", "locomo", lambda: {LOCOMO_FILE: dump(edited(LOCOMO, lambda d: d[0]["conversation"]
+        .update(session_1="hello")))}, (LOCOMO_FILE, "session_1", "expected a list of turns")),
+    Case("locomo-repeated-dia-id", "locomo", lambda: {LOCOMO_FILE: dump(edited(LOCOMO, lambda d: d[0]["conversation"][
+        "session_1"][1].update(dia_id="D1:1")))}, (LOCOMO_FILE, "two turns share a dia_id")),
+    Case("locomo-unknown-category", "locomo", lambda: {LOCOMO_FILE: dump(edited(LOCOMO, lambda d: d[0]["qa"][0].update(
+        category=9)))}, (LOCOMO_FILE, "[0].qa[0]", "category 9")),
+    Case("locomo-utf16", "locomo", lambda: {LOCOMO_FILE: UTF16 + json.dumps(LOCOMO).encode("utf-16-le")},
+         (LOCOMO_FILE, "UTF-16")),
+    Case("locomo-nested-too-deeply", "locomo", lambda: {LOCOMO_FILE: b"[" * 100_000 + b"]" * 100_000},
+         (LOCOMO_FILE, "nested too deeply")),
     # ---- -o values of the wrong type ----------------------------------------------------------
     Case("option-int-given-text", "memdaily", md(lambda d: None), ("eta='two'", "expected int"), args=("-o", "eta=two")),
     Case("option-bool-given-text", "memdaily", md(lambda d: None), ("stamp='maybe'", "expected bool"),
