@@ -48,7 +48,7 @@ from memplug.llm import LLM, FatalLLMError, LLMError, usage_scope
 from memplug.logs import logs_to, tame_loguru
 from memplug.metrics import score_metric
 from memplug.answering import protocol_of
-from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Sample
+from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import (
     AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext, dataset_info,
@@ -65,7 +65,7 @@ DEFAULT_TOP_K = 5
 #: spec fields that change the numbers: a resume must not mix two of them
 SCORED_FIELDS = (
     "agent", "dataset", "data", "seed", "llm", "api_base", "reader", "judge", "embedder",
-    "chunk_size", "top_k", "limit", "agent_options", "dataset_options",
+    "chunk_size", "top_k", "limit", "agent_options", "dataset_options", "from_run",
 )
 
 
@@ -93,6 +93,8 @@ class RunSpec:
     llm_deadline: float = 600.0
     agent_options: dict[str, str] = attrs.field(factory=dict)
     dataset_options: dict[str, str] = attrs.field(factory=dict)
+    #: a finished run whose recalled items this run answers and scores again (no agent, no ingestion)
+    from_run: str | None = None
 
     def differences(self, stored: dict[str, Any]) -> list[str]:
         """Fields that change results and differ from a stored spec (for --resume)."""
@@ -196,11 +198,14 @@ class Evaluation:
         self.dataset_entry = reg("datasets").get(spec.dataset)
         self.reader_name = spec.reader or ("llm" if spec.llm else "extractive")
         self.reader_entry = reg("readers").get(self.reader_name)
-        self.agent_factory = self.agent_entry.load()
+        #: the stored recalls of --from RUN, by (sample id, question id); None: a live agent
+        self.replayed: dict[tuple[str, str], dict[str, Any]] | None = None
+        self.agent_factory = self.agent_entry.load() if spec.from_run is None else None
         builder_cls = self.dataset_entry.load()
         self.builder = builder_cls()
-        self.agent_values = opts.resolve(getattr(self.agent_factory, "options", ()), spec.agent_options,
-                                         f"agent {spec.agent!r}")
+        self.agent_values = (opts.resolve(getattr(self.agent_factory, "options", ()), spec.agent_options,
+                                          f"agent {spec.agent!r}") if spec.from_run is None
+                             else dict(spec.agent_options))
         self.dataset_values = opts.resolve(getattr(self.builder, "options", ()), spec.dataset_options,
                                            f"dataset {spec.dataset!r}")
         preflight.check_spec(spec)
@@ -226,8 +231,11 @@ class Evaluation:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
         #: what the agent's preflight changed and said (e.g. mem0 without an LLM: infer=false)
         self.agent_note: str | None = None
-        self.agent_values, self.agent_note = preflight.agent(self.agent_factory, spec.agent, self.agent_values,
-                                                              spec.agent_options, self.llm)
+        if spec.from_run is None:
+            self.agent_values, self.agent_note = preflight.agent(self.agent_factory, spec.agent, self.agent_values,
+                                                                  spec.agent_options, self.llm)
+        else:
+            self.replayed = _stored_recalls(Path(spec.from_run), self.top_k)
         if check:
             for role, llm in (("--llm", self.llm), ("--judge", self.judge_llm)):
                 if llm is not None:
@@ -346,6 +354,7 @@ class Evaluation:
                 "memory_unit": "message" if self.per_message else f"{self.chunk_size} tokens",
                 "agent_note": self.agent_note,
                 "data_sha256": self.data_sha256(),
+                "from_run": _from_run_id(self.spec.from_run),
                 "data_warnings": {"count": len(self.data_warnings), "first": self.data_warnings[:20]},
                 **extra,
             },
@@ -533,16 +542,20 @@ class Evaluation:
             reference=ReferenceChannel.of(sample) if self.agent_entry.info.get("reference") else None,
             api_base=self.spec.api_base,
         )
-        agent = None
+        agent: Any = None
         ingest_error: str | None = None
+        if self.replayed is not None:  # --from RUN: the recalls are stored; nothing to build or ingest
+            agent = _Replay(self.replayed, sample.id, self.top_k)
         # memplug's work: not timed
-        chunks = ([Chunk(i, (m,)) for i, m in enumerate(sample.messages)] if self.per_message
+        chunks = ([] if agent is not None else [Chunk(i, (m,)) for i, m in enumerate(sample.messages)]
+                  if self.per_message
                   else list(chunk_messages(sample.messages, self.chunk_size, self.token_counts.of(sample))))
         setup_s = ingest_s = 0.0
         with usage_scope() as ingest_usage:
             t0 = time.perf_counter()
             try:
-                agent = await self._method(pool, self, "_build_agent")(config, workdir)
+                if agent is None:
+                    agent = await self._method(pool, self, "_build_agent")(config, workdir)
             except MemplugError as exc:  # configuration (a missing server, extra or model): every sample would fail
                 if isinstance(exc, LLMError) and not isinstance(exc, FatalLLMError):
                     ingest_error = f"agent set-up failed: {_describe(exc)}"
@@ -554,7 +567,7 @@ class Evaluation:
             t1 = time.perf_counter()
             setup_s = t1 - t0
             try:
-                if agent is not None:
+                if agent is not None and chunks:
                     ingest = self._method(pool, agent, "ingest")
                     for chunk in chunks:
                         await ingest(chunk)
@@ -632,6 +645,54 @@ class Evaluation:
                 log.warning("question %s/%s failed: %s", sample.id, question.id, record["error"])
         record["usage"] = usage.as_dict()
         return record
+
+
+class _Replay:
+    """The stand-in agent of ``eval --from RUN``: the recalled items (and an answer the agent
+    wrote itself) that the earlier run stored, question by question. Changing the reader,
+    the LLM, the judge or the protocol's parsing then costs the answers, never a re-ingestion
+    of the haystack, which for long benchmarks is most of a run's time and money."""
+
+    blocking = False
+
+    def __init__(self, stored: dict[tuple[str, str], dict[str, Any]], sample_id: str, top_k: int) -> None:
+        self.stored, self.sample_id, self.top_k = stored, sample_id, top_k
+
+    def recall(self, question: AgentQuestion) -> Recall:
+        record = self.stored.get((self.sample_id, question.id))
+        if record is None:
+            raise MemplugError(f"the --from run has no record of question {self.sample_id}/{question.id}")
+        if record.get("error"):
+            raise MemplugError(f"the --from run failed on this question: {record['error']}")
+        items = tuple(Recalled(i.get("text", ""), i.get("score"), tuple(i.get("message_ids") or ()))
+                      for i in (record.get("recalled") or ())[: self.top_k])
+        answer = (record.get("reply") or record.get("prediction")) if record.get("agent_answered") else None
+        return Recall(items, answer=answer, meta=record.get("meta") or {})
+
+    def close(self) -> None:
+        """Nothing is held."""
+
+
+def _stored_recalls(path: Path, top_k: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """The records of a finished run, by (sample id, question id), for ``eval --from``."""
+    run = RunDir(path).check()
+    stored = run.spec()
+    if stored.get("status") not in ("finished", "partial"):
+        raise MemplugError(f"--from {path}: the run is {stored.get('status')!r}; finish it first "
+                           f"(memplug eval --resume {path})")
+    if top_k > run.top_k():
+        raise MemplugError(f"--from {path}: it recalled {run.top_k()} items per question; --top-k {top_k} "
+                           "cannot be answered from them")
+    return {(r["sample_id"], r["question_id"]): r for r in run.records()}
+
+
+def _from_run_id(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return str(RunDir(Path(path)).spec().get("run_id"))
+    except (MemplugError, OSError):
+        return None
 
 
 class _WarningList(logging.Handler):

@@ -82,6 +82,9 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
               help="Folder that receives the run directory.")
 @click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
               help="Finish an interrupted run directory (finished samples are kept).")
+@click.option("--from", "from_run", type=click.Path(path_type=Path, file_okay=False),
+              help="Answer and score again the recalled items a finished run stored, with another "
+              "--reader/--llm/--judge or protocol option: no agent is built, nothing is re-ingested.")
 @click.option("-o", "pairs", multiple=True, metavar="KEY=VALUE",
               help="Agent or dataset option (repeatable); prefix with agent. or dataset. if both accept it.")
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
@@ -89,7 +92,7 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
 @click.pass_context
 def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
-                 output: Path, repeats: int, verbose: bool, **given: Any) -> None:
+                 from_run: Path | None, output: Path, repeats: int, verbose: bool, **given: Any) -> None:
     """Evaluate a memory agent on a dataset.
 
     Bad configuration (an unknown name, a missing key, a server that does not answer)
@@ -106,16 +109,22 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
       memplug eval --agent mem0 --dataset factcon --llm openai/gpt-4o-mini
       memplug eval --agent bm25 --dataset memsim -o n=50 --repeats 5
       memplug eval --resume runs/20250101-120000-bm25-memsim
+      memplug eval --from runs/20250101-120000-mem0-locomo --llm openai/gpt-4o-mini
     """
     from memplug.runner import Evaluation, RunSpec
 
     raw = parse_pairs(pairs)
     fields: dict[str, Any] = {}
-    if resume is not None:  # start from the stored spec; options given now override it
-        fields.update(RunDir(resume).check().spec().get("spec", {}))
+    if resume is not None and from_run is not None:
+        raise MemplugError("--resume finishes a run, --from starts one from another: give one of them")
+    source = resume or from_run
+    if source is not None:  # start from the stored spec; options given now override it
+        fields.update(RunDir(source).check().spec().get("spec", {}))
+    if from_run is not None:
+        fields["from_run"] = str(from_run)
     defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
     for key, value in given.items():
-        if resume is not None and ctx.get_parameter_source(key) in defaults:
+        if source is not None and ctx.get_parameter_source(key) in defaults:
             continue
         if key == "no_cache":
             fields["cache"] = not value
@@ -127,9 +136,15 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         from memplug.plugins import get_plugins
 
         reg = get_plugins().registry
-        agent_opts = getattr(reg("agents").get(fields["agent"]).load(), "options", ())
+        # --from replays the stored recalls: no agent is built, and its options are the stored run's
+        agent_opts = () if fields.get("from_run") else getattr(reg("agents").get(fields["agent"]).load(),
+                                                                  "options", ())
         dataset_opts = getattr(reg("datasets").get(fields["dataset"]).load(), "options", ())
-        fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
+        given_agent, given_dataset = split_for(raw, agent_opts, dataset_opts)
+        if fields.get("from_run"):  # the same data as the stored run, with the protocol options given now
+            fields["dataset_options"] = {**(fields.get("dataset_options") or {}), **given_dataset}
+        else:
+            fields["agent_options"], fields["dataset_options"] = given_agent, given_dataset
     if resume is not None and repeats > 1:
         raise MemplugError("--resume finishes one run; resume each repeat's run directory on its own")
     if resume is not None and is_redacted(fields.get("api_base")) and ctx.get_parameter_source("api_base") in defaults:
