@@ -13,7 +13,8 @@ from memplug.protocols import BuildOptions
 
 
 def generate(seed: int = 1, tokens: int = 6000) -> Sample:
-    (sample,) = FactConBuilder().build(BuildOptions(values={"tokens": tokens}, seed=seed))
+    # one message per fact, the unit these checks edit (chunked samples are checked on their facts)
+    (sample,) = FactConBuilder().build(BuildOptions(values={"tokens": tokens, "unit": "fact"}, seed=seed))
     return sample
 
 
@@ -141,7 +142,8 @@ def release_row(tmp_path: Path, context: str, answers: list[str]) -> Path:
 
 def test_release_rows_are_checked_for_what_they_carry(tmp_path: Path) -> None:
     context = "Here is a list of facts:\n5. A is married to B.\n6. B is married to D.\n8. A is married to C.\n"
-    samples = list(FactConBuilder().build(BuildOptions(data=release_row(tmp_path, context, ["C", "Z"]))))
+    samples = list(FactConBuilder().build(BuildOptions(values={"unit": "fact"},
+                                                       data=release_row(tmp_path, context, ["C", "Z"]))))
     report = FactConBuilder().check(samples)
     assert report.ok, report.problems
     stats = report.stats

@@ -18,7 +18,8 @@ from memplug.tokens import count_tokens
 
 
 def generate(seed: int = 1, **values) -> list[Sample]:
-    return list(FactConBuilder().build(BuildOptions(values={"tokens": 32000, **values}, seed=seed)))
+    # one message per fact (the default unit, MemoryAgentBench's chunks, is tested in test_protocol_factcon.py)
+    return list(FactConBuilder().build(BuildOptions(values={"tokens": 32000, "unit": "fact", **values}, seed=seed)))
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,9 @@ from memplug.protocols import BuildOptions
 
 
 def load(path: Path) -> list:
-    return list(FactConBuilder().build(BuildOptions(data=path)))
+    # one message per fact: what the release holds (the default unit, MemoryAgentBench's chunks,
+    # is tested in test_protocol_factcon.py)
+    return list(FactConBuilder().build(BuildOptions(values={"unit": "fact"}, data=path)))
 
 
 def row(context: str = "Here is a list of facts:\n0. A is married to B.\n1. A is married to C.\n",

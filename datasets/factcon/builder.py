@@ -2,17 +2,27 @@
 
 Without ``--data`` the builder generates contexts of numbered facts with counterfactual
 edits (see :mod:`.generator`); with ``--data PATH`` it reads the MemoryAgentBench release
-rows (see :mod:`.release`). Either way a sample is one context whose messages are its
-facts, each with its serial number as id and at the start of its text -- the serial is
-what tells the newer fact from the older one, so it must survive chunking and recall.
+rows (see :mod:`.release`). Either way a sample is one context. By default (``-o
+unit=chunk``) its messages are MemoryAgentBench's memories: the context cut into
+sentence-aligned chunks of ``-o chunk`` tokens, each inside the memorize template (see
+:mod:`.chunks` and :mod:`.protocol`, which also holds the official prompt, parsing and
+depth). With ``-o unit=fact`` its messages are its facts, each with its serial number as
+id and at the start of its text -- the serial is what tells the newer fact from the older
+one, so it must survive chunking and recall.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Iterable
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import attrs
 
 from memplug.datasets.factcon.check import check
+from memplug.datasets.factcon.chunks import chunked
+from memplug.datasets.factcon.protocol import OPTIONS as PROTOCOL_OPTIONS
+from memplug.datasets.factcon.protocol import PAPER_PROMPT, PROTOCOL, SOURCE, protocol
 from memplug.datasets.factcon.generator import GeneratorConfig, generate_sample
 from memplug.datasets.factcon.release import load_release
 from memplug.datasets.checks import CheckReport
@@ -21,26 +31,8 @@ from memplug.models import DatasetInfo, Sample
 from memplug.options import Option, resolve
 from memplug.protocols import BuildOptions
 
-#: MemoryAgentBench (seed 002) App. B, Figure 5, the Fact Consolidation prompt of its
-#: long-context agents; <memory> and <question> become {memory} and {question}, and its
-#: "\n" markers line breaks. The released code (utils/templates.py, "factconsolidation")
-#: sends the same instruction with a different worked example.
-ANSWER_PROMPT = (
-    "Here is a knowledge pool with lots of new facts: {memory}.\n"
-    "Please memorize it.\n"
-    "Pretend you are a knowledge management system. Each fact in the knowledge pool is provided with "
-    "a serial number at the beginning, and the newer fact has larger serial number.\n"
-    "You need to solve the conflicts of facts in the knowledge pool by finding the newest fact. "
-    "You need to answer a question based on this rule. You should give a very concise answer without "
-    "saying other words for the question **only** from the knowledge pool you have memorized rather "
-    "than the real facts in real world.\n"
-    "For example:\n"
-    "[Knowledge Pool]\n"
-    "Question: Based on the provided Knowledge Pool, what is the name of the current president of Country R?\n"
-    "Answer: Person D.\n"
-    "Now Answer the Question: Based on the provided Knowledge Pool, {question}\n"
-    "Answer:"
-)
+#: the Figure 5 prompt memplug used before it followed MemoryAgentBench's code (``-o prompt=paper``)
+ANSWER_PROMPT = PAPER_PROMPT
 
 TOKEN_LENGTHS = (6000, 32000, 64000, 262000)
 MAX_TOKENS = 2_000_000
@@ -59,8 +51,10 @@ class FactConBuilder:
         # MemoryAgentBench §4.1 / App. D.3, Table 15: FactCon-SH and FactCon-MH use 512-token chunks
         default_chunk_size=512,
         metrics=("subem", "em", "f1", "recall@K"),
-        answer_prompt=ANSWER_PROMPT,
-        answer_prompt_source="MemoryAgentBench (arXiv 2507.05257, seed 002), App. B, Figure 5: Fact Consolidation",
+        answer_prompt=PROTOCOL.user,
+        answer_prompt_source=SOURCE,
+        # MemoryAgentBench's RAG protocol (datasets/factcon/protocol.py); -o options name the deviations
+        protocol=PROTOCOL,
     )
 
     options = (
@@ -70,16 +64,24 @@ class FactConBuilder:
         Option("kind", str, "both", "generator: sh (single-hop), mh (multi-hop) or both, half each",
                choices=("both", "sh", "mh")),
         Option("n", int, 1, "generator: number of contexts (memplug generate --n)"),
+        *PROTOCOL_OPTIONS,
     )
+
+    def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
+        """The info with MemoryAgentBench's protocol and the deviations ``values`` ask for."""
+        chosen = protocol(values)
+        return attrs.evolve(self.info, protocol=chosen, answer_prompt=chosen.user, answer_prompt_source=chosen.source)
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
         values = resolve(self.options, options.values, "dataset 'factcon'")
-        if options.data is not None:
-            return load_release(options.data)
-        return self._generate(values, options.seed)
+        samples = load_release(options.data) if options.data is not None else self._generate(values, options.seed)
+        if values["unit"] == "fact":
+            return samples
+        return (chunked(s, values["chunk"], values["wrap"]) for s in samples)
 
     def check(self, samples: list[Sample]) -> CheckReport:
-        """Re-read every answer from its context's facts (``memplug generate --check``)."""
+        """Re-read every answer from its context's facts (``memplug generate --check``); chunked
+        samples are checked on the facts they were cut from."""
         return check(samples)
 
     def _generate(self, values: dict, seed: int) -> Iterable[Sample]:

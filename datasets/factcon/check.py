@@ -231,7 +231,14 @@ def _newest_for_question(pool: FactPool, text: str) -> str | None:
 
 
 def check(samples: Sequence[Sample]) -> CheckReport:
-    """Generated contexts fully, release rows as far as they allow; stats count both."""
+    """Generated contexts fully, release rows as far as they allow; stats count both.
+
+    A sample cut into MemoryAgentBench's chunks (the default unit) is checked on the facts
+    it was cut from (:func:`.chunks.unchunked`).
+    """
+    from memplug.datasets.factcon.chunks import unchunked
+
+    samples = [unchunked(s) for s in samples]
     problems: list[str] = []
     stats: Counter = Counter()
     generated = [s for s in samples if "tokens_target" in s.meta]
