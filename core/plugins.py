@@ -128,10 +128,11 @@ class Registry:
         #: plugins that failed to load (set by Plugins): an unknown name may be theirs
         self.broken: list["Broken"] = []
 
-    def add(self, entry: Entry) -> str | None:
-        """Register ``entry``; a name taken already is a clash, returned as a message (and
-        not raised: the plugin's other names still register). memplug's own entry wins a
-        clash whichever came first, so a plugin cannot replace a built-in by name."""
+    def add(self, entry: Entry) -> "Clash | None":
+        """Register ``entry``. A name taken already is a clash, returned (not raised: the
+        plugin's other names still register). memplug's own entry wins a clash whichever
+        came first, so a plugin cannot replace a built-in by name; between two others the
+        first stays."""
         if not isinstance(entry.name, str) or not _NAME.match(entry.name):
             raise MemplugError(f"{self.kind[:-1]} name {entry.name!r} from {entry.plugin!r} is not a valid name")
         if isinstance(entry.target, str) and ":" not in entry.target:
@@ -139,31 +140,36 @@ class Registry:
                 f"{self.kind[:-1]} {entry.name!r} from {entry.plugin!r}: target {entry.target!r} "
                 "must be 'module:attr'"
             )
-        if entry.name in self._entries:
-            other = self._entries[entry.name]
-            kept, dropped = (entry, other) if entry.plugin == SELF and other.plugin != SELF else (other, entry)
-            self._entries[entry.name] = kept
-            return (f"{self.kind[:-1]} {entry.name!r} is registered twice: by {other.plugin!r} and by "
-                    f"{entry.plugin!r}; {kept.plugin!r}'s is used, {dropped.plugin!r}'s is ignored")
-        self._entries[entry.name] = entry
-        return None
+        other = self._entries.get(entry.name)
+        if other is None:
+            self._entries[entry.name] = entry
+            return None
+        kept, dropped = (entry, other) if entry.plugin == SELF and other.plugin != SELF else (other, entry)
+        self._entries[entry.name] = kept
+        return Clash(self.kind, entry.name, kept, dropped)
 
     def get(self, name: str) -> Entry:
+        """The entry called ``name``, or one line saying why there is none: the closest
+        name, and the installed plugins that failed to load (one of them may have it)."""
         try:
             return self._entries[name]
         except KeyError:
-            known = sorted(self._entries)
-            named = [b for b in self.broken if name.lower() in b.plugin.lower()]
-            if named:
-                b = named[0]
-                raise MemplugError(f"{self.kind[:-1]} {name!r} is installed by {b.plugin} {b.version or ''} but failed "
-                                   f"to load: {b.error}") from None
-            broken = "".join(f"; plugin {b.plugin} {b.version or ''} is installed but failed to load ({b.error})"
-                             for b in self.broken[:3])
-            raise MemplugError(
-                f"unknown {self.kind[:-1]} {name!r}{did_you_mean(name, known)}; "
-                f"installed: {', '.join(known) or 'none'} (see `memplug list`){broken}"
-            ) from None
+            pass
+        what = self.kind[:-1]
+        claimed = [b for b in self.broken if b.claims(name)]
+        if claimed:
+            b = claimed[0]
+            ep = f" (entry point {b.entry_point!r})" if b.entry_point not in (None, b.dist, name) else ""
+            raise MemplugError(f"{what} {name!r} is not available: it is installed by {b.label}{ep} but failed "
+                               f"to load: {b.short_error} (see `memplug list`)")
+        known = sorted(self._entries)
+        message = (f"unknown {what} {name!r}{did_you_mean(name, known)}; "
+                   f"installed: {', '.join(known) or 'none'}")
+        if self.broken:
+            shown = "; ".join(f"{b.label}: {b.short_error}" for b in self.broken[:3])
+            more = f"; and {len(self.broken) - 3} more" if len(self.broken) > 3 else ""
+            message += f"; {len(self.broken)} installed plugin(s) failed to load: {shown}{more}"
+        raise MemplugError(message + " (see `memplug list`)")
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries
@@ -175,13 +181,66 @@ class Registry:
         return sorted(self._entries)
 
 
+def _label(dist: str, version: str | None) -> str:
+    return f"{dist} {version}" if version else dist
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name.lower())
+
+
+@attrs.frozen
+class Clash:
+    """A name registered twice: the entry kept and the one ignored."""
+
+    kind: str
+    name: str
+    kept: Entry
+    dropped: Entry
+
+    def __str__(self) -> str:
+        what = f"{self.kind[:-1]} {self.name!r}"
+        kept, dropped = _label(self.kept.plugin, self.kept.version), _label(self.dropped.plugin, self.dropped.version)
+        if self.kept.plugin == self.dropped.plugin:
+            return f"{what} is registered twice by {kept}; the first is used, the second ignored"
+        return f"{what} is registered by both {kept} and {dropped}; {kept}'s is used, {dropped}'s is ignored"
+
+
 @attrs.frozen
 class Broken:
-    """A plugin that could not be loaded or registered."""
+    """A plugin that could not be loaded or registered, or a name it registered that clashed.
 
-    plugin: str
+    ``stage`` is ``"load"`` (its entry point failed to import, or its hooks are invalid:
+    nothing of it registered), ``"register_<kind>"`` (its hook for that kind raised) or
+    ``"clash"`` (a name of it was taken; its other names work)."""
+
+    plugin: str  # for display: "dist (entry point)" or the distribution
     version: str | None
     error: str
+    stage: str = "load"
+    dist: str | None = None
+    entry_point: str | None = None
+
+    @property
+    def label(self) -> str:
+        return _label(self.dist or self.plugin, self.version)
+
+    @property
+    def short_error(self) -> str:
+        """The error on one line, at most 300 characters (``memplug list`` shows it whole)."""
+        text = " ".join(self.error.split())
+        return text if len(text) <= 300 else text[:299] + "…"
+
+    def claims(self, name: str) -> bool:
+        """Whether a missing ``name`` is likely this plugin's: its entry point is called
+        so, or its distribution's name contains it (memplug-graphiti for graphiti)."""
+        wanted = _norm(name)
+        if not wanted or wanted == SELF:
+            return False
+        if self.entry_point and _norm(self.entry_point) == wanted:
+            return True
+        dist = _norm(self.dist or self.plugin)
+        return wanted in dist.split("-") or (len(wanted) >= 4 and wanted in dist)
 
 
 class Plugins:
@@ -192,6 +251,7 @@ class Plugins:
         self.pm.add_hookspecs(hookspecs)
         self.broken: list[Broken] = []
         self._dists: dict[int, tuple[str, str | None]] = {}
+        self._entry_points: dict[int, str] = {}
         self._registries: dict[str, Registry] | None = None
         if load_entry_points:
             self._load_entry_points()
@@ -207,15 +267,17 @@ class Plugins:
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not break the others
-                self.broken.append(Broken(f"{dist} ({ep.name})", version, f"{type(exc).__name__}: {exc}"))
+                self.broken.append(Broken(f"{dist} ({ep.name})", version, f"{type(exc).__name__}: {exc}",
+                                          dist=dist, entry_point=ep.name))
                 continue
             if self.pm.is_registered(module):
                 continue
             problem = self._register_checked(module, f"{dist}:{ep.name}")
             if problem:
-                self.broken.append(Broken(f"{dist} ({ep.name})", version, problem))
+                self.broken.append(Broken(f"{dist} ({ep.name})", version, problem, dist=dist, entry_point=ep.name))
                 continue
             self._dists[id(module)] = (dist, version)
+            self._entry_points[id(module)] = ep.name
 
     def _register_checked(self, plugin: object, name: str) -> str | None:
         """Register one plugin on its own and validate it, as pluggy's check_pending does:
@@ -242,27 +304,40 @@ class Plugins:
     def unregister(self, plugin: object) -> None:
         self.pm.unregister(plugin)
         self._dists.pop(id(plugin), None)
+        self._entry_points.pop(id(plugin), None)
         self._registries = None
 
     def _collect(self) -> dict[str, Registry]:
         registries = {kind: Registry(kind) for kind in KINDS}
-        self.broken = [b for b in self.broken if not b.error.startswith("register_")]
+        self.broken = [b for b in self.broken if b.stage == "load"]  # the rest is this collection's
         for kind in KINDS:
             hook = getattr(self.pm.hook, f"register_{kind}")
             for impl in hook.get_hookimpls():
                 dist, version = self._dists.get(id(impl.plugin), (impl.plugin_name, None))
+                ep = self._entry_points.get(id(impl.plugin))
+                shown = f"{dist} ({ep})" if ep and ep != dist else dist
 
-                def register(name: str, target: Any, _d=dist, _v=version, _k=kind, **info: Any) -> None:
-                    clash = registries[_k].add(Entry(_k, name, target, _d, _v, info))
-                    if clash:
-                        self.broken.append(Broken(_d, _v, f"register_{_k}: {clash}"))
+                def register(name: str, target: Any, _d=dist, _v=version, _k=kind, _s=shown, _ep=ep,
+                             **info: Any) -> None:
+                    try:
+                        clash = registries[_k].add(Entry(_k, name, target, _d, _v, info))
+                    except MemplugError as exc:  # a bad name or target: that one is left out
+                        self.broken.append(Broken(_s, _v, f"register_{_k}: {exc}", f"register_{_k}", dist=_d,
+                                                  entry_point=_ep))
+                        return
+                    if clash:  # reported as the ignored side's problem; both are named
+                        self.broken.append(Broken(clash.dropped.plugin, clash.dropped.version,
+                                                  f"register_{_k}: {clash}", "clash", dist=clash.dropped.plugin))
 
                 try:
                     impl.function(register=register)
-                except Exception as exc:
-                    self.broken.append(Broken(dist, version, f"register_{kind}: {exc}"))
-        for registry in registries.values():
-            registry.broken = [b for b in self.broken if not b.error.startswith("register_")]
+                except Exception as exc:  # the names it registered before raising stay
+                    self.broken.append(Broken(shown, version, f"register_{kind}: {type(exc).__name__}: {exc}",
+                                              f"register_{kind}", dist=dist, entry_point=ep))
+        for kind, registry in registries.items():
+            # an unknown name may belong to a plugin that failed to load, or whose hook for
+            # this kind raised; a clash lost one name, which the kept entry answers
+            registry.broken = [b for b in self.broken if b.stage in ("load", f"register_{kind}")]
         return registries
 
     def registry(self, kind: str) -> Registry:

@@ -66,7 +66,8 @@ def test_duplicate_name_is_reported_not_fatal(plugins):
     plugins.register(Duplicate(), dist="memplug-dup")
     agents = plugins.registry("agents")
     assert agents.get("bm25").plugin == "memplug"
-    assert any("registered twice" in b.error and b.plugin == "memplug-dup" for b in plugins.broken)
+    assert any("registered by both memplug" in b.error and b.plugin == "memplug-dup" and b.stage == "clash"
+               for b in plugins.broken)
 
 
 def test_typo_suggests_the_closest_name(plugins):
@@ -79,12 +80,14 @@ class BadTarget:
     def register_datasets(self, register):
         register("fine", "memplug_hello_nowhere:Fine")
         register("bad-target", "no_colon_here")
+        register("after", "memplug_hello_nowhere:After")
 
 
 def test_bad_target_and_missing_module(plugins):
     plugins.register(BadTarget(), dist="memplug-bad")
     datasets = plugins.registry("datasets")
     assert any("must be 'module:attr'" in b.error for b in plugins.broken)
+    assert "after" in datasets  # a bad entry is left out on its own, not with what follows it
     with pytest.raises(MemplugError, match="failed to import"):
         datasets.get("fine").load()
 
@@ -110,8 +113,12 @@ def test_missing_extra_gives_the_install_command():
 def test_a_dotted_requirement_whose_parent_is_missing_is_missing_not_a_crash():
     from memplug.plugins import Entry
 
-    entry = Entry("agents", "x", "m:X", "p", None, {"requires": ("no_such_pkg_xyz.core", "json")})
-    assert entry.missing == ["no_such_pkg_xyz.core"]
+    entry = Entry("agents", "x", "m:X", "p", None,
+                  {"requires": ("nonexistent_pkg_xyz.core", "nonexistent_pkg_xyz.a.b", "json", "os.path")})
+    assert entry.missing == ["nonexistent_pkg_xyz.core", "nonexistent_pkg_xyz.a.b"]
+    assert entry.describe()["available"] is False
+    with pytest.raises(MemplugError, match=r"needs nonexistent_pkg_xyz\.core"):
+        entry.load()
 
 
 class ClashAndMore:
@@ -126,16 +133,55 @@ def test_a_clash_keeps_the_builtin_and_the_plugins_other_names(plugins):
     agents = plugins.registry("agents")
     assert agents.get("bm25").plugin == "memplug" and agents.get("mine").plugin == "memplug-clash"
     assert "embedding" in agents  # no built-in lost
-    assert any("'memplug''s is used" in b.error for b in plugins.broken)
+    [clash] = [b for b in plugins.broken if b.stage == "clash"]
+    assert clash.plugin == "memplug-clash"
+    assert "agent 'bm25' is registered by both memplug" in clash.error and "memplug-clash's is ignored" in clash.error
+    with pytest.raises(MemplugError, match="unknown agent 'nope'") as raised:
+        agents.get("nope")
+    assert "failed to load" not in str(raised.value)  # a clash lost one name, the plugin loaded
 
 
-def test_a_builtin_wins_even_when_the_plugin_registered_first():
+def test_a_builtin_wins_even_when_the_plugin_registered_first(monkeypatch):
     from memplug.plugins import Entry, Registry
 
     registry = Registry("agents")
-    assert registry.add(Entry("agents", "bm25", "elsewhere:X", "memplug-early", None, {})) is None
+    assert registry.add(Entry("agents", "bm25", "elsewhere:X", "memplug-early", "1.0", {})) is None
     clash = registry.add(Entry("agents", "bm25", "memplug.adapters.bm25:BM25Agent", "memplug", "0.1.0", {}))
-    assert registry.get("bm25").plugin == "memplug" and "'memplug-early''s is ignored" in clash
+    assert registry.get("bm25").plugin == "memplug" and clash.dropped.plugin == "memplug-early"
+    assert "memplug 0.1.0's is used, memplug-early 1.0's is ignored" in str(clash)
+
+    # the same through the plugin manager: the plugin registers before memplug's own load
+    monkeypatch.setenv("MEMPLUG_LOAD_PLUGINS", "")
+    p = Plugins(load_entry_points=False)
+    p.register(ClashAndMore(), dist="memplug-clash", version="2.0")
+    p._load_entry_points()
+    agents = p.registry("agents")
+    assert agents.get("bm25").plugin == "memplug" and agents.get("mine").plugin == "memplug-clash"
+    assert [b.plugin for b in p.broken if b.stage == "clash"] == ["memplug-clash"]  # not memplug
+
+
+class RaisesHalfway:
+    @hookimpl
+    def register_agents(self, register):
+        register("early", "somewhere:Early")
+        raise RuntimeError("config file missing")
+
+
+def test_a_hook_that_raises_keeps_what_it_registered_and_is_named_for_unknown_names(plugins):
+    plugins.register(RaisesHalfway(), dist="memplug-halfway", version="0.2")
+    agents = plugins.registry("agents")
+    assert "early" in agents and "bm25" in agents
+    with pytest.raises(MemplugError) as raised:
+        agents.get("late")
+    message = str(raised.value)
+    assert message.startswith("unknown agent 'late'") and "\n" not in message
+    assert ("1 installed plugin(s) failed to load: memplug-halfway 0.2: register_agents: RuntimeError: "
+            "config file missing") in message
+    with pytest.raises(MemplugError, match="is not available: it is installed by memplug-halfway 0.2"):
+        agents.get("halfway")  # the distribution's name contains it
+    with pytest.raises(MemplugError) as raised:
+        plugins.registry("datasets").get("late")
+    assert "failed to load" not in str(raised.value)  # its datasets hook did not fail
 
 
 def test_bad_hooks_make_a_broken_plugin_and_every_command_still_works(testkit_env, tmp_path):
@@ -165,5 +211,33 @@ def test_an_agent_of_a_plugin_that_failed_to_load_says_so(testkit_env, tmp_path)
            "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
     result = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "graphiti", "--dataset",
                              "memsim"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
-    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert "agent 'graphiti' is installed by memplug-graphiti (graphiti) 0.3 but failed to load" in result.stderr
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert ("agent 'graphiti' is not available: it is installed by memplug-graphiti 0.3 but failed to load: "
+            "ModuleNotFoundError: No module named 'memplug_graphiti_missing_module'") in result.stderr
+
+
+def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp_path):
+    site = tmp_path / "broken-site"
+    (site / "memplug_vendor_raises.py").parent.mkdir(parents=True)
+    (site / "memplug_vendor_raises.py").write_text("raise ImportError('needs vendorlib>=2\\n(found 1.4)')\n")
+    write_dist(site, "acme-memory-tools", "1.2", {"acme": "memplug_vendor_raises"})
+    write_dist(site, "memplug-zep", "0.1", {"zepmem": "memplug_zep_missing_module"})
+    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "acme-memory-tools,memplug-zep",
+           "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
+
+    def eval_agent(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", name, "--dataset", "memsim"],
+                              env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+
+    result = eval_agent("graphiti")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "unknown agent 'graphiti'" in result.stderr
+    assert "; 2 installed plugin(s) failed to load: " in result.stderr and "(see `memplug list`)" in result.stderr
+    assert "acme-memory-tools 1.2: ImportError: needs vendorlib>=2 (found 1.4)" in result.stderr
+    assert "memplug-zep 0.1: ModuleNotFoundError: No module named 'memplug_zep_missing_module'" in result.stderr
+    result = eval_agent("acme")  # the entry point's name
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert ("agent 'acme' is not available: it is installed by acme-memory-tools 1.2 but failed "
+            "to load: ImportError: needs vendorlib>=2 (found 1.4)") in result.stderr
+    result = eval_agent("zep")  # part of the distribution's name
+    assert "agent 'zep' is not available: it is installed by memplug-zep 0.1 (entry point 'zepmem')" in result.stderr
