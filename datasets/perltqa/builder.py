@@ -19,6 +19,7 @@ import attrs
 from memplug.datasets.checks import CheckReport
 from memplug.datasets.perltqa.check import check
 from memplug.datasets.perltqa.generator import generate_release
+from memplug.datasets.perltqa.prompts import ANSWER_PROMPT_EN, ANSWER_PROMPT_ZH, SOURCE, SOURCE_ZH, protocol
 from memplug.datasets.perltqa.release import load_release
 from memplug.datasets.perltqa.schema import Checker, character_sample
 from memplug.errors import MemplugError
@@ -26,19 +27,7 @@ from memplug.models import DatasetInfo, Sample
 from memplug.options import Option, resolve
 from memplug.protocols import BuildOptions
 
-#: PerLTQA App. A.5, Figure 8 ("Answer Generation Prompt"); [memories] and [question]
-#: become {memory} and {question}.
-ANSWER_PROMPT_EN = (
-    "Please answer the following question based on the provided memory information, ignoring any irrelevant "
-    "memories. Keep the response under fifty words.\n\n"
-    "Memory Information: {memory}\nQuestion: {question}\nAnswer:"
-)
-#: memplug's Chinese rendering of the same prompt (the paper prints only the English one)
-ANSWER_PROMPT_ZH = (
-    "请根据提供的记忆信息回答下面的问题，忽略无关的记忆。回答不超过五十个字。\n\n"
-    "记忆信息：{memory}\n问题：{question}\n回答："
-)
-SOURCE = "PerLTQA (arXiv 2402.16288, seed 001), App. A.5, Figure 8: Answer Generation Prompt"
+# the answer protocol is memplug's own: PerLTQA's repository has no evaluation code (see .prompts)
 
 
 class PerLTQABuilder:
@@ -56,6 +45,7 @@ class PerLTQABuilder:
         metrics=("f1", "rouge_l", "anchor_map", "recall@K", "memory_type", "judge_coherence"),
         answer_prompt=ANSWER_PROMPT_EN,
         answer_prompt_source=SOURCE,
+        protocol=protocol("en"),
     )
 
     options = (
@@ -69,7 +59,7 @@ class PerLTQABuilder:
     def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
         if values.get("lang", "en") == "zh":
             return attrs.evolve(self.info, language="zh", answer_prompt=ANSWER_PROMPT_ZH,
-                                answer_prompt_source=SOURCE + " (Chinese rendering by memplug)")
+                                answer_prompt_source=SOURCE_ZH, protocol=protocol("zh"))
         return self.info
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
