@@ -27,23 +27,26 @@ def list_command(as_json: bool, kind: str | None) -> None:
         return
     from rich.console import Console
 
+    from rich.markup import escape
+
     from memplug.cli.tables import table as make_table
 
     console = Console()
     for k in kinds:
         table = make_table(k.capitalize(), "name", "plugin", "status", "options (type=default)", "description")
         for item in items[k]:
+            # text from plugins is escaped: "pip install 'memplug[mem0]'" is not a rich style tag
             if item.get("error"):
-                status = f"[red]broken: {item['error']}[/red]"
+                status = f"[red]broken: {escape(item['error'])}[/red]"
             elif not item["available"]:
-                status = f"[yellow]needs: {item['install']}[/yellow]"
+                status = f"[yellow]needs: {escape(str(item['install']))}[/yellow]"
             else:
                 status = "[green]ok[/green]"
             options = ", ".join(f"{o['name']}:{o['type']}={o['default']}" for o in item.get("options", []))
             plugin = f"{item['plugin']} {item['version'] or ''}".strip()
-            table.add_row(item["name"], plugin, status, options, item["description"])
+            table.add_row(escape(item["name"]), escape(plugin), status, escape(options), escape(item["description"]))
         console.print(table)
     if broken:
-        console.print("[red]Plugins that failed to load:[/red]")
+        console.print("[red]Plugin problems (failed to load, or a name registered twice):[/red]")
         for b in broken:
             console.print(f"  {b['plugin']}: {b['error']}", markup=False, soft_wrap=False)

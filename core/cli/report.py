@@ -81,7 +81,8 @@ def print_tables(paths: list[Path]) -> None:
                       "(the bootstrap resamples samples)", soft_wrap=False, highlight=False, markup=False)
     for s in summaries:
         for category, u in (s.get("unanswerable") or {}).items():
-            console.print(f"{s['run_id']}: {category}: {u['n']} questions not answered ({u['reason']}); "
+            noun = "question" if u["n"] == 1 else "questions"
+            console.print(f"{s['run_id']}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
                           "only what was recalled is scored", soft_wrap=False, highlight=False, markup=False)
     quantities = ("questions", "errors", "ingest s/msg", "recall s/q", "wall s", "LLM calls", "cache hits",
                   "tokens in", "tokens out", "cost $")
