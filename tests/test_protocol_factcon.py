@@ -326,3 +326,21 @@ def test_a_run_records_the_protocol_and_feeds_whole_chunks(tmp_path, shared_data
     for record in run.records():
         assert len(record["recalled"]) == 10
         assert all(item["text"].startswith("Dialogue between User and Assistant") for item in record["recalled"])
+
+
+def test_without_punkt_the_default_unit_says_how_to_get_it(monkeypatch):
+    import nltk
+
+    from memplug.datasets.factcon import protocol as fc
+
+    def missing(*args, **kwargs):
+        raise LookupError("punkt_tab")
+
+    fc.sentence_splitter.cache_clear()
+    monkeypatch.setattr(nltk.data, "find", missing)
+    monkeypatch.setattr(fc, "_llama_index_nltk_cache", lambda: None)
+    try:
+        with pytest.raises(MemplugError, match="nltk.downloader punkt_tab.*-o unit=fact"):
+            fc.sentence_splitter()
+    finally:
+        fc.sentence_splitter.cache_clear()
