@@ -116,3 +116,22 @@ def test_sentences_outside_the_templates_fall_back_to_retrieval(tmp_path: Path) 
     recall = agent.recall(AgentQuestion("q", "Who is my boss? 我的上司叫什么名字？", "open"))
     assert recall.answer is None  # no fact to walk: the reader answers from what was retrieved
     assert "m1" in {mid for item in recall.items for mid in item.message_ids}
+
+
+def test_a_message_of_many_facts_is_one_memory_per_fact(tmp_path: Path) -> None:
+    """FactConsolidation's official memory unit is a chunk of numbered facts: each becomes a memory."""
+    from memplug.adapters.emg.agent import sentences
+
+    chunk_text = ("<User> The following context is the facts I have learned: \n0. Roy Rogers is married to "
+                  "Dale Evans. 1. Roy Rogers is married to Ann Smith. 2. Pedro Pierluisi worked in the city of "
+                  "Washington, D.C.. 3. The capital of Romania is Bucharest.")
+    parts = sentences(chunk_text)
+    assert parts[1:] == ["Roy Rogers is married to Dale Evans.", "1. Roy Rogers is married to Ann Smith.",
+                         "2. Pedro Pierluisi worked in the city of Washington, D.C..",
+                         "3. The capital of Romania is Bucharest."]
+    assert sentences("我的上司名叫赵雅琳。 (消息地点 广东深圳, 消息时间 2024)") == ["我的上司名叫赵雅琳。 (消息地点 广东深圳, 消息时间 2024)"]
+    agent = EMGAgent(AgentConfig(top_k=3), tmp_path)
+    agent.ingest(Chunk(0, (Message("chunk0", chunk_text),)))
+    recall = agent.recall(AgentQuestion("q", "Who is Roy Rogers married to?", "sh"))
+    assert recall.answer == "Ann Smith"  # the later fact replaced the earlier one
+    assert recall.items[0].message_ids == ("chunk0",)

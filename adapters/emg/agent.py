@@ -11,6 +11,7 @@ by walking the graph (:mod:`.answer`), a short span.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,27 @@ from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.options import Option, resolve
 from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
+
+
+#: a sentence ends at . ! or ? followed by space and a capital or a digit ("… Evans. 37. Bo …",
+#: not "D.C. is"); CJK text is left whole (MemDaily's messages are one sentence and a stamp)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+_LIST_NUMBER = re.compile(r"^\d+\.$")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``; a bare list number ("37.") joins the sentence after it."""
+    out: list[str] = []
+    pending = ""
+    for part in _SENTENCE_END.split(text):
+        if _LIST_NUMBER.match(part.strip()):
+            pending = f"{pending}{part.strip()} "
+            continue
+        out.append(pending + part)
+        pending = ""
+    if pending:
+        out.append(pending.strip())
+    return [s for s in out if s.strip()] or [text]
 
 
 class EMGAgent:
@@ -61,9 +83,13 @@ class EMGAgent:
         self.answerer = GraphAnswerer(self.graph, lambda texts: self.retriever.embedder.embed(texts))
 
     def ingest(self, chunk: Chunk) -> None:
-        for m in chunk.messages:
-            self.graph.add(m.text, m.id, m.time, m.meta)
-        self.retriever.add([m.text for m in chunk.messages])
+        # one memory per sentence: a message may hold many facts (FactConsolidation's official
+        # memory unit is a 512-token chunk of ~40 numbered facts), and the graph keeps one
+        # fact per memory; each sentence keeps its message's id for recall@K
+        units = [(text, m) for m in chunk.messages for text in sentences(m.text)]
+        for text, m in units:
+            self.graph.add(text, m.id, m.time, m.meta)
+        self.retriever.add([text for text, _ in units])
 
     def _expand(self, start: int, question_scores: np.ndarray, depth: int, out: dict[int, float]) -> None:
         """Depth-first from one memory through its entity nodes, keeping relevant neighbours."""
