@@ -100,6 +100,9 @@ class AnswerProtocol:
     variations: tuple[str, ...] = ()
     #: False for a protocol of memplug's own making (a dataset without official evaluation code)
     official: bool = True
+    #: score the raw reply as well and keep the better score per metric (MemoryAgentBench's
+    #: default_post_process scores both the reply and its parsed line)
+    score_raw_too: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.parse not in PARSERS:
@@ -144,7 +147,8 @@ class AnswerProtocol:
         return {
             "name": self.name, "version": self.version, "source": self.source,
             "official": self.official and not self.variations, "variations": list(self.variations),
-            "parse": self.parse, "choices": self.choices, "unit": self.unit, "chunk_size": self.chunk_size,
+            "parse": self.parse, "score_raw_too": self.score_raw_too, "choices": self.choices, "unit": self.unit,
+            "chunk_size": self.chunk_size,
             "top_k": self.top_k,
             "sha256": {"system": _sha256(self.system), "user": _sha256(self.user),
                        "memory_item": _sha256(self.memory_item + self.memory_join),

@@ -18,6 +18,8 @@ import re
 from collections import Counter
 from typing import Callable, Iterable, Mapping, Sequence
 
+import attrs
+
 from memplug.protocols import Metric, MetricConfig, ScoreContext
 from memplug.text import normalize_answer, resolve_language, tokens
 
@@ -29,6 +31,17 @@ async def score_metric(metric: Metric, ctx: ScoreContext) -> float | None:
     if not isinstance(value, (float, int)) and inspect.isawaitable(value):  # numbers skip the ABC check
         value = await value
     return None if value is None else float(value)
+
+
+async def score_with(metric: Metric, ctx: ScoreContext, raw_reply: str | None = None) -> float | None:
+    """``score_metric``, and with ``raw_reply`` (a protocol that scores the raw reply too) the
+    better of the parsed and the raw reply, as MemoryAgentBench's ``default_post_process``
+    keeps the max of both for each metric."""
+    score = await score_metric(metric, ctx)
+    if raw_reply is None or raw_reply == ctx.prediction or not getattr(metric, "reads_answer", True):
+        return score
+    raw = await score_metric(metric, attrs.evolve(ctx, prediction=raw_reply))
+    return raw if score is None else score if raw is None else max(score, raw)
 
 
 def _language(ctx: ScoreContext) -> str:

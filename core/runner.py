@@ -46,7 +46,7 @@ from memplug import preflight
 from memplug.errors import MemplugError, OutputError, RunInterrupted, RunStopped
 from memplug.llm import LLM, FatalLLMError, LLMError, usage_scope
 from memplug.logs import logs_to, tame_loguru
-from memplug.metrics import score_metric
+from memplug.metrics import score_with
 from memplug.answering import protocol_of
 from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample
 from memplug.plugins import Plugins, get_plugins
@@ -634,9 +634,10 @@ class Evaluation:
                     timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
                 )
                 ctx = ScoreContext(question, prediction or "", recall.items, self.info.language, recall.meta)
+                raw = reply if self.protocol.score_raw_too else None
                 for metric in self.metrics:
                     if prediction is not None or not getattr(metric, "reads_answer", True):
-                        record["scores"][metric.name] = await score_metric(metric, ctx)
+                        record["scores"][metric.name] = await score_with(metric, ctx, raw)
             except FatalLLMError:
                 raise
             except Exception as exc:

@@ -22,7 +22,7 @@ import click
 from memplug import options as opts
 from memplug import protocols
 from memplug.errors import MemplugError, did_you_mean
-from memplug.metrics import score_metric
+from memplug.metrics import score_with
 from memplug.models import DatasetInfo, Question, Recalled
 from memplug.plugins import Entry, Plugins, get_plugins
 from memplug.protocols import MetricConfig, ScoreContext
@@ -97,8 +97,10 @@ def scorable(record: dict[str, Any]) -> bool:
     return not record.get("error") and record.get("prediction") is not None
 
 
-async def score_records(records: list[dict[str, Any]], metrics: list[Any], language: str) -> list[dict[str, Any]]:
+async def score_records(records: list[dict[str, Any]], metrics: list[Any], language: str,
+                        score_raw_too: bool = False) -> list[dict[str, Any]]:
     """{metric name: score} per record (None for unscorable ones); async metrics run concurrently.
+    ``score_raw_too``: the run's protocol also scored the raw reply (see memplug.metrics.score_with).
 
     A metric that fails stops the rescore with the question it failed on: a summary
     with some verdicts missing would not be the same set of numbers.
@@ -109,7 +111,7 @@ async def score_records(records: list[dict[str, Any]], metrics: list[Any], langu
         out: dict[str, Any] = {}
         for metric in metrics:
             try:
-                out[metric.name] = await score_metric(metric, ctx)
+                out[metric.name] = await score_with(metric, ctx, record.get("reply") if score_raw_too else None)
             except MemplugError:
                 raise
             except Exception as exc:
@@ -184,7 +186,8 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
     config = MetricConfig(top_k=run.top_k(), language=info.language, judge=judge_llm)
     instances = build_metrics(names, config, plugins, recalled_k=run.top_k())
 
-    new_scores = asyncio.run(score_records(records, instances, info.language))
+    raw_too = bool(((stored.get("resolved") or {}).get("protocol") or {}).get("score_raw_too"))
+    new_scores = asyncio.run(score_records(records, instances, info.language, raw_too))
     rescored: list[dict[str, Any]] = []
     changed = {m.name: 0 for m in instances}
     for record, scores in zip(records, new_scores):

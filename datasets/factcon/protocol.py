@@ -119,6 +119,8 @@ PROTOCOL = AnswerProtocol(
     system=SYSTEM_MESSAGE, user=USER_TEMPLATE,
     memory_item="Memory {n}:\n{text}\n", memory_start=1, memory_join="\n",
     parse="memoryagentbench", choices="lenient",
+    # default_post_process scores the raw reply and its parsed line, and keeps the better
+    score_raw_too=True,
     # each official chunk is one message of the sample, fed whole
     unit="message", chunk_size=CHUNK_SIZE, top_k=TOP_K,
 )
