@@ -27,6 +27,9 @@ def register_metrics(register: Register) -> None:
              description="LoCoMo official score (stemmed F1; category 5 by its not-mentioned rule), all categories")
     register("locomo_f1_no_adv", "memplug.datasets.locomo.scoring:LoCoMoF1NoAdversarial",
              description="LoCoMo official score, categories 1-4 (adversarial category 5 left out)")
+    register("abstention", "memplug.datasets.longmemeval.scoring:Abstention",
+             description="an abstention question's reply declines to answer (memplug's offline rule; "
+                         "the official score is the judge's)")
     register("anchor_map", "memplug.metrics:AnchorMAP", description="PerLTQA memory anchors found in the answer (Eq. 5)")
     register("memory_type", "memplug.metrics:MemoryTypeAccuracy",
              description="PerLTQA memory classification: the agent's semantic/episodic call for the question")
@@ -34,3 +37,12 @@ def register_metrics(register: Register) -> None:
              description="LLM-as-judge correctness (only with --judge)")
     register("judge_coherence", "memplug.judge:JudgeCoherence", needs_judge=True,
              description="PerLTQA coherence from the same judge call (only with --judge)")
+
+
+@hookimpl
+def register_judges(register: Register) -> None:
+    register("memplug", "memplug.judge:MEMPLUG", description="memplug's strict correctness (PerLTQA: its own prompt)")
+    register("longmemeval", "memplug.judges:LONGMEMEVAL",
+             description="LongMemEval's official per-type prompts (evaluate_qa.py), abstention prompt for _abs")
+    register("locomo-j", "memplug.judges:LOCOMO_J",
+             description="Mem0's lenient LoCoMo judge (ACCURACY_PROMPT), category 5 skipped")

@@ -60,6 +60,17 @@ def register_readers(register: Register) -> None:
 
 
 @hookspec
+def register_judges(register: Register) -> None:
+    """Register LLM judges: named, versioned sets of judging prompts.
+
+    :param register: ``register(name, "module:JUDGE", **info)``; the target is a
+        :class:`memplug.judge.JudgeSet` (prompts, which prompt a question gets, the gold it
+        is shown, call parameters). Select one with ``-o judge=NAME`` (datasets that offer
+        it) or ``MEMPLUG_JUDGE_PROMPT=NAME``; run.json records its name and prompts' sha256.
+    """
+
+
+@hookspec
 def register_commands(cli: Any) -> None:
     """Add sub-commands to the ``memplug`` command line.
 

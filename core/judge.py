@@ -1,12 +1,23 @@
 """LLM-as-judge: the ``judge`` metric, only computed when a run is given ``--judge MODEL``.
 
-The judge is called at temperature 0 with a fixed seed (where the provider honours
-one) so that repeated runs and the response cache agree. Each question is judged
-with the prompt of its dataset family, chosen by ``question.meta["family"]`` (a
-dataset builder sets it, e.g. "perltqa"); a family without a prompt of its own gets
-the strict correctness prompt. ``Judge(config, prompt="perltqa")`` fixes one prompt
-for every question instead. The prompts, their versions and sources go into run.json
-through :meth:`Judge.describe`.
+A **judge** is a named, versioned set of prompts with its own way of reading a reply
+(:class:`JudgeSet`), registered like any plugin item through the ``register_judges`` hook
+(memplug's own: ``memplug``, ``longmemeval``, ``locomo-j``; see :mod:`memplug.judges`).
+Which judge scores a question, first match wins:
+
+1. ``Judge(config, prompt="perltqa")``: one prompt of the ``memplug`` judge for every question;
+2. a judge named by :meth:`Judge.force`, the ``judge=`` argument, or the environment
+   variable ``MEMPLUG_JUDGE_PROMPT`` (e.g. ``MEMPLUG_JUDGE_PROMPT=memplug``): that judge
+   for every question;
+3. the question's dataset: ``question.meta["judge"]`` (longmemeval and conversations set
+   it), else ``locomo-j`` for a LoCoMo question (``meta["locomo_category"]``), else
+   ``memplug``, whose prompt follows ``question.meta["family"]`` (strict, or PerLTQA's).
+
+The judge is called at temperature 0 with a fixed seed (where the provider honours one)
+so that repeated runs and the response cache agree, plus the call parameters its
+official code uses (LongMemEval's ``max_tokens=10``, Mem0's JSON ``response_format``).
+:meth:`Judge.describe` (run.json, ``resolved.judge``) names each judge used with its
+version, source and the sha256 of its prompts.
 
 A reply that cannot be read as a verdict scores ``None`` (left out of the mean and
 visible in the per-metric counts) rather than 0, and is logged with its text.
@@ -14,36 +25,87 @@ visible in the per-metric counts) rather than 0, and is logged with its text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import re
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
 from memplug.errors import MemplugError
+from memplug.models import Question
 from memplug.protocols import MetricConfig, ScoreContext
 from memplug.readers import format_choices
 
 if TYPE_CHECKING:
     from memplug.llm import LLM
+    from memplug.plugins import Plugins, Registry
 
 log = logging.getLogger(__name__)
 
 #: sent with every judge call; providers without seeds ignore it
 JUDGE_SEED = 0
+#: names the judge for every question of a run (a judge name: memplug, longmemeval, locomo-j, ...)
+JUDGE_ENV = "MEMPLUG_JUDGE_PROMPT"
+#: the judge of questions whose dataset names none
+DEFAULT_JUDGE = "memplug"
+
+#: how a template is filled: memplug's named slots, LongMemEval's three positional {} (question,
+#: answer, response: evaluate_qa.py's template.format), Mem0's named question/gold_answer/generated_answer
+STYLES = ("memplug", "positional", "mem0")
+#: how a reply becomes a score: memplug's parse_verdict of the prompt's fields; LongMemEval's
+#: ``'yes' in reply.lower()``; Mem0's ``json.loads(extract_json(reply))["label"] == "CORRECT"``
+READERS = ("fields", "yes", "label")
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @attrs.frozen
 class JudgePrompt:
-    """A judging prompt: ``{question}``, ``{choices}``, ``{gold}`` and ``{prediction}`` are filled in."""
+    """A judging prompt, kept verbatim. memplug's prompts (``style="memplug"``) fill
+    ``{question}``, ``{choices}``, ``{gold}`` and ``{prediction}``; official ones are filled
+    the way their code fills them (``style``) and read the way their code reads replies
+    (``reads``)."""
 
     name: str
     version: str
     source: str
     template: str
     #: the JSON fields of the verdict, first = the ``judge`` score
-    fields: tuple[str, ...]
+    fields: tuple[str, ...] = ("correct",)
+    style: str = "memplug"
+    reads: str = "fields"
+
+    def __attrs_post_init__(self) -> None:
+        if self.style not in STYLES:
+            raise ValueError(f"judge prompt {self.name!r}: style must be one of {STYLES}, not {self.style!r}")
+        if self.reads not in READERS:
+            raise ValueError(f"judge prompt {self.name!r}: reads must be one of {READERS}, not {self.reads!r}")
+
+    @property
+    def sha256(self) -> str:
+        return sha256_text(self.template)
+
+    def render(self, question: str, gold: str, prediction: str, choices: str = "") -> str:
+        if self.style == "positional":
+            return self.template.format(question, gold, prediction)
+        if self.style == "mem0":
+            return self.template.format(question=question, gold_answer=gold, generated_answer=prediction)
+        return self.template.format(question=question, choices=choices, gold=gold, prediction=prediction)
+
+    def read(self, reply: str, field_index: int = 0) -> float | None:
+        """The score in a reply, None when the reply says nothing readable (or for a field this prompt lacks)."""
+        if field_index >= len(self.fields):
+            return None
+        if self.reads == "yes":
+            return 1.0 if "yes" in reply.lower() else 0.0
+        if self.reads == "label":
+            return read_label(reply)
+        return parse_verdict(reply, self.fields[field_index], text_fallback=field_index == 0)
 
 
 STRICT = JudgePrompt(
@@ -163,49 +225,213 @@ def parse_verdict(reply: str, field: str, text_fallback: bool = True) -> float |
     return verdicts.pop() if len(verdicts) == 1 else None
 
 
-def _gold(ctx: ScoreContext) -> str:
-    q = ctx.question
-    golds = list(q.answers)
-    if q.choices and q.correct_choice in q.choices:
-        golds.append(f"{q.correct_choice}. {q.choices[q.correct_choice]}")
+
+def extract_json(text: str) -> str:
+    """Mem0's ``mem0.memory.utils.extract_json`` (mem0ai/mem0@aae5989): the inside of a ```
+    fence, else the text from the first "{" to the last "}", else the text as it is."""
+    text = text.strip()
+    match = re.search(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
+    if match:
+        return match.group(1)
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end != -1 and end > start:
+        return text[start:end + 1]
+    return text
+
+
+def read_label(reply: str) -> float | None:
+    """Mem0's reading: ``1 if json.loads(extract_json(reply))["label"] == "CORRECT" else 0``;
+    where Mem0's script would crash (no JSON, no "label"), None."""
+    try:
+        obj = json.loads(extract_json(reply))
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or "label" not in obj:
+        return None
+    return 1.0 if obj["label"] == "CORRECT" else 0.0
+
+
+def memplug_gold(question: Question) -> str:
+    """The gold answers joined by " | ", with the correct choice for multiple choice."""
+    golds = list(question.answers)
+    if question.choices and question.correct_choice in question.choices:
+        golds.append(f"{question.correct_choice}. {question.choices[question.correct_choice]}")
     return " | ".join(golds)
 
 
+@attrs.frozen
+class JudgeSet:
+    """A named, versioned judge: its prompts, which prompt a question gets, the gold it is shown
+    and the call parameters. ``choose(question)`` returns a prompt name, or None when the judge
+    does not score the question (Mem0's skips LoCoMo's category 5)."""
+
+    name: str
+    version: str
+    source: str
+    prompts: tuple[JudgePrompt, ...]
+    choose: Callable[[Question], str | None]
+    gold: Callable[[Question], str] = memplug_gold
+    #: extra parameters of every call, as the official code sends them
+    params: Mapping[str, Any] = attrs.field(factory=dict)
+    description: str = ""
+
+    def prompt(self, name: str) -> JudgePrompt:
+        for p in self.prompts:
+            if p.name == name:
+                return p
+        raise MemplugError(f"judge {self.name!r} has no prompt {name!r}")
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of every prompt's name and verbatim text and of the call parameters: two
+        judges with this hash ask the same thing the same way."""
+        payload = json.dumps({"prompts": {p.name: p.template for p in self.prompts}, "params": dict(self.params)},
+                             sort_keys=True, ensure_ascii=False)
+        return sha256_text(payload)
+
+    def describe(self) -> dict[str, Any]:
+        return {"version": self.version, "source": self.source, "sha256": self.sha256, "params": dict(self.params),
+                "prompts": {p.name: {"version": p.version, "source": p.source, "sha256": p.sha256}
+                            for p in self.prompts}}
+
+
+def _memplug_choice(question: Question) -> str:
+    return "perltqa" if str(question.meta.get("family", "")) == "perltqa" else DEFAULT_PROMPT
+
+
+MEMPLUG = JudgeSet(
+    name="memplug",
+    version="1",
+    source="memplug: the strict correctness prompt; PerLTQA's correctness/coherence prompt for its family",
+    prompts=(STRICT, PERLTQA),
+    choose=_memplug_choice,
+    description="memplug's strict binary correctness (PerLTQA questions: correctness and coherence)",
+)
+
+
+def judge_registry(plugins: "Plugins | None" = None) -> "Registry":
+    """The judges every plugin registered through ``register_judges`` (memplug's own included)."""
+    from memplug.plugins import Entry, Registry, get_plugins
+
+    plugins = plugins or get_plugins()
+    registry = Registry("judges")
+    hook = getattr(plugins.hook, "register_judges", None)
+    for impl in hook.get_hookimpls() if hook is not None else ():
+        dist, version = plugins._dists.get(id(impl.plugin), (impl.plugin_name, None))
+
+        def register(name: str, target: Any, _d: str = dist, _v: str | None = version, **info: Any) -> None:
+            registry.add(Entry("judges", name, target, _d, _v, info))
+
+        impl.function(register=register)
+    return registry
+
+
+_SETS: dict[str, JudgeSet] = {}
+
+
+def judge_set(name: str, plugins: "Plugins | None" = None) -> JudgeSet:
+    """The judge called ``name`` (memplug, longmemeval, locomo-j, or a plugin's); an unknown
+    name is a MemplugError that lists the known ones."""
+    if name == MEMPLUG.name:
+        return MEMPLUG
+    if name not in _SETS or plugins is not None:
+        found = judge_registry(plugins).get(name).load()
+        if not isinstance(found, JudgeSet):
+            raise MemplugError(f"judge {name!r}: its target is a {type(found).__name__}, not a memplug.judge.JudgeSet")
+        if plugins is not None:
+            return found
+        _SETS[name] = found
+    return _SETS[name]
+
+
 class Judge:
-    """LLM-as-judge correctness, with the prompt of the question's dataset family."""
+    """LLM-as-judge correctness: the question's judge (see the module's docstring) asks the model."""
 
     name = "judge"
-    version = "1"
+    #: 2: judges are named sets; LoCoMo questions get locomo-j and LongMemEval's their official prompts
+    version = "2"
     #: which verdict field this metric reports; JudgeCoherence reads another one
     field_index = 0
 
-    def __init__(self, config: MetricConfig, prompt: str | None = None) -> None:
+    def __init__(self, config: MetricConfig, prompt: str | None = None, judge: str | None = None) -> None:
         if config.judge is None:
             raise MemplugError("the judge metric needs a judge model: pass --judge MODEL")
         if prompt is not None and prompt not in PROMPTS:
             raise MemplugError(f"unknown judge prompt {prompt!r}; known: {', '.join(sorted(PROMPTS))}")
         self.llm: LLM = config.judge
         self.fixed_prompt = prompt
+        self.forced: JudgeSet | None = None
+        self.selected_by: str | None = None
+        #: the judges that scored at least one question, by name
+        self.used: dict[str, JudgeSet] = {}
+        if judge:
+            self.force(judge, "argument")
+        elif os.environ.get(JUDGE_ENV, "").strip():
+            self.force(os.environ[JUDGE_ENV].strip(), JUDGE_ENV)
+
+    def force(self, name: str, by: str = "option") -> None:
+        """Use the judge called ``name`` for every question (``by``: what chose it, for run.json)."""
+        self.forced = judge_set(name)
+        self.selected_by = by
 
     @property
     def model(self) -> str:
         return str(getattr(self.llm, "model", self.llm))
 
+    def judge_for(self, question: Question) -> JudgeSet:
+        if self.fixed_prompt:
+            return MEMPLUG
+        if self.forced is not None:
+            return self.forced
+        named = question.meta.get("judge")
+        if named:
+            return judge_set(str(named))
+        if "locomo_category" in question.meta:
+            return judge_set("locomo-j")
+        return MEMPLUG
+
+    def sets_in_play(self) -> list[JudgeSet]:
+        """The judge in force, or those used so far (memplug's before any question is judged)."""
+        if self.fixed_prompt:
+            return [MEMPLUG]
+        if self.forced is not None:
+            return [self.forced]
+        return list(self.used.values()) or [MEMPLUG]
+
     def prompts_used(self) -> list[JudgePrompt]:
-        """The prompts this judge may use: the fixed one, or all of them."""
-        return [PROMPTS[self.fixed_prompt]] if self.fixed_prompt else list(PROMPTS.values())
+        """The prompts this judge may use: the fixed one, or those of the judges in play."""
+        if self.fixed_prompt:
+            return [PROMPTS[self.fixed_prompt]]
+        return [p for s in self.sets_in_play() for p in s.prompts]
 
     @property
     def prompt_version(self) -> str:
         """"name@version" of every prompt this judge may use, e.g. "strict@1,perltqa@1"."""
         return ",".join(f"{p.name}@{p.version}" for p in self.prompts_used())
 
+    @property
+    def judge_name(self) -> str:
+        return "+".join(s.name for s in self.sets_in_play())
+
+    @property
+    def prompt_sha256(self) -> str:
+        """The judge's sha256 (of the one judge in play; of their hashes for several)."""
+        sets = self.sets_in_play()
+        if self.fixed_prompt:
+            return PROMPTS[self.fixed_prompt].sha256
+        return sets[0].sha256 if len(sets) == 1 else sha256_text(",".join(f"{s.name}:{s.sha256}" for s in sets))
+
     def describe(self) -> dict[str, Any]:
-        """For run.json: model, how the prompt is chosen, and each prompt's version and source."""
+        """For run.json: the judge's name, model and prompts' sha256, how it was chosen, each prompt's version and source."""
         return {
+            "name": self.judge_name,
             "model": self.model,
+            "prompt_sha256": self.prompt_sha256,
             "metric": self.name,
             "version": self.version,
+            "selected_by": ("Judge(prompt=...)" if self.fixed_prompt else self.selected_by
+                            or "the dataset: question.meta['judge'], LoCoMo -> locomo-j, else memplug"),
+            "judges": {s.name: s.describe() for s in self.sets_in_play()},
             "prompt": self.fixed_prompt or f"question.meta['family'], default {DEFAULT_PROMPT!r}",
             "prompt_version": self.prompt_version,
             "prompts": {p.name: {"version": p.version, "source": p.source} for p in self.prompts_used()},
@@ -213,32 +439,33 @@ class Judge:
             "seed": JUDGE_SEED,
         }
 
-    def prompt_for(self, ctx: ScoreContext) -> JudgePrompt:
+    def prompt_for(self, ctx: ScoreContext) -> JudgePrompt | None:
         if self.fixed_prompt:
             return PROMPTS[self.fixed_prompt]
-        return PROMPTS.get(str(ctx.question.meta.get("family", "")), PROMPTS[DEFAULT_PROMPT])
+        judge = self.judge_for(ctx.question)
+        name = judge.choose(ctx.question)
+        return None if name is None else judge.prompt(name)
 
     async def score(self, ctx: ScoreContext) -> float | None:
         q = ctx.question
-        if not q.answers and not (q.choices and q.correct_choice):
+        judge = MEMPLUG if self.fixed_prompt else self.judge_for(q)
+        gold = judge.gold(q)
+        if not gold:
             return None
         prompt = self.prompt_for(ctx)
-        if self.field_index >= len(prompt.fields):
+        if prompt is None or self.field_index >= len(prompt.fields):
             return None
+        self.used.setdefault(judge.name, judge)
         choices = format_choices(q.choices)
-        text = prompt.template.format(
-            question=q.text,
-            choices=f"Choices:\n{choices}\n" if choices else "",
-            gold=_gold(ctx),
-            prediction=ctx.prediction or "(no answer)",
-        )
+        text = prompt.render(q.text, gold, ctx.prediction or "(no answer)" if prompt.style == "memplug"
+                             else ctx.prediction, f"Choices:\n{choices}\n" if choices else "")
         completion = await self.llm.acomplete(
-            [{"role": "user", "content": text}], temperature=0, seed=JUDGE_SEED
+            [{"role": "user", "content": text}], temperature=0, seed=JUDGE_SEED, **judge.params
         )
-        field = prompt.fields[self.field_index]
-        verdict = parse_verdict(completion.text, field, text_fallback=self.field_index == 0)
+        verdict = prompt.read(completion.text, self.field_index)
         if verdict is None:
-            log.warning("judge reply for question %s has no readable %r: %r", q.id, field, completion.text[:200])
+            log.warning("judge reply for question %s has no readable %r: %r", q.id, prompt.fields[self.field_index],
+                        completion.text[:200])
         return verdict
 
 

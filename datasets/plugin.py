@@ -12,3 +12,5 @@ def register_datasets(register: Register) -> None:
     register("factcon", "memplug.datasets.factcon.builder:FactConBuilder")
     register("perltqa", "memplug.datasets.perltqa.builder:PerLTQABuilder")
     register("locomo", "memplug.datasets.locomo.builder:LoCoMoBuilder")
+    register("longmemeval", "memplug.datasets.longmemeval.builder:LongMemEvalBuilder")
+    register("conversations", "memplug.datasets.conversations.builder:ConversationsBuilder")

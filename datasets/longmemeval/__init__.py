@@ -1,0 +1,1 @@
+"""LongMemEval: loader of the release, its answer protocol and the abstention rule."""
