@@ -55,6 +55,14 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Pa
             raise MemplugError(f"dataset {dataset!r} has no option n; --n does not apply")
         raw["n"] = str(n)
     values = resolve(declared, raw, f"dataset {dataset!r}")
+    check_data = getattr(builder, "check_data", None)
+    if check and data is not None and check_data is not None:
+        # a file of the user's own: every problem with its line number, before anything is built
+        first = check_data(data, values)
+        if not first.ok:
+            click.echo(json.dumps({"ok": False, "problems": first.problems[:50], "n_problems": len(first.problems),
+                                   "stats": first.stats}, indent=2, ensure_ascii=False, default=str))
+            raise SystemExit(1)
     model = None
     if llm:
         from memplug.llm import LLM

@@ -1,0 +1,1 @@
+"""Bring your own conversations: any memory benchmark as JSON lines, no plugin needed."""
