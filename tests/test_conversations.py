@@ -67,9 +67,9 @@ def test_every_problem_with_its_line(tmp_path):
         "line 1: qa[0].evidence: 'S4:2' names no turn of this sample",
         "line 2: sessions[0].turns[0]: missing 'text' (non-empty strings)",
         "line 4: not JSON (Expecting value at column 26)",
+        "line 5: id: 'a' is also the id of line 1",
         "line 5: qa[0]: unknown key 'evidance' (known: abstention, answers, category, choices, correct_choice, date, "
         "evidence, id, meta, question)",
-        "line 5: id: 'a' is also the id of line 1",
         'line 5: qa[0].answers: empty: give answers, choices, or "abstention": true',
     ]
     with pytest.raises(DataError, match="line 1: qa.0..evidence.*and 5 more"):
