@@ -59,11 +59,13 @@ class FactConBuilder:
 
     options = (
         Option("tokens", int, 32000,
-               f"generator: target context length in tokens (MemoryAgentBench uses {', '.join(map(str, TOKEN_LENGTHS))})"),
-        Option("questions", int, 100, "generator: questions per context (while their facts fit in the tokens)"),
+               f"generator: target context length in tokens (MemoryAgentBench uses {', '.join(map(str, TOKEN_LENGTHS))})",
+               low=100, high=10_000_000),
+        Option("questions", int, 100, "generator: questions per context (while their facts fit in the tokens)",
+               low=1, high=100_000),
         Option("kind", str, "both", "generator: sh (single-hop), mh (multi-hop) or both, half each",
                choices=("both", "sh", "mh")),
-        Option("n", int, 1, "generator: number of contexts (memplug generate --n)"),
+        Option("n", int, 1, "generator: number of contexts (memplug generate --n)", low=1, high=10_000),
         *PROTOCOL_OPTIONS,
     )
 

@@ -50,9 +50,11 @@ class PerLTQABuilder:
 
     options = (
         Option("lang", str, "en", "language of generated characters (and of scoring)", choices=("en", "zh")),
-        Option("n", int, 3, "generator: number of characters, one sample each (memplug generate --n)"),
-        Option("relationships", int, 6, "generator: social relationships per character (at most 11)"),
-        Option("events", int, 2, "generator: events per relationship (at most 12 events per character)"),
+        Option("n", int, 3, "generator: number of characters, one sample each (memplug generate --n)",
+               low=1, high=100_000),
+        Option("relationships", int, 6, "generator: social relationships per character (at most 11)", low=0, high=11),
+        Option("events", int, 2, "generator: events per relationship (at most 12 events per character)", low=0,
+               high=12),
         Option("qa", Path, None, "loader: the QA file, when --data is the memory file and no *qa*.json lies beside it"),
     )
 
