@@ -6,6 +6,12 @@ right verdict is known without a judge, so the judge's verdicts can be compared 
 exact scoring: agreement and Cohen's kappa. With two judges, their mutual agreement is
 measured on every answered question, open-ended ones included. Results are printed and
 merged into ``judge-check.json`` in the run directory, where `memplug report` finds them.
+
+``--leniency`` asks each judge about a set shipped with memplug (``judge_leniency.json``):
+per benchmark, answers a judge should reject (vague, hedged, plausible but wrong) and
+correct controls it should accept; the share of the former it accepts is its leniency.
+It needs no run. ``--judge-prompt NAME`` judges with the judge called NAME (memplug,
+longmemeval, locomo-j, a plugin's) instead of each question's dataset's.
 """
 
 from __future__ import annotations
@@ -57,7 +63,8 @@ def compare(x: list[int], y: list[int]) -> dict[str, Any]:
 
 
 def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words: int = 5,
-              api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None) -> dict[str, Any]:
+              api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None,
+              judge_prompt: str | None = None) -> dict[str, Any]:
     """Judge the run's answers with each model and compare with exact scoring (and each other)."""
     if not judges:
         raise MemplugError("judge-check needs at least one --judge MODEL")
@@ -87,6 +94,8 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         llm = make_llm(model, api_base or spec.get("api_base"), cache)
         (judge,) = build_metrics(["judge"], MetricConfig(top_k=config.top_k, language=info.language, judge=llm),
                                  plugins)
+        if judge_prompt:
+            judge.force(judge_prompt, "--judge-prompt")
         scores = asyncio.run(score_records(to_judge, [judge], info.language))
         verdicts[model] = {_key(r): int(s["judge"] >= VERDICT_THRESHOLD)
                            for r, s in zip(to_judge, scores) if s["judge"] is not None}
@@ -124,10 +133,103 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
     return result
 
 
+LENIENCY_FILE = Path(__file__).resolve().parents[1] / "judge_leniency.json"
+#: the kinds of answer a judge should reject; "correct" answers are controls it should accept
+REJECT = ("vague", "hedged", "wrong")
+
+
+def leniency_set() -> dict[str, Any]:
+    """The shipped set: {"version", "benchmarks": {name: {"judge", "items": [...]}}}."""
+    return read_json(LENIENCY_FILE)
+
+
+def leniency_questions(block: dict[str, Any]) -> list[tuple[dict[str, Any], Any]]:
+    """(item, ScoreContext) for every item of one benchmark's block."""
+    from memplug.models import Question
+    from memplug.protocols import ScoreContext
+
+    out = []
+    for item in block["items"]:
+        meta = {"answer": item["gold"], "question_type": item.get("question_type", "")}
+        question = Question(item["id"], item["question"], (item["gold"],), category=item.get("question_type", "default"),
+                            meta=meta)
+        out.append((item, ScoreContext(question, item["answer"], ())))
+    return out
+
+
+def check_leniency(judges: list[str], benchmarks: list[str] | None = None, judge_prompt: str | None = None,
+                   api_base: str | None = None, cache: bool = True) -> dict[str, Any]:
+    """Per judge model and benchmark: the share of vague, hedged and wrong answers the judge
+    accepts (its leniency), per kind, and the share of correct controls it accepts."""
+    from memplug.judge import Judge
+
+    if not judges:
+        raise MemplugError("judge-check --leniency needs at least one --judge MODEL")
+    data = leniency_set()
+    known = list(data["benchmarks"])
+    chosen = benchmarks or known
+    unknown = [b for b in chosen if b not in known]
+    if unknown:
+        raise MemplugError(f"--benchmark {unknown[0]!r}: the leniency set has {', '.join(known)}")
+    result: dict[str, Any] = {"set_version": data["version"], "verdict_threshold": VERDICT_THRESHOLD, "judges": {}}
+    for model in judges:
+        llm = make_llm(model, api_base, cache)
+        per: dict[str, Any] = {}
+        for bench in chosen:
+            block = data["benchmarks"][bench]
+            judge = Judge(MetricConfig(judge=llm), judge=judge_prompt or block["judge"])
+            pairs = leniency_questions(block)
+
+            async def all_scores(j: Any = judge, ps: list = pairs) -> list[float | None]:
+                return list(await asyncio.gather(*(j.score(ctx) for _, ctx in ps)))
+
+            scores = asyncio.run(all_scores())
+            accepted = {item["id"]: s >= VERDICT_THRESHOLD for (item, _), s in zip(pairs, scores) if s is not None}
+            kinds = sorted({item["kind"] for item, _ in pairs})
+            rate = {}
+            for kind in kinds:
+                ids = [item["id"] for item, _ in pairs if item["kind"] == kind and item["id"] in accepted]
+                rate[kind] = sum(accepted[i] for i in ids) / len(ids) if ids else None
+            bad = [item["id"] for item, _ in pairs if item["kind"] in REJECT and item["id"] in accepted]
+            per[bench] = {
+                "judge": judge.judge_name, "prompt_sha256": judge.prompt_sha256,
+                "n": len(pairs), "unreadable": sum(s is None for s in scores),
+                "leniency": sum(accepted[i] for i in bad) / len(bad) if bad else None,
+                "control_acceptance": rate.get("correct"),
+                "accepted": rate,
+                "accepted_wrong": [i for i in bad if accepted[i]],
+            }
+        result["judges"][model] = {"benchmarks": per, "llm": llm.usage.as_dict()}
+    return result
+
+
+def print_leniency(result: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    from memplug.cli.tables import table as make_table
+
+    table = make_table(f"Judge leniency (set v{result['set_version']}): share of answers accepted; a fair judge "
+                       "accepts the correct ones and none of the others",
+                       "judge model", "benchmark", "judge", "n", "leniency", "vague", "hedged", "wrong", "correct")
+    for model, check in result["judges"].items():
+        for i, (bench, c) in enumerate(check["benchmarks"].items()):
+            a = c["accepted"]
+            table.add_row(model if i == 0 else "", bench, c["judge"], str(c["n"]), _fmt(c["leniency"]),
+                          _fmt(a.get("vague")), _fmt(a.get("hedged")), _fmt(a.get("wrong")), _fmt(a.get("correct")))
+    Console().print(table)
+
+
 def _merge_into_run(path: Path, result: dict[str, Any]) -> None:
     """Keep earlier checks of other judges; a judge checked again replaces its old entry."""
     stored = read_json(path) if path.is_file() else {"judges": {}, "between_judges": []}
-    stored["judges"].update(result["judges"])
+    if "leniency" in result:
+        stored["leniency"] = {**stored.get("leniency", {}), **result["leniency"]}
+        result = {k: v for k, v in result.items() if k != "leniency"}
+        if not result.get("judges") and not result.get("between_judges"):
+            write_json_atomic(path, stored)
+            return
+    stored.setdefault("judges", {}).update(result["judges"])
+    stored.setdefault("between_judges", [])
     pairs = {tuple(p["judges"]) for p in result["between_judges"]}
     stored["between_judges"] = [p for p in stored["between_judges"] if tuple(p["judges"]) not in pairs]
     stored["between_judges"] += result["between_judges"]
@@ -163,9 +265,15 @@ def print_check(result: dict[str, Any]) -> None:
 
 
 @click.command("judge-check")
-@click.argument("run", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("run", type=click.Path(path_type=Path, file_okay=False), required=False)
 @click.option("--judge", "judges", multiple=True, required=True,
               help="litellm model to check (repeat for a second judge: adds their mutual agreement).")
+@click.option("--judge-prompt", help="Judge with this judge (memplug, longmemeval, locomo-j, a plugin's) "
+                                     "instead of each question's dataset's.")
+@click.option("--leniency", is_flag=True, help="Also (without RUN: only) measure how often the judge accepts "
+                                               "vague, hedged and wrong answers of memplug's shipped set.")
+@click.option("--benchmark", "benchmarks", multiple=True,
+              help="Leniency set part to use (longmemeval, locomo, memplug; default all).")
 @click.option("--exact", type=click.Choice(["em", "subem"]), default="em", show_default=True,
               help="Exact scoring of non-multiple-choice questions.")
 @click.option("--max-answer-words", type=click.IntRange(min=1), default=5, show_default=True,
@@ -173,21 +281,37 @@ def print_check(result: dict[str, Any]) -> None:
 @click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint (default: the run's).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def judge_check_command(run: Path, judges: tuple[str, ...], exact: str, max_answer_words: int,
+def judge_check_command(run: Path | None, judges: tuple[str, ...], judge_prompt: str | None, leniency: bool,
+                        benchmarks: tuple[str, ...], exact: str, max_answer_words: int,
                         api_base: str | None, no_cache: bool, as_json: bool) -> None:
-    """Check LLM judges against exact scoring on a run's objective questions.
+    """Check LLM judges against exact scoring on a run's objective questions, and their leniency.
 
     Reports agreement and Cohen's kappa per judge (overall, multiple-choice,
     exact-answer) and, with two judges, their mutual agreement. The result is also
-    written to judge-check.json in the run directory.
+    written to judge-check.json in the run directory. --leniency measures the share of
+    vague, hedged and plausible-but-wrong answers each judge accepts.
 
     \b
     Examples:
       memplug judge-check runs/RUN --judge openai/gpt-4o-mini
       memplug judge-check runs/RUN --judge openai/gpt-4o-mini --judge ollama/qwen2.5
+      memplug judge-check --leniency --judge openai/gpt-4o-mini --benchmark locomo
     """
-    result = check_run(run, list(judges), exact, max_answer_words, api_base, cache=not no_cache)
+    if run is None and not leniency:
+        raise MemplugError("judge-check needs a RUN directory, or --leniency")
+    out: dict[str, Any] = {}
+    if run is not None:
+        out = check_run(run, list(judges), exact, max_answer_words, api_base, cache=not no_cache,
+                        judge_prompt=judge_prompt)
+    lenient = None
+    if leniency:
+        lenient = check_leniency(list(judges), list(benchmarks) or None, judge_prompt, api_base, cache=not no_cache)
+        if run is not None:
+            _merge_into_run(RunDir(run).judge_check, {"leniency": lenient["judges"]})
     if as_json:
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        print_check(result)
+        click.echo(json.dumps({**out, **({"leniency": lenient} if lenient else {})}, indent=2, ensure_ascii=False))
+        return
+    if run is not None:
+        print_check(out)
+    if lenient:
+        print_leniency(lenient)
