@@ -104,7 +104,7 @@ def test_memplug_run_end(testkit, plugins, tmp_path):
 def test_every_hook_is_documented_and_tested():
     hooks = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
              if hasattr(fn, "memplug_spec")]
-    assert len(hooks) == 8
+    assert len(hooks) == 9
     docs = (ROOT / "docs" / "hooks.md").read_text()
     tests = "\n".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
     for hook in hooks:

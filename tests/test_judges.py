@@ -60,6 +60,29 @@ def test_prompts_equal_the_official_sources_when_at_hand():
     assert re.search(r'ACCURACY_PROMPT = """(.*?)"""', mem0, re.S).group(1) == judges.MEM0_ACCURACY_PROMPT
 
 
+def test_register_judges(plugins):
+    """A plugin's judge is found by name through the register_judges hook."""
+    from memplug.hookspecs import hookimpl
+    from memplug.judge import JudgePrompt, JudgeSet
+
+    mine = JudgeSet(name="always-strict", version="1", source="test",
+                    prompts=(JudgePrompt("p", "1", "test", "Q {question} G {gold} A {prediction} {choices}"),),
+                    choose=lambda q: "p")
+
+    class Plugin:
+        @hookimpl
+        def register_judges(self, register):
+            register("always-strict", mine)
+
+    plugin = Plugin()
+    plugins.register(plugin, name="judges-test")
+    try:
+        found = judge_set("always-strict", plugins)
+    finally:
+        plugins.unregister(plugin)
+    assert found is mine or found == mine
+
+
 def test_registry_holds_the_three_judges():
     assert {"memplug", "longmemeval", "locomo-j"} <= set(judge_registry().names())
     with pytest.raises(MemplugError, match="unknown judge 'nope'"):
