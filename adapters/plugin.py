@@ -21,6 +21,7 @@ def register_agents(register: Register) -> None:
     register("oracle", "memplug.adapters.oracle:OracleAgent", reference=True)
     # native memories from the seeds
     register("decay", "memplug.adapters.decay:DecayAgent")
+    register("hybrid", "memplug.adapters.hybrid:HybridAgent", description="Offline conversational retrieval: stemmed BM25 with turn context, wordllama fusion, speaker and date priors, session-aware top K")
     register("emg", "memplug.adapters.emg:EMGAgent",
              description="Editable memory graph (seed 004); its offline rules extract facts from MQuAKE's "
              "relation templates (FactConsolidation's); other text falls back to BM25 retrieval")

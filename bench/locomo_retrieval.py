@@ -11,7 +11,8 @@ questions with evidence. Nothing is downloaded: wordllama's weights ship with it
     .venv/bin/python bench/locomo_retrieval.py --data locomo10.json --k 5
 
 The last line printed is a JSON object: per agent (name and options), turn_recall@K,
-session_hit@K and the number of questions.
+session_hit@K, the number of questions, seconds in all (ingestion included) and
+milliseconds per question.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from memplug.adapters.bm25 import BM25Agent
 from memplug.adapters.embedding import EmbeddingAgent
+from memplug.adapters.hybrid import HybridAgent
 from memplug.datasets.locomo.release import load_release
 from memplug.metrics import RecallAtK, SessionHitAtK
 from memplug.models import AgentQuestion, Chunk
@@ -30,11 +32,14 @@ from memplug.protocols import AgentConfig, MetricConfig, ScoreContext
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_conv26.json"
 
-#: (label, agent class, options): the native retrieval agents as shipped, then blends
+#: (label, agent class, options): the native retrieval agents as shipped, blends, and
+#: `hybrid` (the issue-16 agent) with and without its session-aware selection
 AGENTS = [
     ("bm25", BM25Agent, {}),
     ("embedding", EmbeddingAgent, {}),
     ("bm25+dense", BM25Agent, {"dense": 0.5}),
+    ("hybrid", HybridAgent, {}),
+    ("hybrid keep=5", HybridAgent, {"keep": 5}),
 ]
 
 
@@ -59,6 +64,7 @@ def evaluate(cls, options: dict, samples, k: int) -> dict:
         f"session_hit@{k}": round(sum(hits) / len(hits), 4),
         "n": len(recalls),
         "seconds": round(time.perf_counter() - t0, 2),
+        "ms_per_question": round(1000 * (time.perf_counter() - t0) / max(len(recalls), 1), 2),
     }
 
 
