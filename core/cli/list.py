@@ -33,7 +33,10 @@ def list_command(as_json: bool, kind: str | None) -> None:
 
     console = Console()
     for k in kinds:
-        table = make_table(k.capitalize(), "name", "plugin", "status", "options (type=default)", "description")
+        # two columns, not five: a name whole on the left, and beside it its status and plugin,
+        # description and options as lines that wrap at spaces (at 80 columns five columns broke
+        # names and options in the middle of a word)
+        table = make_table(k.capitalize(), "name", "status · plugin, description, options (type=default)")
         for item in items[k]:
             # text from plugins is escaped: "pip install 'memplug[mem0]'" is not a rich style tag
             if item.get("error"):
@@ -44,7 +47,10 @@ def list_command(as_json: bool, kind: str | None) -> None:
                 status = "[green]ok[/green]"
             options = ", ".join(f"{o['name']}:{o['type']}={o['default']}" for o in item.get("options", []))
             plugin = f"{item['plugin']} {item['version'] or ''}".strip()
-            table.add_row(escape(item["name"]), escape(plugin), status, escape(options), escape(item["description"]))
+            lines = [f"{status} · {escape(plugin)}", escape(item["description"])]
+            if options:
+                lines.append(f"[dim]options:[/dim] {escape(options)}")
+            table.add_row(f"[bold]{escape(item['name'])}[/bold]", "\n".join(lines))
         console.print(table)
     if broken:
         console.print("[red]Plugin problems (failed to load, or a name registered twice):[/red]")
