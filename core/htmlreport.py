@@ -104,6 +104,21 @@ class LoadedRun:
         value = block.get(metric)
         return list(value) if value and len(value) == 2 else None
 
+    def interval_na(self, metric: str, category: str | None = None) -> str | None:
+        """Why a score has no interval ("1 sample", from summary["ci"]["na"]), or None when it has one
+        or the run recorded no intervals at all."""
+        ci = self.summary.get("ci") or {}
+        na = ci.get("na") or {}
+        if category is None:
+            block, reasons = ci.get(_OVERALL) or {}, na.get(_OVERALL) or {}
+        else:
+            block = (ci.get("by_category") or {}).get(category) or {}
+            reasons = (na.get("by_category") or {}).get(category) or {}
+        if metric in reasons:
+            return str(reasons[metric])
+        # summaries written before ci.na had a null interval only for a mean over one sample
+        return "1 sample" if metric in block and block[metric] is None else None
+
     @property
     def categories(self) -> list[str]:
         return list(self.summary.get("metrics", {}).get("by_category", {}))
@@ -406,7 +421,7 @@ def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metri
     """
     colors = list(plt.get_cmap("tab10").colors)
     rows_per_panel = [[(k, p) for k, p in enumerate(pairs, start=1) if m in p["metrics"]] for m in metrics]
-    reach = max(abs(x) for p in pairs for c in p["metrics"].values() for x in (c["diff"], *c["ci"]))
+    reach = max(abs(x) for p in pairs for c in p["metrics"].values() for x in (c["diff"], *(c.get("ci") or ())))
     reach = max(0.05, reach) * 1.3  # zero in the middle, room for the value printed beside each interval
     fig, axes = plt.subplots(len(metrics), 1, sharex=True, squeeze=False,
                              figsize=(6.4, 0.6 + sum(0.45 + 0.28 * len(rows) for rows in rows_per_panel)),
@@ -415,10 +430,13 @@ def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metri
     for i, (ax, metric, rows) in enumerate(zip(axes[:, 0], metrics, rows_per_panel)):
         for y, (k, pair) in enumerate(rows):
             c = pair["metrics"][metric]
-            drawn = ax.errorbar([c["diff"]], [y], xerr=[[c["diff"] - c["ci"][0]], [c["ci"][1] - c["diff"]]],
+            low, high = c.get("ci") or (c["diff"], c["diff"])  # no interval (one sample): the point alone
+            drawn = ax.errorbar([c["diff"]], [y], xerr=None if c.get("ci") is None else
+                                [[c["diff"] - low], [high - c["diff"]]],
                                 fmt="o", color=colors[k % len(colors)], markersize=5, elinewidth=1.2, capsize=2.5)
             drawn.lines[0].set_gid(f"{MARK}-{i}-{y}")
-            ax.annotate(fmt_signed(c["diff"]), (c["ci"][1], y), xytext=(5, 0), textcoords="offset points",
+            label = fmt_signed(c["diff"]) + ("" if c.get("ci") else f" (no interval: {c.get('ci_na', 'n/a')})")
+            ax.annotate(label, (high, y), xytext=(5, 0), textcoords="offset points",
                         va="center", fontsize=7.5, color="#444")
         ax.axvline(0, color="#888", linewidth=0.8, linestyle="--", zorder=0)
         ax.set_yticks(range(len(rows)), [f"{p['a'].label} − {p['b'].label}" for _, p in rows])

@@ -94,7 +94,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
         raise MemplugError(f"these runs cannot share a table: {skipped[0]} (see `memplug report` without --format)")
     for i, comparison in enumerate(comparisons, 1):
         for metric, c in comparison["metrics"].items():
-            significant[i, metric] = c.get("p_value", 1.0) < ALPHA
+            p_value = c.get("p_value")  # None: not estimable (one sample, graded metric)
+            significant[i, metric] = p_value is not None and p_value < ALPHA
     out: list[str] = []
     csv_rows: list[list[str]] = [["metric", "run", "category", "mean", "ci_low", "ci_high", "n", "best",
                                   "differs_from_first"]]
@@ -133,6 +134,9 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
     shown = "mean [95% CI]" if style == "brackets" else "mean ± half the width of its 95% CI"
     note = (f"Each cell: {shown}; the best mean of each column in bold; † overall mean differs from the "
             f"first row's with p < {ALPHA} (paired test on the questions both answered).")
+    if any(row[3] and not row[4] for row in csv_rows[1:]):  # a mean without its interval
+        note += (" A mean shown alone has no interval: n/a (1 sample), all its questions come from one sample, "
+                 "and the bootstrap resamples whole samples.")
     if fmt == "markdown":
         return "\n\n".join(out) + "\n\n" + note + "\n" + "".join(f"\n- {line}" for line in footer) + "\n"
     return "\n\n".join(out) + "\n% " + note + "\n" + "".join(f"% {line}\n" for line in footer)

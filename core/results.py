@@ -298,18 +298,21 @@ def summarize(
     Metrics are means over answered questions: a record with an error is counted in
     n_errors and left out of every metric; a score of None (not applicable) is left out
     of that metric. Intervals are percentile bootstraps resampling whole samples; a mean
-    over the questions of one sample has none (null, shown as "n/a (1 sample)"), since
-    resampling one cluster can only give [mean, mean].
+    over the questions of one sample has none: its interval is null and ``ci.na`` gives
+    the reason ("1 sample"; shown as "n/a (1 sample)"), since resampling one cluster can
+    only give [mean, mean].
     """
     answered = [r for r in records if not r.get("error")]
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in answered:
         by_category[r["category"]].append(r)
 
-    def block(rows: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
+    def block(rows: list[dict[str, Any]]) -> tuple[dict, dict, dict, dict]:
+        """Means, intervals (None where not estimable), counts, and why an interval is None."""
         means: dict[str, float] = {}
         intervals: dict[str, list[float] | None] = {}
         counts: dict[str, int] = {}
+        na: dict[str, str] = {}
         names = sorted({k for r in rows for k in (r.get("scores") or {})})
         for name in names:
             pairs = [(r["scores"].get(name), r["sample_id"]) for r in rows]
@@ -320,14 +323,15 @@ def summarize(
             clusters = [s for _, s in pairs]
             means[name] = round(sum(values) / len(values), 6)
             counts[name] = len(values)
-            if len(set(clusters)) < 2:  # resampling one sample gives [mean, mean]: no interval at all
-                intervals[name] = None
+            try:
+                low, high = stats.bootstrap_ci(values, clusters, level=level, resamples=resamples)
+            except stats.NotEstimable as exc:  # one sample: resampling it gives [mean, mean], no interval
+                intervals[name], na[name] = None, exc.reason
                 continue
-            low, high = stats.bootstrap_ci(values, clusters, level=level, resamples=resamples)
             intervals[name] = [round(low, 6), round(high, 6)]
-        return means, intervals, counts
+        return means, intervals, counts, na
 
-    overall, overall_ci, overall_n = block(answered)
+    overall, overall_ci, overall_n, overall_na = block(answered)
     # questions the reader could not answer (a kind it cannot do): only their recall is scored
     unanswerable: dict[str, dict[str, Any]] = {}
     for r in answered:
@@ -359,6 +363,8 @@ def summarize(
             "resamples": resamples,
             "overall": overall_ci,
             "by_category": {c: v[1] for c, v in cats.items()},
+            # why an interval above is null, per metric: {"em": "1 sample"}; only metrics without one
+            "na": {"overall": overall_na, "by_category": {c: v[3] for c, v in cats.items() if v[3]}},
         },
         "n": {"overall": overall_n, "by_category": {c: v[2] for c, v in cats.items()}},
         "unanswerable": unanswerable,

@@ -35,6 +35,27 @@ _CLUSTERS_PER_KIND = 16
 _TIE_TOLERANCE = 1e-12
 
 
+class NotEstimable(ValueError):
+    """No interval can be estimated from these values; ``reason`` says why in a few words
+    ("1 sample"), as the report prints it after "n/a"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"no interval can be estimated: {reason}")
+        self.reason = reason
+
+
+def not_estimable(codes: Sequence[Hashable] | np.ndarray, unit: str = "sample") -> str | None:
+    """Why a cluster bootstrap over these cluster codes gives no interval, or None when it can.
+
+    Resampling one cluster only ever draws that cluster again: every replicate is the
+    observed mean, so the "interval" would be [mean, mean], a certainty that the data
+    cannot give. A mean over the questions of one sample therefore has no interval.
+    """
+    if len(set(np.asarray(codes).tolist())) < 2:
+        return f"1 {unit}"
+    return None
+
+
 def _clean(values: Sequence[float | None], clusters: Sequence[Hashable] | None) -> tuple[np.ndarray, np.ndarray]:
     """Drop not-applicable (None) values; return float values and integer cluster codes.
 
@@ -116,6 +137,9 @@ def bootstrap_ci(
     x, codes = _clean(values, clusters)
     if len(x) == 0:
         raise ValueError("no applicable values to bootstrap")
+    reason = not_estimable(codes, "sample" if clusters is not None else "question")
+    if reason is not None:
+        raise NotEstimable(reason)
     return _interval(_bootstrap_means(x, codes, resamples, seed), level)
 
 
@@ -126,10 +150,17 @@ def summarize_metric(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> dict:
-    """{"mean", "n", "ci": [low, high]} over the applicable values; mean and ci are None when n == 0."""
-    x, _ = _clean(values, clusters)
+    """{"mean", "n", "ci": [low, high]} over the applicable values; mean and ci are None when n == 0.
+
+    When the values come from one sample (cluster) the interval cannot be estimated:
+    ci is None and "ci_na" says why ("1 sample").
+    """
+    x, codes = _clean(values, clusters)
     if len(x) == 0:
         return {"mean": None, "n": 0, "ci": None}
+    reason = not_estimable(codes, "sample" if clusters is not None else "question")
+    if reason is not None:
+        return {"mean": float(x.mean()), "n": len(x), "ci": None, "ci_na": reason}
     return {"mean": float(x.mean()), "n": len(x), "ci": list(bootstrap_ci(values, clusters, level, resamples, seed))}
 
 
@@ -169,6 +200,11 @@ def paired_comparison(
       centred on the observed one to represent the null of no difference).
     `p_bootstrap` (the cluster-aware bootstrap p-value) is always given as well, since
     it stays valid when questions share a context.
+
+    When all the compared questions come from one sample the bootstrap cannot be run
+    (every replicate would redraw that sample): `ci` and `p_bootstrap` are None, and
+    so is `p_value` of a graded metric, with `ci_na` saying why ("1 sample"); McNemar's
+    p of a 0/1 metric is still given.
     """
     _check(level, resamples)
     qids = sorted((q for q in a if q in b and a[q] is not None and b[q] is not None), key=str)
@@ -179,19 +215,26 @@ def paired_comparison(
     diffs = xa - xb
     codes = _codes(None if clusters is None else [clusters[q] for q in qids], len(qids))
     observed = float(diffs.mean())
-    means = _bootstrap_means(diffs, codes, resamples, seed)
-    extreme = np.abs(means - observed) >= abs(observed) - _TIE_TOLERANCE
-    p_bootstrap = float((1 + extreme.sum()) / (1 + resamples))
+    reason = not_estimable(codes, "sample" if clusters is not None else "question")
+    interval: list[float] | None = None
+    p_bootstrap: float | None = None
+    if reason is None:
+        means = _bootstrap_means(diffs, codes, resamples, seed)
+        extreme = np.abs(means - observed) >= abs(observed) - _TIE_TOLERANCE
+        p_bootstrap = float((1 + extreme.sum()) / (1 + resamples))
+        interval = list(_interval(means, level))
     result = {
         "n": len(qids),
         "mean_a": float(xa.mean()),
         "mean_b": float(xb.mean()),
         "diff": observed,
-        "ci": list(_interval(means, level)),
+        "ci": interval,
         "level": level,
         "resamples": resamples,
         "p_bootstrap": p_bootstrap,
     }
+    if reason is not None:
+        result["ci_na"] = reason
     binary = bool(np.isin(xa, (0.0, 1.0)).all() and np.isin(xb, (0.0, 1.0)).all())
     if binary:
         a_only, b_only = int(((xa == 1) & (xb == 0)).sum()), int(((xa == 0) & (xb == 1)).sum())

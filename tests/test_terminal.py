@@ -37,8 +37,8 @@ def test_list_report_and_repeats_cut_no_cell_at_80_columns(tmp_path):
     assert result.returncode == 0, result.stderr
     listed = run(["list"], tmp_path)
     report = run(["report", *sorted(str(p) for p in (tmp_path / "runs").iterdir())], tmp_path)
-    assert report.returncode == 0, report.stderr  # the repeats-*.json among the runs is skipped, not fatal
-    assert "is the summary of an `eval --repeats`, not a run: skipped" in report.stderr
+    assert report.returncode == 0, report.stderr  # the repeats-*.json among the runs is read, not fatal
+    assert report.stdout.count("2 repeats of ") == 1 and report.stderr == ""
     for text in (result.stdout + result.stderr, listed.stdout, report.stdout + report.stderr):
         assert "…" not in text
     for table in (result.stdout, listed.stdout, report.stdout):  # (one-line messages on stderr may wrap)
@@ -61,8 +61,12 @@ def test_an_interval_from_one_sample_is_not_an_interval():
 def test_a_one_sample_run_prints_n_a_with_its_reason(tmp_path):
     result = run(["eval", "--agent", "bm25", "--dataset", "factcon", "--limit", "10"], tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "(n/a)" in result.stdout and "no interval, since all the questions of that mean come from one" \
-        in result.stdout.replace("\n", " ")
+    text = " ".join(result.stdout.split())
+    assert "Scores (95% CI n/a: 1 sample)" in result.stdout and "[0." not in result.stdout  # no [x, x]
+    assert "n/a (1 sample): no interval can be estimated where all the questions of a mean come from one sample" in text
+    summary = RunDir(tmp_path / result.stdout.strip().splitlines()[-1]).summary()
+    assert set(summary["ci"]["overall"].values()) == {None}
+    assert set(summary["ci"]["na"]["overall"].values()) == {"1 sample"}
 
 
 def test_latency_percentiles_per_stage_in_summary_terminal_and_html(tmp_path):

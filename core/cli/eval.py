@@ -220,11 +220,15 @@ def write_repeats(paths: list[Path], output: Path) -> Path:
 
 
 def print_repeats(result: dict[str, Any]) -> None:
+    """The mean, spread and each value of a repeats-*.json, per metric: a table whose cells wrap
+    (at 80 columns, many repeats take more lines, never a cut number); its title names the
+    first run whole."""
     from rich.console import Console
 
     from memplug.cli.tables import table as make_table
 
-    table = make_table(f"{len(result['runs'])} repeats (seeds {', '.join(map(str, result['seeds']))})",
+    table = make_table(f"{len(result['runs'])} repeats of {result['runs'][0]} "
+                       f"(seeds {', '.join(map(str, result['seeds']))})",
                        "metric", "mean", "std", "min", "max", "each repeat")
     for metric, r in result["overall"].items():
         table.add_row(metric, f"{r['mean']:.3f}", f"{r['std']:.3f}", f"{r['min']:.3f}", f"{r['max']:.3f}",

@@ -10,17 +10,15 @@ import click
 
 from memplug import compare
 from memplug.errors import MemplugError
+from memplug.files import read_json
 from memplug.results import RunDir
 
 
-def _fmt(value: Any, ci: list[float] | None = None, one_sample: bool = False) -> str:
-    """A score with its interval; "n/a (1 sample)" where none can be estimated."""
+def _fmt(value: Any) -> str:
+    """A number as the report prints it: three decimals for a float."""
     if value is None:
         return "-"
-    text = f"{value:.3f}" if isinstance(value, float) else str(value)
-    if ci:
-        return f"{text} [{ci[0]:.2f}, {ci[1]:.2f}]"
-    return f"{text} (n/a)" if one_sample else text
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _seconds(value: float | None) -> str:
@@ -36,24 +34,97 @@ def _count(summary: dict[str, Any], category: str) -> str:
 
 
 def _percentile_text(p: dict[str, float] | None) -> str:
-    return "-" if not p else "/".join(_seconds(p[f"p{q}"]) for q in (50, 95, 99))
+    # spaces around the slashes: a narrow cell wraps between two numbers, never inside one
+    return "-" if not p else " / ".join(_seconds(p[f"p{q}"]) for q in (50, 95, 99))
 
 
-def _interval_blocks(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _interval(summary: dict[str, Any], category: str, metric: str) -> tuple[list[float] | None, str | None]:
+    """The interval of a mean in summary.json, or None and why there is none ("1 sample").
+
+    summary.json names the reason in ``ci.na``; a summary written before that field had a
+    null interval only for a mean over one sample.
+    """
     ci = summary.get("ci") or {}
-    return [ci.get("overall") or {}, *(ci.get("by_category") or {}).values()]
+    na = ci.get("na") or {}
+    if category == "overall":
+        cis, reasons = ci.get("overall") or {}, na.get("overall") or {}
+    else:
+        cis, reasons = (ci.get("by_category") or {}).get(category) or {}, (na.get("by_category") or {}).get(category) or {}
+    value = cis.get(metric)
+    if isinstance(value, list) and len(value) == 2:
+        return value, None
+    if metric in reasons:
+        return None, str(reasons[metric])
+    return None, "1 sample" if metric in cis else None
+
+
+def _score(value: Any, interval: list[float] | None, na: str | None, say_na: bool) -> str:
+    """A score with its interval, or with "n/a (reason)" where none can be estimated."""
+    if value is None:
+        return "-"
+    text = _fmt(value)
+    if interval:
+        return f"{text} [{interval[0]:.2f}, {interval[1]:.2f}]"
+    return f"{text} n/a ({na})" if na and say_na else text
 
 
 def _label(index: int, summary: dict[str, Any], many: bool) -> str:
     return f"#{index} {summary['agent']}" if many else summary["agent"]
 
 
-def print_tables(paths: list[Path]) -> None:
+def _say(console: Any, text: str) -> None:
+    """A line of plain text (no markup, no highlighting), wrapped at spaces to the terminal."""
+    console.print(text, soft_wrap=False, highlight=False, markup=False)
+
+
+def _rows(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [("overall", summary["metrics"]["overall"]), *summary["metrics"]["by_category"].items()]
+
+
+def _paired_table(console: Any, metrics: dict[str, dict[str, Any]]) -> Any:
+    """The paired comparison of two runs, one row per metric: a table where the terminal holds
+    it whole, else a metric per line with its numbers wrapped beside it (never cut)."""
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    from memplug.cli.tables import table as make_table
+
+    rows = []
+    for metric, c in metrics.items():
+        test = c["test"] + (f" ({c['a_only']}/{c['b_only']} discordant)" if "a_only" in c else "")
+        interval = (f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c.get("ci")
+                    else f"n/a ({c.get('ci_na') or 'no interval'})")
+        p = "n/a" if c.get("p_value") is None else f"{c['p_value']:.3g}"
+        rows.append((metric, str(c["n"]), f"{c['mean_a']:.3f}", f"{c['mean_b']:.3f}", f"{c['diff']:+.3f} {interval}",
+                     p, test))
+    table = make_table(None, "metric", "n", "A", "B", "A - B [95% CI]", "p", "test")
+    for row in rows:
+        table.add_row(*row)
+    if Measurement.get(console, console.options.update_width(1 << 20), table).maximum <= console.width:
+        return table
+    stacked = Table.grid(padding=(0, 1))
+    stacked.add_column(overflow="fold", min_width=max(len(r[0]) for r in rows))
+    stacked.add_column(overflow="fold")
+    for metric, n, a, b, diff, p, test in rows:
+        test = test.replace(" (", ", ").rstrip(")") if "discordant" in test else test
+        stacked.add_row(metric, f"n {n}: A {a}, B {b}, A - B {diff}, p {p} ({test})")
+    return stacked
+
+
+def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None) -> None:
     """The scores overall and per category, then efficiency and LLM usage, then the protocols
-    and the paired comparisons; all readable on an 80-column terminal (cells wrap, run ids
-    are printed whole on lines of their own)."""
+    and the paired comparisons; all readable on an 80-column terminal.
+
+    Run ids and paths are printed whole, on lines of their own; a table with more metrics
+    (or runs) than the terminal holds whole is printed as several tables, so that no score,
+    interval, name or number is broken or cut. A mean whose interval cannot be estimated
+    (its questions come from one sample) prints "n/a (1 sample)"; when no mean of the table
+    has an interval the title says so once. ``repeats``: the content of repeats-*.json files,
+    each printed as `eval --repeats` prints it.
+    """
     from rich.console import Console
 
+    from memplug.cli.tables import in_blocks
     from memplug.cli.tables import table as make_table
 
     summaries = [RunDir(p).check().summary() for p in paths]
@@ -61,29 +132,43 @@ def print_tables(paths: list[Path]) -> None:
     many = len(summaries) > 1
     for k, (path, s) in enumerate(zip(paths, summaries), 1):
         status = "" if s.get("status", "finished") == "finished" else f", {s['status'].upper()}"
-        console.print(f"{'#' + str(k) + ' ' if many else ''}{s['run_id']}: {s['agent']} on {s['dataset']}, "
-                      f"protocol {compare.protocol_label(path)}{status}", soft_wrap=False, highlight=False, markup=False)
-    metrics = list(dict.fromkeys(m for s in summaries for m in s["metrics"]["overall"]))
-    columns = ("run", "category", "n", *metrics) if many else ("category", "n", *metrics)
-    table = make_table("Scores (95% CI)", *columns)
-    for k, s in enumerate(summaries, 1):
-        ci = s.get("ci", {})
-        rows = [("overall", s["metrics"]["overall"], ci.get("overall", {}))]
-        rows += [(c, m, ci.get("by_category", {}).get(c, {})) for c, m in s["metrics"]["by_category"].items()]
-        for i, (cat, values, cis) in enumerate(rows):
-            cells = [cat, _count(s, cat), *(_fmt(values.get(m), (cis or {}).get(m), m in (cis or {}))
-                                             for m in metrics)]
-            table.add_row(*([_label(k, s, many) if i == 0 else ""] if many else []), *cells,
-                          end_section=i == len(rows) - 1)
-    console.print(table)
-    if any(v is None for s in summaries for block in _interval_blocks(s) for v in block.values()):
-        console.print("(n/a): no interval, since all the questions of that mean come from one sample "
-                      "(the bootstrap resamples samples)", soft_wrap=False, highlight=False, markup=False)
+        _say(console, f"{'#' + str(k) + ' ' if many else ''}{s['run_id']}: {s['agent']} on {s['dataset']}, "
+                      f"protocol {compare.protocol_label(path)}{status}")
+    level = next((s["ci"]["level"] for s in summaries if isinstance((s.get("ci") or {}).get("level"), float)), 0.95)
+    datasets = list(dict.fromkeys(s["dataset"] for s in summaries))
+    reasons: set[str] = set()
+    for dataset in datasets:  # one set of tables per dataset: its runs share its metrics and categories
+        group = [(k, s) for k, s in enumerate(summaries, 1) if s["dataset"] == dataset]
+        metrics = list(dict.fromkeys(m for _, s in group for m in s["metrics"]["overall"]))
+        cells = [(values.get(m), *_interval(s, cat, m)) for _, s in group for cat, values in _rows(s) for m in metrics]
+        scored = [c for c in cells if c[0] is not None]
+        found = {c[2] for c in scored if c[1] is None and c[2]}
+        reasons |= found
+        # no mean of the table has an interval, for one reason: the title says it once, not every cell
+        none_at_all = bool(scored) and all(c[1] is None for c in scored) and len(found) == 1
+        title = (f"Scores{' on ' + dataset if len(datasets) > 1 else ''} ({level:.0%} CI"
+                 f"{' n/a: ' + next(iter(found)) if none_at_all else ''})")
+
+        def scores_table(block: Any, group: Any = group, title: str = title, none_at_all: bool = none_at_all) -> Any:
+            table = make_table(title, *(("run",) if many else ()), "category", "n", *block)
+            for k, s in group:
+                rows = _rows(s)
+                for i, (cat, values) in enumerate(rows):
+                    row = [_score(values.get(m), *_interval(s, cat, m), say_na=not none_at_all) for m in block]
+                    table.add_row(*([_label(k, s, many) if i == 0 else ""] if many else []), cat, _count(s, cat),
+                                  *row, end_section=i == len(rows) - 1)
+            return table
+
+        for table in in_blocks(console, metrics, scores_table):
+            console.print(table)
+    if reasons:
+        _say(console, f"n/a ({', '.join(sorted(reasons))}): no interval can be estimated where all the questions "
+                      "of a mean come from one sample, since the bootstrap resamples whole samples")
     for s in summaries:
         for category, u in (s.get("unanswerable") or {}).items():
             noun = "question" if u["n"] == 1 else "questions"
-            console.print(f"{s['run_id']}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
-                          "only what was recalled is scored", soft_wrap=False, highlight=False, markup=False)
+            _say(console, f"{s['run_id']}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
+                          "only what was recalled is scored")
     quantities = ("questions", "errors", "ingest s/msg", "recall s/q", "wall s", "LLM calls", "cache hits",
                   "tokens in", "tokens out", "cost $")
     values = [[str(s["n_questions"]), str(s["n_errors"]), _seconds(s["efficiency"].get("ingest_s_per_message")),
@@ -93,38 +178,75 @@ def print_tables(paths: list[Path]) -> None:
     latency = [(s["efficiency"].get("latency_s") or {}) for s in summaries]
     stages = [stage for stage in ("ingest", "recall", "answer") if any(lat.get(stage) for lat in latency)]
     if not many:  # one run: a paragraph, not a table eleven columns wide
-        console.print("Efficiency and LLM usage: " + ", ".join(f"{q} {v}" for q, v in zip(quantities, values[0])),
-                      soft_wrap=False, highlight=False, markup=False)
+        _say(console, "Efficiency and LLM usage: " + ", ".join(f"{q} {v}" for q, v in zip(quantities, values[0])))
         if stages:
-            console.print("Latency s p50/p95/p99: " + "; ".join(
-                f"{stage} {_percentile_text(latency[0].get(stage))}" for stage in stages),
-                soft_wrap=False, highlight=False, markup=False)
+            _say(console, "Latency s p50/p95/p99: " + "; ".join(
+                f"{stage} {_percentile_text(latency[0].get(stage))}" for stage in stages))
     else:
-        usage = make_table("Efficiency and LLM usage", "", *(_label(k, s, many) for k, s in enumerate(summaries, 1)))
-        for row, quantity in enumerate(quantities):
-            usage.add_row(quantity, *(v[row] for v in values))
-        for stage in stages:
-            usage.add_row(f"{stage} s p50/p95/p99", *(_percentile_text(lat.get(stage)) for lat in latency))
-        console.print(usage)
+        def usage_table(block: Any) -> Any:
+            usage = make_table("Efficiency and LLM usage", "", *(_label(k, summaries[k - 1], many) for k in block))
+            for row, quantity in enumerate(quantities):
+                usage.add_row(quantity, *(values[k - 1][row] for k in block))
+            for stage in stages:
+                usage.add_row(f"{stage} s p50/p95/p99", *(_percentile_text(latency[k - 1].get(stage)) for k in block))
+            return usage
+
+        for usage in in_blocks(console, range(1, len(summaries) + 1), usage_table, whole=False):
+            console.print(usage)
     for comparison in compare.comparisons(paths):
         if comparison.get("skipped") or not comparison["metrics"]:
             why = comparison.get("skipped") or "no scored question in common"
-            console.print(f"not compared: {comparison['a']} and {comparison['b']}: {why}",
-                          soft_wrap=False, highlight=False, markup=False)
+            _say(console, f"not compared: {comparison['a']} and {comparison['b']}: {why}")
             continue
-        console.print(f"Paired comparison: A = {comparison['a']}, B = {comparison['b']}", soft_wrap=False,
-                      highlight=False)
-        pairs = make_table(None, "metric", "n", "A", "B", "A - B [95% CI]", "p", "test")
-        for metric, c in comparison["metrics"].items():
-            test = c["test"] + (f" ({c['a_only']}/{c['b_only']} discordant)" if "a_only" in c else "")
-            pairs.add_row(metric, str(c["n"]), f"{c['mean_a']:.3f}", f"{c['mean_b']:.3f}",
-                          f"{c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]", f"{c['p_value']:.3g}", test)
-        console.print(pairs)
+        _say(console, f"Paired comparison: A = {comparison['a']}, B = {comparison['b']}")
+        console.print(_paired_table(console, comparison["metrics"]))
     for path in paths:
         for check in RunDir(path).judge_checks():
-            console.print(f"judge {check['model']} on {path.name}: agreement with exact scoring "
+            _say(console, f"judge {check['model']} on {path.name}: agreement with exact scoring "
                           f"{_fmt(check['agreement'])}, Cohen's kappa {_fmt(check['kappa'])} "
-                          f"(n={'-' if check['n'] is None else check['n']})", soft_wrap=False, highlight=False, markup=False)
+                          f"(n={'-' if check['n'] is None else check['n']})")
+    if repeats:
+        from memplug.cli.eval import print_repeats
+
+        for result in repeats:
+            print_repeats(result)
+
+
+def _is_repeats(path: Path) -> bool:
+    return path.is_file() and path.name.startswith("repeats-") and path.suffix == ".json"
+
+
+def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]]]:
+    """The run directories to report, and the repeats-*.json files among the arguments.
+
+    `eval --repeats` writes repeats-<id>.json beside its runs, so `memplug report runs/*`
+    gets it too: it is read as what it is (its runs are reported, once each, and its mean
+    and spread over the seeds printed after them), not refused as a run. Any other
+    argument that is not a run directory stops the report, in one line.
+    """
+    paths: list[Path] = []
+    repeats: list[dict[str, Any]] = []
+    for arg in args:
+        if not _is_repeats(arg):
+            paths.append(RunDir(arg).check().path)
+            continue
+        try:
+            content = read_json(arg)
+            run_ids = [str(r) for r in content["runs"]]
+            content["overall"].items()
+        except (KeyError, TypeError, AttributeError):
+            raise MemplugError(f"{arg}: not the summary of an `eval --repeats` (expected 'runs' and 'overall')") \
+                from None
+        repeats.append({"path": str(arg), **content})
+        for run_id in run_ids:  # its runs, beside it, unless they are among the arguments already
+            run_dir = arg.parent / run_id
+            if not (run_dir / "run.json").is_file():
+                raise MemplugError(f"{arg}: its run {run_id} is not beside it ({run_dir} holds no run.json)")
+            paths.append(run_dir)
+    unique: dict[Path, Path] = {}
+    for path in paths:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values()), repeats
 
 
 @click.command("report")
@@ -147,15 +269,7 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
       memplug report runs/* --html report.html
       memplug report runs/RUN_A runs/RUN_B --format latex > table.tex
     """
-    # `memplug report runs/*` also matches the repeats-<id>.json that `eval --repeats` writes
-    # beside its runs: its runs are in the glob already, so it is skipped, and said so
-    repeats = [p for p in runs if p.is_file() and p.name.startswith("repeats-") and p.suffix == ".json"]
-    for p in repeats:
-        click.echo(f"memplug: {p} is the summary of an `eval --repeats`, not a run: skipped (its runs are "
-                   "reported on their own)", err=True)
-    paths = [RunDir(p).check().path for p in runs if p not in repeats]
-    if not paths:
-        raise MemplugError("no run directories among the arguments")
+    paths, repeats = _runs_and_repeats(list(runs))
     if html is not None:
         from memplug.htmlreport import write_html
 
@@ -168,6 +282,8 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
     if as_json:
         out = {"runs": [{"path": str(p), **RunDir(p).summary()} for p in paths],
                "paired": compare.comparisons(paths)}
+        if repeats:
+            out["repeats"] = repeats
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
     elif html is None:
-        print_tables(paths)
+        print_tables(paths, repeats)

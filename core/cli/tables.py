@@ -2,14 +2,20 @@
 
 rich cuts an overlong cell with "…" by default, which hides the end of a run id or a
 score's interval; every table of the command line is made here, with columns that fold
-instead, so a narrow terminal costs lines, never information.
+instead, so a narrow terminal costs lines, never information. Where a table has more
+columns than the terminal can hold whole (metrics, runs), :func:`in_blocks` splits them
+into several tables, each with the leading columns repeated, so that no number or name
+is broken across lines.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence, TypeVar
 
+from rich.console import Console
 from rich.table import Table
+
+T = TypeVar("T")
 
 
 def table(title: str | None, *columns: str, **options: Any) -> Table:
@@ -18,3 +24,26 @@ def table(title: str | None, *columns: str, **options: Any) -> Table:
     for column in columns:
         out.add_column(column, overflow="fold")
     return out
+
+
+def in_blocks(console: Console, items: Sequence[T], build: Callable[[Sequence[T]], Table],
+              whole: bool = True) -> list[Table]:
+    """Tables ``build(block)`` over consecutive blocks of ``items``, as many items to a block
+    as fit the console's width.
+
+    ``whole``: a table fits when every cell fits on one line (its widest measure); else
+    when no word of a cell has to be broken (its narrowest). A block holds at least one
+    item, even where that one does not fit (rich then folds it; nothing is cut).
+    """
+    from rich.measure import Measurement
+
+    unbounded = console.options.update_width(1 << 20)  # measured against no limit, else it is clamped to the width
+    blocks: list[list[T]] = []
+    for item in items:
+        if blocks:
+            measured = Measurement.get(console, unbounded, build([*blocks[-1], item]))
+            if (measured.maximum if whole else measured.minimum) <= console.width:
+                blocks[-1].append(item)
+                continue
+        blocks.append([item])
+    return [build(block) for block in blocks] or [build([])]
