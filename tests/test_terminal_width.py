@@ -201,3 +201,22 @@ def test_a_paired_comparison_within_one_sample():
     two = stats.paired_comparison({q: 0.9 for q in clusters}, {q: 0.1 for q in clusters},
                                   {q: i % 2 for i, q in enumerate(clusters)})
     assert two["ci"] is not None and "ci_na" not in two
+
+
+def test_a_column_of_single_words_is_never_folded_mid_word():
+    import io
+
+    from rich.console import Console
+
+    from memplug.cli.tables import table
+
+    console = Console(file=io.StringIO(), width=80)
+    wide = table("judge-check", "judge", "questions", "n", "agreement", "kappa", "judge yes / exact no",
+                 "judge no / exact yes", "note")
+    wide.add_row("openai/gpt-4o-mini", "multiple_choice", "200", "0.810", "0.000", "38", "0",
+                 "a long remark that can wrap at its spaces without losing anything at all")
+    console.print(wide)
+    out = console.file.getvalue()
+    readable(out)
+    for word in ("openai/gpt-4o-mini", "multiple_choice", "agreement"):
+        assert re.search(rf"[┃│] {re.escape(word)} +[┃│]", out), word

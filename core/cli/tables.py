@@ -12,15 +12,44 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypeVar
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 T = TypeVar("T")
 
 
+def _plain(cell: Any) -> str | None:
+    """The text of a cell (markup read), or None for a renderable that is not text."""
+    if isinstance(cell, str):
+        return Text.from_markup(cell).plain
+    return cell.plain if isinstance(cell, Text) else None
+
+
+class _Table(Table):
+    """A rich Table that keeps one-word columns whole.
+
+    When a table is wider than the terminal, rich narrows every wrapping column, and a
+    column of single words (names, categories, counts) is then folded in the middle of a
+    word: "multiple_c / hoice". Such a column gets its width fixed at its widest word
+    before it is drawn, so only columns that can wrap at spaces give up width.
+    """
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        for column in self.columns:
+            if column.width is not None or column.no_wrap:
+                continue
+            texts = [_plain(column.header), *(_plain(c) for c in column._cells)]
+            if texts and all(t is not None and len(t.split()) <= 1 for t in texts):
+                column.width = max([cell_len(t) for t in texts if t] or [1])  # type: ignore[arg-type]
+        return super().__rich_console__(console, options)
+
+
 def table(title: str | None, *columns: str, **options: Any) -> Table:
-    """A table titled ``title`` (left-aligned) whose columns wrap their cells."""
-    out = Table(title=title, title_justify="left", **options)
+    """A table titled ``title`` (left-aligned) whose columns wrap their cells (at spaces; a
+    column of single words keeps them whole)."""
+    out = _Table(title=title, title_justify="left", **options)
     for column in columns:
         out.add_column(column, overflow="fold")
     return out
