@@ -1,82 +1,212 @@
-"""Ingest throughput, recall latency and peak memory of bm25, embedding, decay and emg.
+"""Ingest throughput, recall latency and peak memory of bm25, embedding, decay and emg at scale.
 
-For each agent and size N, a fresh agent ingests N synthetic messages in chunks of 16,
-then answers ``--questions`` questions. Ingest time includes building the indexes
-(the first recall after ingestion, where bm25 re-indexes and dense agents embed what
-they queued), so ``ingest_per_s`` is the honest rate of getting N messages searchable;
-recall latencies are measured on the questions that follow. Each measurement runs in a
-fresh process; ``peak_mb`` is that process's peak resident memory minus its resident
-memory just before the agent was built (libraries and the embedder already loaded).
+For each agent a fresh process generates N synthetic user messages (templated
+sentences about people, places, dates, jobs, purchases and plans, drawn from word
+lists with a fixed seed; ~13 cl100k tokens a message, so 1,000,000 messages are about
+13M tokens, the scale of the seeds' longest histories), packs them into chunks of
+``--chunk-size`` tokens with the runner's own chunker (``memplug.chunking``), and
+drives the agent through its public API exactly as the runner does: ``ingest(chunk)``
+for every chunk, then ``recall(question)`` for each of ``--questions`` questions.
 
-    .venv/bin/python bench/agents_scale.py --sizes 1000,10000,100000,1000000
+- ``ingest_msgs_per_s`` is N over the time to make N messages searchable: every
+  ``ingest`` call plus the first recall, where agents build what ingestion left for
+  later (bm25 indexes, dense agents embed the queued texts); ``ingest_s`` and
+  ``build_s`` are the two parts.
+- ``recall_p50_ms`` / ``recall_p95_ms`` are over the questions after that first one.
+- ``peak_rss_mb`` is the process's peak resident memory (``getrusage``);
+  ``agent_peak_mb`` is that minus the resident memory just before the agent was built
+  (interpreter, libraries, the embedder and the generated messages already loaded).
 
-The last line printed is a JSON object keyed by agent, then by size.
+    .venv/bin/python bench/agents_scale.py                           # 1,000,000 messages, all four
+    .venv/bin/python bench/agents_scale.py --messages 100000 --agents bm25,emg
+
+One JSON line per agent and size, then a summary JSON line (the last line) keyed by
+agent, then by size, with the targets (>= 20,000 msgs/s, recall p50 <= 10 ms) checked.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
 import json
 import multiprocessing
-import random
+import os
+import platform
 import resource
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from memplug.adapters.bm25 import BM25Agent
-from memplug.adapters.decay import DecayAgent
-from memplug.adapters.emg import EMGAgent
-from memplug.adapters.embedding import EmbeddingAgent
-from memplug.adapters.retrieval.embedders import get_embedder
-from memplug.models import AgentQuestion, Chunk, Message
-from memplug.protocols import AgentConfig
+AGENTS = ("bm25", "embedding", "decay", "emg")
+TARGET_MSGS_PER_S = 20_000
+TARGET_P50_MS = 10.0
 
-AGENTS = {"bm25": BM25Agent, "embedding": EmbeddingAgent, "decay": DecayAgent, "emg": EMGAgent}
-PEOPLE = [f"{a} {b}" for a in ("Anna", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun")
-          for b in ("Abe", "Berg", "Cruz", "Diaz", "Engel", "Fox", "Gray", "Holm", "Ito", "Jaro")]
-RELATIONS = ["is married to", "was born in the city of", "works in the field of", "is a citizen of",
-             "plays the position of", "is employed by", "speaks the language of"]
-VALUES = [f"Value{i}" for i in range(5000)]
+FIRST = """James Mary Robert Patricia John Jennifer Michael Linda David Elizabeth William Barbara Richard
+Susan Joseph Jessica Thomas Sarah Charles Karen Christopher Lisa Daniel Nancy Matthew Betty Anthony
+Margaret Mark Sandra Donald Ashley Steven Kimberly Paul Emily Andrew Donna Joshua Michelle Kenneth
+Carol Kevin Amanda Brian Dorothy George Melissa Timothy Deborah Ronald Stephanie Edward Rebecca Jason
+Sharon Jeffrey Laura Ryan Cynthia Jacob Kathleen Gary Amy Nicholas Angela Eric Shirley Jonathan Anna
+Stephen Brenda Larry Pamela Justin Emma Scott Nicole Brandon Helen Benjamin Samantha Samuel Katherine
+Gregory Christine Alexander Debra Frank Rachel Patrick Carolyn Raymond Janet Jack Catherine Dennis Maria
+Jerry Heather Tyler Diane Aaron Ruth Jose Julie Adam Olivia Nathan Joyce Henry Virginia Douglas Victoria
+Zachary Kelly Peter Lauren Kyle Christina Ethan Joan Walter Evelyn Noah Judith Jeremy Megan Christian
+Andrea Keith Cheryl Roger Hannah Terry Jacqueline Gerald Martha Harold Gloria Sean Teresa Austin Ann
+Carl Sara Arthur Madison Lawrence Frances Dylan Kathryn Jesse Janice Jordan Jean Bryan Abigail Billy
+Alice Joe Julia Bruce Judy Gabriel Sophia Logan Grace Albert Denise Willie Amber Alan Doris Juan Marilyn
+Wayne Danielle Elijah Beverly Randy Isabella Roy Theresa Vincent Diana Ralph Natalie Eugene Brittany
+Russell Charlotte Bobby Marie Mason Kayla Philip Alexis Louis Lori Wei Fang Hiroshi Yuki Priya Arjun
+Ahmed Fatima Omar Leila Mateo Lucia Sven Ingrid Dmitri Olga Kwame Amara Tomas Elena Rafael Camila""".split()
+LAST = """Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez Martinez Hernandez Lopez Gonzalez
+Wilson Anderson Thomas Taylor Moore Jackson Martin Lee Perez Thompson White Harris Sanchez Clark Ramirez
+Lewis Robinson Walker Young Allen King Wright Scott Torres Nguyen Hill Flores Green Adams Nelson Baker
+Hall Rivera Campbell Mitchell Carter Roberts Gomez Phillips Evans Turner Diaz Parker Cruz Edwards Collins
+Reyes Stewart Morris Morales Murphy Cook Rogers Gutierrez Ortiz Morgan Cooper Peterson Bailey Reed Kelly
+Howard Ramos Kim Cox Ward Richardson Watson Brooks Chavez Wood James Bennett Gray Mendoza Ruiz Hughes
+Price Alvarez Castillo Sanders Patel Myers Long Ross Foster Jimenez Powell Jenkins Perry Russell Sullivan
+Bell Coleman Butler Henderson Barnes Gonzales Fisher Vasquez Simmons Romero Jordan Patterson Alexander
+Hamilton Graham Reynolds Griffin Wallace Moreno West Cole Hayes Bryant Herrera Gibson Ellis Tran Medina
+Aguilar Stevens Murray Ford Castro Marshall Owens Harrison Fernandez McDonald Woods Washington Kennedy
+Wells Vargas Henry Chen Freeman Webb Tucker Guzman Burns Crawford Olson Simpson Porter Hunter Gordon
+Mendez Silva Shaw Snyder Mason Dixon Munoz Hunt Hicks Holmes Palmer Wagner Black Robertson Boyd Rose
+Stone Salazar Fox Warren Mills Meyer Rice Schmidt Garza Daniels Ferguson Nichols Stephens Soto Weaver
+Ryan Gardner Payne Grant Dunn Kelley Spencer Hawkins Arnold Pierce Hansen Peters Santos Hart Bradley
+Knight Elliott Cunningham Duncan Armstrong Hudson Carroll Lane Riley Andrews Alvarado Ray Delgado Berry
+Perkins Hoffman Johnston Matthews Pena Richards Willis Carpenter Lawrence Sandoval Wang Zhang Liu Tanaka
+Sato Suzuki Singh Kumar Sharma Okafor Mensah Novak Kowalski Ivanov Petrov Larsen Berg Dubois Moreau""".split()
+CITIES = """Paris London Berlin Madrid Rome Lisbon Vienna Prague Warsaw Budapest Athens Dublin Oslo Stockholm
+Helsinki Copenhagen Amsterdam Brussels Zurich Geneva Munich Hamburg Milan Naples Barcelona Seville Porto
+Krakow Tallinn Riga Vilnius Reykjavik Edinburgh Manchester Liverpool Boston Chicago Seattle Portland
+Denver Austin Dallas Houston Phoenix Atlanta Miami Orlando Nashville Memphis Detroit Cleveland Pittsburgh
+Philadelphia Baltimore Toronto Montreal Vancouver Calgary Ottawa Tokyo Osaka Kyoto Seoul Busan Beijing
+Shanghai Shenzhen Guangzhou Chengdu Hangzhou Taipei Singapore Bangkok Hanoi Manila Jakarta Mumbai Delhi
+Bangalore Chennai Karachi Dubai Istanbul Cairo Nairobi Lagos Accra Casablanca Johannesburg Sydney
+Melbourne Brisbane Perth Auckland Wellington Lima Bogota Santiago Quito Havana Montevideo Caracas""".split()
+JOBS = """nurse teacher accountant architect pharmacist electrician plumber carpenter lawyer paramedic
+dentist veterinarian librarian journalist photographer chef baker barista pilot mechanic engineer
+programmer designer translator economist geologist biologist chemist physicist surgeon therapist
+firefighter detective curator editor consultant analyst auditor surveyor florist tailor""".split()
+COMPANIES = [f"{a} {b}" for a in "Northwind Bluepeak Redwood Silverline Greenfield Ironbridge Sunrise Oakridge Clearwater Brightstone Harbor Summit".split()
+             for b in "Logistics Bank Hospital Studio Labs Foods Energy Insurance Airlines Motors Media Pharma".split()]
+RELATIVES = "sister brother cousin aunt uncle niece nephew colleague neighbour friend boss mother father daughter son".split()
+ITEMS = """bicycle laptop camera kettle blender backpack umbrella guitar telescope jacket sofa lamp printer
+headphones tent keyboard monitor watch sneakers suitcase vacuum toaster microwave drone tablet scarf
+mattress bookshelf desk chair rug mirror painting vase plant aquarium skateboard violin piano""".split()
+STORES = [f"{a} {b}" for a in "Corner Central Village Harbor Maple Golden Union Riverside".split()
+          for b in "Market Outlet Store Emporium Bazaar Mall".split()]
+HOBBIES = """pottery salsa chess climbing yoga painting fencing archery sailing knitting baking photography
+swimming surfing karate tennis badminton calligraphy origami gardening birdwatching kayaking""".split()
+EVENTS = """wedding conference concert interview meeting workshop reunion exhibition marathon seminar
+festival party appointment presentation recital webinar hackathon fundraiser tournament ceremony""".split()
+FOODS = "sushi ramen tacos paella curry pizza dumplings falafel risotto pho kimchi goulash lasagna ceviche".split()
+MONTHS = "January February March April May June July August September October November December".split()
+WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+WEATHER = "storm snow heatwave flood fog rain wind hail".split()
+ADJ = "Silent Hidden Broken Golden Distant Crimson Endless Quiet Burning Frozen Lost Wandering".split()
+NOUN = "River Garden Kingdom Lighthouse Forest Mirror Harbor Mountain Letter Island Window Bridge".split()
 
 
-def messages(n: int, seed: int = 0) -> list[Message]:
-    rng = random.Random(seed)
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+A_JOBS, A_ITEMS = [_a(w) for w in JOBS], [_a(w) for w in ITEMS]
+
+#: message templates; every slot draws from the lists above (see _fill)
+TEMPLATES = [
+    "I had dinner with {p} at a {food} place in {city} on {date}.",
+    "My {rel} {f} just started a new job as {ajob} at {co}.",
+    "{p} is married to {p2}.",
+    "{p} was born in {city} in {year}.",
+    "{p} works as a {job} in {city}.",
+    "Remind me that the {event} with {p} is on {date} at {hour}.",
+    "I bought {aitem} for {price} dollars at {store} last {wday}.",
+    "We are planning a trip to {city} in {month} with {f} and {f2}.",
+    "{p} moved from {city} to {city2} in {year}.",
+    "The {event} in {city} was cancelled because of the {weather}.",
+    "I started learning {hobby} with {p} last {wday}.",
+    "{f}'s birthday is on {date}, she would love a new {item}.",
+    "My appointment with Dr. {l} is on {date} at {hour}.",
+    "I finished reading The {adj} {noun} by {p}, it took me {num} days.",
+    "{p} recommended {ajob} called {p2} who lives in {city}.",
+    "My {rel} {p} lent me {price} dollars for the {item}.",
+]
+QUESTIONS = [
+    "Who is {p} married to?",
+    "Where was {p} born?",
+    "What does {p} do for a living in {city}?",
+    "When is the {event} with {p}?",
+    "How much did I pay for the {item} at {store}?",
+    "Who is coming on the trip to {city} in {month}?",
+    "Where does my {rel} {f} work now?",
+    "When did {p} move to {city}?",
+    "Who am I learning {hobby} with?",
+    "When is my appointment with Dr. {l}?",
+]
+
+
+def _fill(template: str, rng: np.random.Generator) -> str:
+    def pick(seq):
+        return seq[int(rng.integers(len(seq)))]
+
+    slots = {
+        "p": f"{pick(FIRST)} {pick(LAST)}", "p2": f"{pick(FIRST)} {pick(LAST)}", "f": pick(FIRST),
+        "f2": pick(FIRST), "l": pick(LAST), "city": pick(CITIES), "city2": pick(CITIES), "job": pick(JOBS),
+        "co": pick(COMPANIES), "rel": pick(RELATIVES), "item": pick(ITEMS), "store": pick(STORES),
+        "hobby": pick(HOBBIES), "event": pick(EVENTS), "food": pick(FOODS), "month": pick(MONTHS),
+        "wday": pick(WEEKDAYS), "weather": pick(WEATHER), "adj": pick(ADJ), "noun": pick(NOUN),
+        "date": f"{pick(MONTHS)} {int(rng.integers(1, 29))}, {int(rng.integers(2015, 2026))}",
+        "year": str(int(rng.integers(1950, 2025))), "hour": f"{int(rng.integers(7, 20))}:{pick(('00', '15', '30', '45'))}",
+        "price": str(int(rng.integers(5, 3000))), "num": str(int(rng.integers(2, 60))),
+    }
+    return template.format(**slots)
+
+
+def generate(n: int, seed: int = 0) -> list:
+    """N messages, one a minute from 2020-01-01, deterministic for a seed."""
+    from datetime import datetime, timedelta
+
+    from memplug.models import Message
+
+    rng = np.random.default_rng(seed)
+    # draw every slot index in bulk (per-call rng.integers is slow at 1M messages)
+    pools = {
+        "p": (FIRST, LAST), "p2": (FIRST, LAST), "f": (FIRST,), "f2": (FIRST,), "l": (LAST,), "city": (CITIES,),
+        "city2": (CITIES,), "job": (JOBS,), "ajob": (A_JOBS,), "aitem": (A_ITEMS,), "co": (COMPANIES,), "rel": (RELATIVES,), "item": (ITEMS,),
+        "store": (STORES,), "hobby": (HOBBIES,), "event": (EVENTS,), "food": (FOODS,), "month": (MONTHS,),
+        "wday": (WEEKDAYS,), "weather": (WEATHER,), "adj": (ADJ,), "noun": (NOUN,),
+    }
+    drawn = {k: [rng.integers(len(seq), size=n) for seq in seqs] for k, seqs in pools.items()}
+    tpl = rng.integers(len(TEMPLATES), size=n)
+    day, dmonth, dyear = rng.integers(1, 29, size=n), rng.integers(12, size=n), rng.integers(2015, 2026, size=n)
+    year, hour, minute = rng.integers(1950, 2025, size=n), rng.integers(7, 20, size=n), rng.integers(4, size=n)
+    price, num = rng.integers(5, 3000, size=n), rng.integers(2, 60, size=n)
+    start = datetime(2020, 1, 1)
     out = []
     for i in range(n):
-        subject = f"{rng.choice(PEOPLE)} {i % 997}"
-        out.append(Message(str(i), f"{subject} {rng.choice(RELATIONS)} {rng.choice(VALUES)}.",
-                           time=str(1_700_000_000 + 60 * i)))
+        slots = {k: " ".join(seq[int(idx[i])] for seq, idx in zip(pools[k], drawn[k])) for k in pools}
+        slots.update(
+            date=f"{MONTHS[dmonth[i]]} {day[i]}, {dyear[i]}", year=str(year[i]),
+            hour=f"{hour[i]}:{('00', '15', '30', '45')[minute[i]]}", price=str(price[i]), num=str(num[i]),
+        )
+        text = TEMPLATES[tpl[i]].format(**slots)
+        out.append(Message(str(i), text, time=(start + timedelta(minutes=i)).isoformat()))
     return out
 
 
-def measure(cls, n: int, questions: int) -> dict[str, float]:
-    msgs = messages(n)
-    rng = random.Random(1)
-    asked = [AgentQuestion(f"q{j}", f"Who is {rng.choice(PEOPLE)} {rng.randrange(997)} married to?", "bench",
-                           time=str(1_700_000_000 + 60 * n)) for j in range(questions + 1)]
-    get_embedder("wordllama")  # loaded before the baseline, like a warm process
-    baseline_kb = _rss_kb()
-    agent = cls(AgentConfig(top_k=5), Path("."))
-    t0 = time.perf_counter()
-    for start in range(0, n, 16):
-        agent.ingest(Chunk(start // 16, msgs[start : start + 16]))
-    agent.recall(asked[0])  # builds what ingestion left for later
-    ingest_s = time.perf_counter() - t0
-    latencies = []
-    for q in asked[1:]:
-        t = time.perf_counter()
-        agent.recall(q)
-        latencies.append(time.perf_counter() - t)
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
-    agent.close()
-    return {
-        "ingest_per_s": round(n / ingest_s, 1),
-        "recall_p50_ms": round(float(np.percentile(latencies, 50)) * 1000, 3),
-        "recall_p95_ms": round(float(np.percentile(latencies, 95)) * 1000, 3),
-        "peak_mb": round(max(peak_kb - baseline_kb, 0) / 1024, 1),
-    }
+def questions(count: int, n_messages: int, seed: int = 1) -> list:
+    from datetime import datetime, timedelta
+
+    from memplug.models import AgentQuestion
+
+    rng = np.random.default_rng(seed)
+    asked = (datetime(2020, 1, 1) + timedelta(minutes=n_messages)).isoformat()
+    return [
+        AgentQuestion(f"q{j}", _fill(QUESTIONS[j % len(QUESTIONS)], rng), "bench", time=asked)
+        for j in range(count)
+    ]
 
 
 def _rss_kb() -> int:
@@ -84,27 +214,117 @@ def _rss_kb() -> int:
         return int(f.read().split()[1]) * resource.getpagesize() // 1024
 
 
-def _measure_in_child(args: tuple[str, int, int]) -> dict[str, float]:
-    name, n, questions = args
-    return measure(AGENTS[name], n, questions)
+def _make_agent(name: str, top_k: int):
+    from memplug.adapters.bm25 import BM25Agent
+    from memplug.adapters.decay import DecayAgent
+    from memplug.adapters.emg import EMGAgent
+    from memplug.adapters.embedding import EmbeddingAgent
+    from memplug.protocols import AgentConfig
+
+    cls = {"bm25": BM25Agent, "embedding": EmbeddingAgent, "decay": DecayAgent, "emg": EMGAgent}[name]
+    return cls(AgentConfig(top_k=top_k), Path("."))
+
+
+def measure(name: str, n: int, n_questions: int, chunk_size: int, top_k: int, profile: str | None) -> dict:
+    """One agent at one size, in this process; see the module docstring for the fields."""
+    from memplug.adapters.retrieval.embedders import get_embedder
+    from memplug.chunking import chunk_messages
+    from memplug.tokens import encoding
+
+    t = time.perf_counter()
+    msgs = generate(n)
+    counts = [len(ids) for ids in encoding().encode_ordinary_batch([m.text for m in msgs], num_threads=1)]
+    chunks = list(chunk_messages(msgs, chunk_size, counts))
+    asked = questions(n_questions + 1, n)
+    prep_s = time.perf_counter() - t
+    if name != "bm25":
+        get_embedder("wordllama")  # loaded before the baseline, as in a warm process
+    gc.collect()
+    gc.freeze()  # as the runner does: the dataset is not rescanned by every collection
+    baseline_kb = _rss_kb()
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    agent = _make_agent(name, top_k)
+    t0 = time.perf_counter()
+    for chunk in chunks:
+        agent.ingest(chunk)
+    t1 = time.perf_counter()
+    agent.recall(asked[0])  # builds what ingestion left for later
+    t2 = time.perf_counter()
+    latencies = []
+    for q in asked[1:]:
+        t = time.perf_counter()
+        agent.recall(q)
+        latencies.append(time.perf_counter() - t)
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(f"{profile}/{name}-{n}.prof")
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
+    agent.close()
+    row = {
+        "agent": name,
+        "messages": n,
+        "tokens": int(sum(counts)),
+        "chunks": len(chunks),
+        "ingest_msgs_per_s": round(n / (t2 - t0), 1),
+        "ingest_s": round(t1 - t0, 3),
+        "build_s": round(t2 - t1, 3),
+        "recall_p50_ms": round(float(np.percentile(latencies, 50)) * 1000, 3),
+        "recall_p95_ms": round(float(np.percentile(latencies, 95)) * 1000, 3),
+        "recall_max_ms": round(float(np.max(latencies)) * 1000, 3),
+        "questions": len(latencies),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "agent_peak_mb": round(max(peak_kb - baseline_kb, 0) / 1024, 1),
+        "prep_s": round(prep_s, 1),
+    }
+    row["meets_ingest"] = row["ingest_msgs_per_s"] >= TARGET_MSGS_PER_S
+    row["meets_recall"] = row["recall_p50_ms"] <= TARGET_P50_MS
+    return row
+
+
+def _child(args: tuple) -> dict:
+    return measure(*args)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000,1000000")
-    parser.add_argument("--agents", default=",".join(AGENTS))
-    parser.add_argument("--questions", type=int, default=50)
+    parser.add_argument("--messages", default="1000000", help="messages to ingest; a comma list runs several sizes")
+    parser.add_argument("--agents", default=",".join(AGENTS), help=f"comma list of {', '.join(AGENTS)}")
+    parser.add_argument("--questions", type=int, default=200, help="recalls timed after the first")
+    parser.add_argument("--chunk-size", type=int, default=512, help="tokens per chunk, as the runner's default")
+    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--profile", metavar="DIR", help="write a cProfile of each measurement to DIR")
+    parser.add_argument("--inline", action="store_true", help="measure in this process (for py-spy); peak memory is then shared")
     args = parser.parse_args()
-    results: dict[str, dict[str, dict[str, float]]] = {}
-    for name in args.agents.split(","):
-        for n in (int(s) for s in args.sizes.split(",")):
-            # a fresh process per measurement, so peak memory is this agent's alone
-            with multiprocessing.get_context("spawn").Pool(1) as pool:
-                row = pool.apply(_measure_in_child, ((name, n, args.questions),))
-            results.setdefault(name, {})[str(n)] = row
-            print(f"{name:10s} {n:>8d} {row}", flush=True)
-    print(json.dumps(results))
+    names = [a for a in args.agents.split(",") if a]
+    unknown = sorted(set(names) - set(AGENTS))
+    if unknown:
+        parser.error(f"unknown agents {unknown}; choose from {', '.join(AGENTS)}")
+    sizes = [int(s.replace("_", "")) for s in args.messages.split(",") if s]
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+    summary: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                     "targets": {"ingest_msgs_per_s": TARGET_MSGS_PER_S, "recall_p50_ms": TARGET_P50_MS},
+                     "results": {}}
+    for name in names:
+        for n in sizes:
+            job = (name, n, args.questions, args.chunk_size, args.top_k, args.profile)
+            if args.inline:
+                row = measure(*job)
+            else:
+                # a fresh process per measurement, so peak memory is this agent's alone
+                with multiprocessing.get_context("spawn").Pool(1) as pool:
+                    row = pool.apply(_child, (job,))
+            summary["results"].setdefault(name, {})[str(n)] = {
+                k: v for k, v in row.items() if k not in ("agent", "messages")
+            }
+            print(json.dumps(row), flush=True)
+    summary["all_targets_met"] = all(
+        r["meets_ingest"] and r["meets_recall"] for per in summary["results"].values() for r in per.values()
+    )
+    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
