@@ -18,6 +18,6 @@ for prefix, folder in ROOTS.items():
 setup(
     packages=packages,
     package_dir=ROOTS,
-    package_data={"": ["*.json", "*.csv", "*.txt", "*.md", "*.html", "*.tsv"]},
+    package_data={"": ["*.json", "*.csv", "*.txt", "*.md", "*.html", "*.tsv"], "memplug": ["py.typed"]},
     include_package_data=True,
 )
