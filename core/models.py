@@ -19,6 +19,30 @@ def _frozen_dict(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
 
 
+# Converters with the element type spelled out: `converter=tuple` would leave the element
+# type of the attribute's __init__ argument open for type checkers.
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(values, str):  # answers="Paris" is one answer, not five letters
+        return (values,)
+    return tuple(values)
+
+
+def _messages(values: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(values)
+
+
+def _questions(values: Iterable[Question]) -> tuple[Question, ...]:
+    return tuple(values)
+
+
+def _items(values: Iterable[Recalled]) -> tuple[Recalled, ...]:
+    return tuple(values)
+
+
+def _capabilities(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(values)
+
+
 @attrs.frozen
 class Message:
     """One piece of user history, in the order the dataset gives it."""
@@ -40,14 +64,14 @@ class Question:
 
     id: str = attrs.field(converter=str)
     text: str
-    answers: tuple[str, ...] = attrs.field(converter=tuple)
+    answers: tuple[str, ...] = attrs.field(converter=_strings)
     category: str = "default"
     choices: Mapping[str, str] | None = None
     correct_choice: str | None = None
     #: ids of the messages that hold the answer
     targets: tuple[str, ...] = attrs.field(default=(), converter=lambda v: tuple(str(x) for x in v))
     #: key spans of the answer (PerLTQA memory anchors)
-    anchors: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    anchors: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     time: str | None = None
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
 
@@ -76,8 +100,8 @@ class Sample:
     """One context: a MemSim trajectory, a FactConsolidation context, a PerLTQA character."""
 
     id: str = attrs.field(converter=str)
-    messages: tuple[Message, ...] = attrs.field(converter=tuple)
-    questions: tuple[Question, ...] = attrs.field(converter=tuple)
+    messages: tuple[Message, ...] = attrs.field(converter=_messages)
+    questions: tuple[Question, ...] = attrs.field(converter=_questions)
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
 
 
@@ -90,7 +114,7 @@ class Chunk:
     """
 
     index: int
-    messages: tuple[Message, ...] = attrs.field(converter=tuple)
+    messages: tuple[Message, ...] = attrs.field(converter=_messages)
 
     @property
     def text(self) -> str:
@@ -130,7 +154,7 @@ class Recalled:
 class Recall:
     """An agent's reply to a question. ``answer=None`` lets the run's reader answer."""
 
-    items: tuple[Recalled, ...] = attrs.field(default=(), converter=tuple)
+    items: tuple[Recalled, ...] = attrs.field(default=(), converter=_items)
     answer: str | None = None
     #: free-form notes for the record, e.g. that ids are unavailable for this system
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
@@ -144,7 +168,7 @@ class DatasetInfo:
     version: str
     description: str
     language: str = "en"
-    capabilities: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    capabilities: frozenset[str] = attrs.field(default=frozenset(), converter=_capabilities)
     default_chunk_size: int = 512
     #: metric names, the first one is the headline metric
     metrics: tuple[str, ...] = ("em", "subem", "f1")

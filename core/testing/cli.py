@@ -1,0 +1,64 @@
+"""``memplug ...`` in process for tests: exit code, output and the run directory it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import attrs
+from click.testing import CliRunner
+
+
+@attrs.frozen
+class CliResult:
+    """What one command did. ``run_dir`` is the run directory an ``eval`` wrote (None if none)."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    run_dir: Path | None = None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The run's summary.json (an ``eval`` that wrote a run only)."""
+        if self.run_dir is None:
+            raise AssertionError(f"the command wrote no run (exit {self.exit_code}): {self.stderr[-500:]}")
+        return json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))
+
+
+@contextmanager
+def _cwd(path: Path) -> Iterator[None]:
+    # contextlib.chdir is 3.11+; memplug supports 3.10
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def _runs(folder: Path) -> set[Path]:
+    return {p.parent for p in folder.glob("*/run.json")} if folder.is_dir() else set()
+
+
+def run_cli(args: Sequence[str], cwd: Path | str | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """Run ``memplug ARGS`` in this process (click's CliRunner) from ``cwd``.
+
+    The run directory is the one that appeared under ``--output`` (default ``runs``)
+    during the call. Plugins registered in this process (``memplug.plugins``) are
+    the ones the command sees.
+    """
+    from memplug.cli import cli
+
+    args = [str(a) for a in args]
+    where = Path(cwd) if cwd is not None else Path.cwd()
+    output = Path(args[args.index("--output") + 1]) if "--output" in args else Path("runs")
+    folder = output if output.is_absolute() else where / output
+    before = _runs(folder)
+    with _cwd(where):
+        result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+    new = sorted(_runs(folder) - before)
+    return CliResult(result.exit_code, result.stdout, result.stderr, new[-1] if new else None)

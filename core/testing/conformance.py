@@ -1,0 +1,197 @@
+"""Conformance checks: does a plugin keep the promises the runner relies on?
+
+Each check drives the plugin the way ``memplug eval`` does (options resolved from their
+declarations, chunks of whole messages, one agent per sample, the question without its
+answers) and returns every broken promise as a line, so one test run lists them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from memplug.chunking import chunk_messages
+from memplug.errors import MemplugError
+from memplug.models import AgentQuestion, DatasetInfo, Recall, Recalled, Sample
+from memplug.options import Option, resolve
+from memplug.protocols import AgentConfig, BuildOptions
+from memplug.testing.tiny import tiny_samples
+
+
+class ConformanceError(AssertionError):
+    """A plugin broke one or more promises; the message lists them, one per line."""
+
+
+def _declared(plugin: Any, problems: list[str]) -> tuple[Option, ...]:
+    declared = tuple(getattr(plugin, "options", ()))
+    for opt in declared:
+        if not isinstance(opt, Option):
+            problems.append(f"options: {opt!r} is not a memplug.Option")
+    return tuple(o for o in declared if isinstance(o, Option))
+
+
+def _call(loop: asyncio.AbstractEventLoop, agent: Any, sync: str, asynchronous: str, *args: Any) -> Any:
+    """The agent's async method when it has one (as the runner prefers), else the sync one."""
+    method = getattr(agent, asynchronous, None)
+    if method is not None and inspect.iscoroutinefunction(method):
+        return loop.run_until_complete(method(*args))
+    return getattr(agent, sync)(*args)
+
+
+def _check_recall(recall: Any, sample: Sample, others: set[str], top_k: int | None, where: str) -> list[str]:
+    if not isinstance(recall, Recall):
+        return [f"{where}: recall returned {type(recall).__name__}, not memplug.Recall"]
+    problems = []
+    if top_k is not None and len(recall.items) > top_k:
+        problems.append(f"{where}: {len(recall.items)} items for top_k={top_k}")
+    if recall.answer is not None and not isinstance(recall.answer, str):
+        problems.append(f"{where}: answer is {type(recall.answer).__name__}, not str or None")
+    own = {m.id for m in sample.messages}
+    for n, item in enumerate(recall.items, start=1):
+        if not isinstance(item, Recalled):
+            problems.append(f"{where}: item {n} is {type(item).__name__}, not memplug.Recalled")
+            continue
+        if not isinstance(item.text, str):
+            problems.append(f"{where}: item {n} text is {type(item.text).__name__}, not str")
+        if item.score is not None and not (isinstance(item.score, (int, float)) and math.isfinite(item.score)):
+            problems.append(f"{where}: item {n} score {item.score!r} is not a finite number or None")
+        leaked = sorted(set(item.message_ids) & others)
+        unknown = sorted(set(item.message_ids) - own - others)
+        if leaked:
+            problems.append(f"{where}: item {n} holds messages of another sample ({', '.join(leaked[:3])}): "
+                            "memory must not outlive its agent")
+        if unknown:
+            problems.append(f"{where}: item {n} names message ids it was never given ({', '.join(unknown[:3])})")
+    return problems
+
+
+def check_agent(
+    factory: Callable[[AgentConfig, Path], Any],
+    *,
+    options: Mapping[str, Any] | None = None,
+    samples: Sequence[Sample] | None = None,
+    top_k: int = 3,
+    chunk_size: int = 64,
+    expect_recall: bool = True,
+    whole_history: bool = False,
+    config: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Every way ``factory`` (an agent class or factory) breaks the agent contract.
+
+    ``options`` are ``-o`` values (strings or typed), resolved against the factory's
+    declared options as the runner resolves them. With ``expect_recall`` (the default),
+    the agent must find the message that answers at least half of the questions in its
+    top ``top_k``, as any retrieving memory does on :func:`tiny_samples`; turn it off for
+    agents that do not retrieve (``none``, ``recent``) or recall only above a threshold
+    (``decay``). An agent returns at most ``top_k`` items unless it gives the whole
+    history by design (``whole_history``, as ``full`` does). ``config`` sets other
+    AgentConfig fields (``llm``, ``embedder``, ``api_base``, ...).
+    """
+    problems: list[str] = []
+    declared = _declared(factory, problems)
+    try:
+        values = resolve(declared, options or {}, "agent")
+    except MemplugError as exc:
+        return [*problems, f"options: {exc}"]
+    blocking = getattr(factory, "blocking", True)
+    if not isinstance(blocking, bool):
+        problems.append(f"blocking is {blocking!r}, not True or False")
+    samples = list(samples) if samples is not None else tiny_samples(filler=4)
+    hits = asked = 0
+    with tempfile.TemporaryDirectory(prefix="memplug-conformance-") as tmp:
+        for sample in samples:
+            others = {m.id for s in samples if s is not sample for m in s.messages}
+            workdir = Path(tmp) / sample.id
+            workdir.mkdir()
+            agent_config = AgentConfig(options=values, top_k=top_k, chunk_size=chunk_size, sample_id=sample.id,
+                                       **dict(config or {}))
+            loop = asyncio.new_event_loop()
+            try:
+                agent = factory(agent_config, workdir)
+                for name in ("aingest", "arecall"):
+                    method = getattr(agent, name, None)
+                    if method is not None and not inspect.iscoroutinefunction(method):
+                        problems.append(f"{name} is not an async def (the runner awaits it)")
+                for chunk in chunk_messages(sample.messages, chunk_size):
+                    _call(loop, agent, "ingest", "aingest", chunk)
+                for question in sample.questions:
+                    recall = _call(loop, agent, "recall", "arecall", AgentQuestion.of(question))
+                    problems += _check_recall(recall, sample, others, None if whole_history else top_k, f"{sample.id}/{question.id}")
+                    if isinstance(recall, Recall) and question.targets:
+                        asked += 1
+                        found = {i for item in recall.items if isinstance(item, Recalled) for i in item.message_ids}
+                        hits += bool(found & set(question.targets))
+                agent.close()
+            except Exception as exc:  # noqa: BLE001 - a conformance check reports, it does not stop
+                problems.append(f"{sample.id}: {type(exc).__name__}: {exc}")
+            finally:
+                loop.close()
+    if expect_recall and asked and hits * 2 < asked:
+        problems.append(f"found the answering message of only {hits} of {asked} questions in the top {top_k} "
+                        "(pass expect_recall=False for an agent that does not retrieve)")
+    return problems
+
+
+def check_dataset(builder: Any, *, options: Mapping[str, Any] | None = None, data: Path | None = None,
+                  seed: int = 0) -> list[str]:
+    """Every way a dataset builder breaks the contract: its info and options, and what it builds.
+
+    Each sample needs a unique id, unique message and question ids, questions with
+    answers (or choices with the correct one among them), and targets that name
+    messages of the same sample (recall@K is computed from them).
+    """
+    problems: list[str] = []
+    if not isinstance(getattr(builder, "info", None), DatasetInfo):
+        problems.append("info is not a memplug.DatasetInfo")
+    declared = _declared(builder, problems)
+    try:
+        values = resolve(declared, options or {}, "dataset")
+        samples = list(builder.build(BuildOptions(values=values, data=data, seed=seed)))
+    except Exception as exc:  # noqa: BLE001 - a conformance check reports, it does not stop
+        return [*problems, f"build: {type(exc).__name__}: {exc}"]
+    if not samples:
+        problems.append("build() yielded no samples")
+    seen: set[str] = set()
+    for sample in samples:
+        if not isinstance(sample, Sample):
+            problems.append(f"build() yielded {type(sample).__name__}, not memplug.Sample")
+            continue
+        if sample.id in seen:
+            problems.append(f"sample id {sample.id!r} appears twice")
+        seen.add(sample.id)
+        message_ids = [m.id for m in sample.messages]
+        if len(set(message_ids)) != len(message_ids):
+            problems.append(f"{sample.id}: message ids repeat")
+        question_ids = [q.id for q in sample.questions]
+        if len(set(question_ids)) != len(question_ids):
+            problems.append(f"{sample.id}: question ids repeat")
+        for q in sample.questions:
+            where = f"{sample.id}/{q.id}"
+            if q.choices is not None:
+                if q.correct_choice not in q.choices:
+                    problems.append(f"{where}: correct_choice {q.correct_choice!r} is not one of the choices")
+            elif not q.answers:
+                problems.append(f"{where}: no answers and no choices: nothing to score against")
+            missing = sorted(set(q.targets) - set(message_ids))
+            if missing:
+                problems.append(f"{where}: targets name no message of the sample: {', '.join(missing[:3])}")
+    return problems
+
+
+def _raise(problems: list[str], what: str) -> None:
+    if problems:
+        raise ConformanceError(f"{what} breaks {len(problems)} promise(s):\n" + "\n".join(f"- {p}" for p in problems))
+
+
+def assert_agent_conforms(factory: Callable[[AgentConfig, Path], Any], **kwargs: Any) -> None:
+    """:func:`check_agent`, raising :class:`ConformanceError` that lists every problem."""
+    _raise(check_agent(factory, **kwargs), getattr(factory, "__name__", repr(factory)))
+
+
+def assert_dataset_conforms(builder: Any, **kwargs: Any) -> None:
+    """:func:`check_dataset`, raising :class:`ConformanceError` that lists every problem."""
+    _raise(check_dataset(builder, **kwargs), type(builder).__name__)

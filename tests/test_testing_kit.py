@@ -1,0 +1,135 @@
+"""memplug.testing: the conformance checks catch what they promise, and memplug's own
+agents, datasets and the example plugin pass them."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memplug.models import Recall, Recalled
+from memplug.plugins import get_plugins
+from memplug.testing import (
+    ConformanceError, TinyDataset, assert_agent_conforms, assert_dataset_conforms, check_agent, check_dataset,
+    run_cli, tiny_samples,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+#: native agents that search; `recent` and `none` do not, `decay` recalls only above its
+#: seed's threshold (0.86), `noisy`/`oracle` need the reference channel
+RETRIEVING = ("full", "bm25", "embedding", "emg", "hybrid")
+
+
+@pytest.mark.parametrize("name", RETRIEVING + ("decay", "recent", "none"))
+def test_every_native_agent_conforms(name: str) -> None:
+    factory = get_plugins().registry("agents").get(name).load()
+    assert_agent_conforms(factory, expect_recall=name in RETRIEVING, whole_history=name == "full")
+
+
+class Forgetful:
+    """Breaks four promises: too many items, ids never given, a NaN score, memory shared across samples."""
+
+    shared: list[tuple[str, str]] = []  # class-level: every agent sees every sample
+
+    def __init__(self, config, workdir: Path) -> None:
+        self.top_k = config.top_k
+
+    def ingest(self, chunk) -> None:
+        self.shared.extend((m.id, m.text) for m in chunk.messages)
+
+    def recall(self, question) -> Recall:
+        items = [Recalled(text, 1.0, (mid,)) for mid, text in self.shared[: self.top_k + 1]]
+        return Recall((*items, Recalled("made up", float("nan"), ("nowhere",))))
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_agent_check_names_every_broken_promise() -> None:
+    Forgetful.shared = []
+    problems = check_agent(Forgetful)
+    text = "\n".join(problems)
+    assert "items for top_k=3" in text
+    assert "never given (nowhere)" in text
+    assert "score nan" in text
+    assert "messages of another sample" in text
+    assert "found the answering message of only" in text
+    with pytest.raises(ConformanceError, match="promise"):
+        assert_agent_conforms(Forgetful)
+
+
+def test_the_agent_check_reports_a_crash_and_bad_options() -> None:
+    class Crashes(Forgetful):
+        def recall(self, question):
+            raise RuntimeError("index missing")
+
+    assert any("RuntimeError: index missing" in p for p in check_agent(Crashes, expect_recall=False))
+    bm25 = get_plugins().registry("agents").get("bm25").load()
+    assert check_agent(bm25, options={"no_such_option": "1"})[0].startswith("options:")
+
+
+def test_memplugs_datasets_and_the_tiny_one_conform(shared_data: Path) -> None:
+    assert_dataset_conforms(TinyDataset())
+    datasets = get_plugins().registry("datasets")
+    assert_dataset_conforms(datasets.get("memsim").load()(), options={"n": "3"})
+    assert_dataset_conforms(datasets.get("memdaily").load()(), data=shared_data / "memdaily")
+    assert_dataset_conforms(datasets.get("locomo").load()(), data=shared_data / "locomo" / "locomo_conv26.json")
+
+
+def test_the_dataset_check_catches_a_target_of_another_sample() -> None:
+    class Mixed(TinyDataset):
+        def build(self, options):
+            a, b = tiny_samples(2)
+            q = a.questions[0]
+            bad = type(q)(q.id, q.text, q.answers, targets=(b.messages[0].id,))
+            return [type(a)(a.id, a.messages, (bad, *a.questions[1:])), b, b]
+
+    problems = check_dataset(Mixed())
+    assert any("targets name no message of the sample: bob-0" in p for p in problems)
+    assert any("sample id 'bob' appears twice" in p for p in problems)
+
+
+def test_run_cli_returns_the_run_it_wrote(tmp_path: Path) -> None:
+    result = run_cli(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=2", "--quiet"], cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert result.run_dir is not None and result.run_dir.parent == tmp_path / "runs"
+    assert result.summary["n_errors"] == 0
+
+
+def _hello_installed() -> bool:
+    try:
+        importlib.metadata.distribution("memplug-hello")
+    except importlib.metadata.PackageNotFoundError:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("the example plugin is not installed; the README's setup installs -e plugins/memplug-hello")
+        return False
+    return True
+
+
+def test_the_example_plugin_installed_like_a_third_party_one(tmp_path: Path) -> None:
+    """plugins/memplug-hello as its author would check it: found through its entry point by
+    a fresh `memplug` process, and its own tests (written with memplug.testing) pass."""
+    if not _hello_installed():
+        pytest.skip("memplug-hello is not installed (pip install -e plugins/memplug-hello)")
+    env = {k: v for k, v in os.environ.items() if k != "MEMPLUG_LOAD_PLUGINS"}
+    env["COLUMNS"] = "200"
+    listed = subprocess.run([sys.executable, "-m", "memplug.cli", "list"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, check=True)
+    assert "memplug-hello" in listed.stdout
+    own_tests = ROOT / "plugins" / "memplug-hello" / "tests"
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(own_tests)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:]
+    assert re.search(r"\b3 passed", ran.stdout), ran.stdout
+
+
+def test_a_single_answer_string_is_one_answer_not_its_letters() -> None:
+    from memplug import Question
+
+    assert Question("q", "Where?", answers="Paris").answers == ("Paris",)
+    assert Question("q", "Where?", answers=["Paris", "Lyon"], anchors="city").anchors == ("city",)
