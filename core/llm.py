@@ -44,6 +44,7 @@ import array
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
 import contextvars
 import email.utils
 import functools
@@ -370,6 +371,24 @@ def _env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+# --- a limit shared with other processes ----------------------------------------------
+
+#: ``limiter(model)``: an async context held around each attempt of every LLM call of this
+#: process, on top of each LLM's own ``concurrency``; the Ray executor sets one that holds a
+#: permit of a cluster-wide semaphore per model (memplug.executors, --llm-limit)
+_CALL_LIMITER: Callable[[str], Any] | None = None
+
+
+def set_call_limiter(limiter: Callable[[str], Any] | None) -> None:
+    """Install (or remove, with None) the process-wide limit of concurrent LLM calls."""
+    global _CALL_LIMITER
+    _CALL_LIMITER = limiter
+
+
+def _call_limit(model: str) -> Any:
+    return contextlib.nullcontext() if _CALL_LIMITER is None else _CALL_LIMITER(model)
+
+
 # --- the I/O loop ------------------------------------------------------------------
 
 
@@ -650,7 +669,7 @@ class LLM:
         end = time.monotonic() + self.deadline
         for n in range(self.max_retries + 1):
             try:
-                async with io.semaphore:  # held for the attempt, not while backing off
+                async with io.semaphore, _call_limit(self.model):  # held for the attempt, not while backing off
                     if self.direct:  # aiohttp's own timeout: wait_for would add a task per call
                         return await attempt()
                     return await asyncio.wait_for(attempt(), self.timeout)

@@ -1,0 +1,541 @@
+"""Where the samples of a run, and the runs of a sweep, are executed.
+
+Two executors share one interface:
+
+* :class:`LocalExecutor` (``local``, the default): a run's samples in this process (the
+  runner's own asyncio workers, ``--concurrency`` wide); the cells of a sweep one after
+  another, or in a pool of ``workers`` processes.
+* :class:`RayExecutor` (``ray``, extra ``memplug[ray]``): a run's samples spread over a pool
+  of Ray actors; a sweep's cells one after another, each spread over the same pool.
+  Without an address, Ray starts on this machine, bound to loopback; with ``--address``
+  or ``RAY_ADDRESS`` it joins a cluster (docs/scale.md).
+
+Workers rebuild everything from a plain spec: the :class:`~memplug.runner.RunSpec`'s
+fields and the samples pickle, the Evaluation and its LLM client (thread locals, an I/O
+thread, SQLite connections) do not. A worker runs the runner's own per-sample function
+(``Evaluation._run_sample``) and *returns* the records; the driver, which holds the run's
+lock, is the only writer of samples.jsonl. So a sharded run directory is the same as a
+local one (records, summary, ``--resume``), a worker that dies has its samples run again
+on a fresh worker, and no record is written twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import attrs
+
+from memplug.errors import MemplugError
+
+log = logging.getLogger(__name__)
+
+EXECUTORS = ("local", "ray")
+#: times a sample is sent again after its worker died, before its questions are recorded as failed
+SAMPLE_RETRIES = 3
+#: what the driver hands to workers through Ray's runtime environment: memplug's own
+#: settings (plugins to load, cache folder, default model) and the providers' keys
+FORWARDED_PREFIXES = ("MEMPLUG_",)
+FORWARDED_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HOSTED_VLLM_API_KEY", "ANTHROPIC_API_KEY",
+                  "GEMINI_API_KEY", "TOGETHER_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY", "MISTRAL_API_KEY",
+                  "DEEPSEEK_API_KEY", "HF_TOKEN", "NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy",
+                  "HTTP_PROXY", "http_proxy")
+
+
+def forwarded_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables a worker needs from the driver's environment (see FORWARDED_*)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES) or k in FORWARDED_KEYS}
+    env.update(extra or {})
+    return env
+
+
+def parse_llm_limit(text: str | int | Mapping[str, int] | None) -> dict[str, int]:
+    """``--llm-limit``: ``16`` (every model) or ``openai/gpt-4o-mini=8,*=16``; a sweep file may
+    give an int or a table. Returns {model or "*": concurrent calls}."""
+    if text is None or text == "":
+        return {}
+    if isinstance(text, int):
+        items: Iterable[tuple[str, Any]] = [("*", text)]
+    elif isinstance(text, Mapping):
+        items = text.items()
+    else:
+        items = [(p.rpartition("=")[0].strip() or "*", p.rpartition("=")[2].strip())
+                 for p in str(text).split(",") if p.strip()]
+    out: dict[str, int] = {}
+    for model, value in items:
+        try:
+            n = int(value)
+        except (TypeError, ValueError):
+            raise MemplugError(f"--llm-limit: {value!r} is not a number of calls (e.g. 16 or openai/gpt-4o=8)") \
+                from None
+        if n < 1:
+            raise MemplugError(f"--llm-limit: {model}={n}: at least 1 call")
+        out[str(model)] = n
+    return out
+
+
+# -- the interface ---------------------------------------------------------------------
+
+
+class Executor:
+    """Runs the samples of one run (:meth:`run_samples`) and the cells of a sweep (:meth:`map_cells`)."""
+
+    name = "executor"
+
+    def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,
+                    total: int, finished: int) -> None:
+        """Run ``samples`` of ``evaluation`` and write each question's record with ``writer``
+        (called by ``Evaluation._run_in`` in place of its own asyncio workers)."""
+        raise NotImplementedError
+
+    def map_cells(self, cells: list[Any], run_cell: Callable[[Any, "Executor | None"], Any],
+                  on_done: Callable[[Any, Any], None]) -> None:
+        """Run ``run_cell(cell, executor)`` for each cell, calling ``on_done(cell, result)``
+        in this process as each finishes."""
+        for cell in cells:
+            on_done(cell, run_cell(cell, self))
+
+    def close(self) -> None:
+        """Release what the executor holds (workers, a cluster connection)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LocalExecutor(Executor):
+    """This process: the runner's own path for a run; a process pool for several runs."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = max(int(workers or 1), 1)
+
+    def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,
+                    total: int, finished: int) -> None:
+        asyncio.run(evaluation._run_samples(run, samples, writer, progress, total=total, finished=finished))
+
+    def map_cells(self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any],
+                  on_done: Callable[[Any, Any], None]) -> None:
+        if self.workers <= 1 or len(cells) <= 1:
+            for cell in cells:
+                on_done(cell, run_cell(cell, None))
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        # spawn, not fork: the parent may hold threads (an LLM's I/O loop) that a fork would copy mid-state
+        with ProcessPoolExecutor(max_workers=min(self.workers, len(cells)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(run_cell, cell, None): cell for cell in cells}
+            for future in as_completed(futures):
+                on_done(futures[future], future.result())
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "workers": self.workers}
+
+
+def make_executor(name: str | None, address: str | None = None, workers: int | None = None,
+                  llm_limit: Mapping[str, int] | None = None, runtime_env: Mapping[str, Any] | None = None,
+                  num_cpus: int | None = None) -> Executor:
+    """The executor called ``name`` (``local`` or ``ray``)."""
+    name = name or "local"
+    if name == "local":
+        if address or llm_limit:
+            raise MemplugError("--address and --llm-limit are for --executor ray (locally, --concurrency "
+                               "bounds the LLM calls)")
+        return LocalExecutor(workers or 1)
+    if name == "ray":
+        return RayExecutor(address=address, workers=workers, llm_limit=llm_limit, runtime_env=runtime_env,
+                           num_cpus=num_cpus)
+    raise MemplugError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
+
+
+# -- Ray ---------------------------------------------------------------------------------
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise MemplugError("--executor ray needs Ray: pip install 'memplug[ray]'") from None
+    return ray
+
+
+def ray_init(address: str | None = None, num_cpus: int | None = None,
+             runtime_env: Mapping[str, Any] | None = None) -> Any:
+    """Connect to Ray: the cluster at ``address`` (or ``RAY_ADDRESS``), else a local instance
+    on loopback only (no dashboard, ``num_cpus`` CPUs). An instance already started in this
+    process (a test's, a notebook's) is used as it is."""
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": bool(os.environ.get("MEMPLUG_RAY_LOGS")),
+                              "configure_logging": False}
+    if runtime_env:
+        kwargs["runtime_env"] = dict(runtime_env)
+    if address is None:
+        # on one machine, nothing listens beyond loopback: Ray binds to the host's address
+        # unless told otherwise
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        kwargs.update(num_cpus=num_cpus, _node_ip_address="127.0.0.1")
+    else:
+        kwargs["address"] = address
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        raise MemplugError(f"cannot start or reach {where}: {str(exc).splitlines()[0] if str(exc) else exc}") \
+            from None
+    return ray
+
+
+class _Limiter:
+    """Ray actor: per model, at most N LLM calls in flight across every worker of the cluster.
+
+    Permits are held per worker (``holder``), so that the permits of a worker that died are
+    given back when the driver replaces it (:meth:`forget`)."""
+
+    def __init__(self, limits: Mapping[str, int]) -> None:
+        self.limits = dict(limits)
+        self.semaphores: dict[str, asyncio.Semaphore] = {}
+        self.held: dict[tuple[str, str], int] = {}
+        self.peak: dict[str, int] = {}
+
+    def _semaphore(self, model: str) -> asyncio.Semaphore | None:
+        n = self.limits.get(model, self.limits.get("*"))
+        if n is None:
+            return None
+        if model not in self.semaphores:
+            self.semaphores[model] = asyncio.Semaphore(n)
+        return self.semaphores[model]
+
+    async def acquire(self, model: str, holder: str) -> None:
+        semaphore = self._semaphore(model)
+        if semaphore is None:
+            return
+        await semaphore.acquire()
+        self.held[(model, holder)] = self.held.get((model, holder), 0) + 1
+        busy = sum(n for (m, _), n in self.held.items() if m == model)
+        self.peak[model] = max(self.peak.get(model, 0), busy)
+
+    def release(self, model: str, holder: str) -> None:
+        semaphore = self.semaphores.get(model)
+        if semaphore is None or self.held.get((model, holder), 0) <= 0:
+            return
+        self.held[(model, holder)] -= 1
+        semaphore.release()
+
+    def forget(self, holder: str) -> None:
+        for (model, who), n in list(self.held.items()):
+            if who == holder:
+                for _ in range(n):
+                    self.semaphores[model].release()
+                self.held[(model, who)] = 0
+
+    def stats(self) -> dict[str, Any]:
+        return {"limits": self.limits, "peak": self.peak}
+
+
+class _RemoteLimit:
+    """In a worker: the async context of one LLM attempt, holding a permit of the limiter actor."""
+
+    def __init__(self, actor: Any, holder: str) -> None:
+        self.actor, self.holder = actor, holder
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, model: str) -> Any:
+        await self.actor.acquire.remote(model, self.holder)
+        try:
+            yield
+        finally:
+            self.actor.release.remote(model, self.holder)
+
+
+class _Collect:
+    """The writer a worker hands to ``_run_sample``: it keeps the records for the driver."""
+
+    def __init__(self) -> None:
+        self.written: list[dict[str, Any]] = []
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.written.append(record)
+
+
+class _SampleWorker:
+    """Ray actor: runs samples of any spec with the runner's own per-sample function.
+
+    Evaluations are built from the spec's fields on first use and kept (a sweep sends the
+    cells one after another to the same workers); the records go back to the driver."""
+
+    KEEP = 4  # evaluations kept per worker
+
+    def __init__(self, holder: str, limiter: Any = None) -> None:
+        self.holder = holder
+        self.evaluations: dict[str, tuple[Any, ThreadPoolExecutor]] = {}
+        self.building: asyncio.Lock | None = None
+        if limiter is not None:
+            from memplug import llm
+
+            llm.set_call_limiter(_RemoteLimit(limiter, holder))
+
+    async def _evaluation(self, spec_fields: dict[str, Any]) -> tuple[Any, ThreadPoolExecutor]:
+        import orjson
+
+        key = orjson.dumps(spec_fields, option=orjson.OPT_SORT_KEYS).decode()
+        if key in self.evaluations:
+            return self.evaluations[key]
+        if self.building is None:
+            self.building = asyncio.Lock()
+        async with self.building:
+            if key not in self.evaluations:
+                from memplug.runner import Evaluation, RunSpec
+
+                # check=False: the driver checked models, keys and endpoint before the first sample
+                evaluation = await asyncio.get_running_loop().run_in_executor(
+                    None, lambda: Evaluation(RunSpec(**spec_fields), check=False))
+                width = max(evaluation.spec.concurrency, 1)
+                while len(self.evaluations) >= self.KEEP:
+                    self._drop(next(iter(self.evaluations)))
+                self.evaluations[key] = (evaluation, ThreadPoolExecutor(width, thread_name_prefix="memplug-agent"))
+        return self.evaluations[key]
+
+    def _drop(self, key: str) -> None:
+        evaluation, pool = self.evaluations.pop(key)
+        pool.shutdown(wait=False)
+        for llm in (evaluation.llm, evaluation.judge_llm):
+            if llm is not None:
+                llm.close()
+        with contextlib.suppress(Exception):
+            evaluation.token_counts.save()
+
+    async def run_sample(self, spec_fields: dict[str, Any], work: str, sample: Any) -> list[dict[str, Any]]:
+        evaluation, pool = await self._evaluation(spec_fields)
+        collect = _Collect()
+        await evaluation._run_sample(_work_dir(work), sample, pool, collect, lambda n=1: None)
+        return collect.written
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def close(self) -> None:
+        for key in list(self.evaluations):
+            self._drop(key)
+
+
+def _work_dir(work: str) -> Path:
+    """The agents' folder of a run: the run directory's ``work`` where this node can write it
+    (one machine, or a shared filesystem), else one under this node's temporary folder."""
+    path = Path(work)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    except OSError:
+        import tempfile
+
+        fallback = Path(tempfile.gettempdir()) / "memplug-work" / path.parent.name / path.name
+        fallback.mkdir(parents=True, exist_ok=True)
+        return fallback
+
+
+class RayExecutor(Executor):
+    """A pool of Ray actors, each running up to ``--concurrency`` samples side by side."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None,
+                 llm_limit: Mapping[str, int] | None = None, runtime_env: Mapping[str, Any] | None = None,
+                 num_cpus: int | None = None, sample_retries: int = SAMPLE_RETRIES) -> None:
+        self.address = address
+        self.workers = workers
+        self.llm_limit = dict(llm_limit or {})
+        self.runtime_env = dict(runtime_env or {})
+        self.num_cpus = num_cpus
+        self.sample_retries = sample_retries
+        self.ray: Any = None
+        self.actors: list[Any] = []
+        self.holders: list[str] = []
+        self.limiter: Any = None
+        self._started_ray = False
+        #: per run: samples sent again after their worker died
+        self.retried: int = 0
+
+    # -- the pool ----------------------------------------------------------------------
+    def start(self) -> None:
+        if self.actors:
+            return
+        already = False
+        try:
+            import ray as _r
+
+            already = _r.is_initialized()
+        except ImportError:
+            pass
+        self.ray = ray_init(self.address, self.num_cpus)
+        self._started_ray = not already
+        ray = self.ray
+        cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
+        n = self.workers or cpus
+        env = dict(self.runtime_env)
+        env["env_vars"] = forwarded_env(self.runtime_env.get("env_vars"))
+        self._env = env
+        if self.llm_limit:
+            self.limiter = ray.remote(_Limiter).options(max_concurrency=100_000, num_cpus=0).remote(self.llm_limit)
+        self._actor_cls = ray.remote(_SampleWorker)
+        for _ in range(n):
+            self._add_actor()
+        log.info("ray executor: %d workers on %d CPUs", n, cpus)
+
+    def _add_actor(self, index: int | None = None) -> None:
+        holder = uuid.uuid4().hex[:12]
+        # max_concurrency: the asyncio tasks of one actor; the spec's --concurrency bounds them per run below
+        actor = self._actor_cls.options(num_cpus=1, max_concurrency=1024, max_restarts=0,
+                                        runtime_env=self._env).remote(holder, self.limiter)
+        if index is None:
+            self.actors.append(actor)
+            self.holders.append(holder)
+        else:
+            self.actors[index], self.holders[index] = actor, holder
+
+    def _replace(self, index: int) -> None:
+        with contextlib.suppress(Exception):
+            self.ray.kill(self.actors[index], no_restart=True)
+        if self.limiter is not None:
+            self.limiter.forget.remote(self.holders[index])
+        self._add_actor(index)
+
+    def worker_pids(self) -> list[int]:
+        """The process id of each worker (tests kill one)."""
+        self.start()
+        return self.ray.get([a.pid.remote() for a in self.actors])
+
+    def limiter_stats(self) -> dict[str, Any] | None:
+        return None if self.limiter is None else self.ray.get(self.limiter.stats.remote())
+
+    def close(self) -> None:
+        if self.ray is None:
+            return
+        ray = self.ray
+        with contextlib.suppress(Exception):
+            ray.get([a.close.remote() for a in self.actors], timeout=30)
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        if self.limiter is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(self.limiter, no_restart=True)
+        self.actors, self.holders, self.limiter = [], [], None
+        if self._started_ray:
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+        self.ray = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "address": self.address or os.environ.get("RAY_ADDRESS") or "local",
+                "workers": len(self.actors) or self.workers, "llm_limit": self.llm_limit}
+
+    # -- a sharded run ------------------------------------------------------------------
+    def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,
+                    total: int, finished: int) -> None:
+        self.start()
+        ray = self.ray
+        from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError, WorkerCrashedError
+
+        tick = progress(total, finished) if progress else (lambda n=1: None)
+        fields = attrs.asdict(evaluation.spec)
+        work = str(run.path / "work")
+        per_worker = max(evaluation.spec.concurrency, 1)
+        pending = deque(samples)
+        load = [0] * len(self.actors)
+        inflight: dict[Any, tuple[int, Any, Any]] = {}  # ref -> (worker index, its actor then, sample)
+        deaths: dict[str, int] = {}
+        self.retried = 0
+        order = {s.id: i for i, s in enumerate(samples)}
+
+        def submit() -> None:
+            for i in range(len(self.actors)):
+                while load[i] < per_worker and pending:
+                    sample = pending.popleft()
+                    ref = self.actors[i].run_sample.remote(fields, work, sample)
+                    inflight[ref] = (i, self.actors[i], sample)
+                    load[i] += 1
+
+        try:
+            submit()
+            while inflight:
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=1.0)
+                for ref in ready:
+                    i, actor, sample = inflight.pop(ref)
+                    load[i] -= 1
+                    try:
+                        records = ray.get(ref)
+                    except (RayActorError, WorkerCrashedError) as exc:
+                        if self.actors[i] is actor:  # the first of its samples to tell: a fresh worker
+                            log.warning("worker %d died (%s); its samples are sent again", i, type(exc).__name__)
+                            self._replace(i)
+                        deaths[sample.id] = deaths.get(sample.id, 0) + 1
+                        if deaths[sample.id] <= self.sample_retries:
+                            self.retried += 1
+                            # back to the front, in dataset order
+                            pending.appendleft(sample)
+                            pending = deque(sorted(pending, key=lambda s: order[s.id]))
+                            continue
+                        records = _failed_records(evaluation, sample,
+                                                  f"worker died {deaths[sample.id]} times running this sample "
+                                                  f"({type(exc).__name__})")
+                    except RayTaskError as exc:  # the run's own stop (a bad key, a set-up failure): as locally
+                        cause = getattr(exc, "cause", None)
+                        raise (cause if isinstance(cause, Exception) else exc) from None
+                    for record in records:
+                        writer.write(record)
+                        tick()
+                    evaluation.plugins.hook.memplug_sample_end(run=run, sample=sample, records=records)
+                submit()
+        finally:
+            for ref in inflight:  # stopped or interrupted: the samples still running are not wanted
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+            if inflight:
+                with contextlib.suppress(GetTimeoutError, Exception):
+                    ray.wait(list(inflight), num_returns=len(inflight), timeout=5)
+                    # a worker cancelled mid-sample may hold agents open: start fresh next time
+                    for i in {i for i, _, _ in inflight.values()}:
+                        self._replace(i)
+
+    # -- a sweep -------------------------------------------------------------------------
+    def map_cells(self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any],
+                  on_done: Callable[[Any, Any], None]) -> None:
+        """One cell after another, each spread over the whole pool (the driver writes every
+        record, so the sweep directory needs no filesystem shared with the workers)."""
+        self.start()
+        for cell in cells:
+            on_done(cell, run_cell(cell, self))
+
+
+def _failed_records(evaluation: Any, sample: Any, error: str) -> list[dict[str, Any]]:
+    """The records of a sample that could not be run: each question with ``error`` (resume redoes them)."""
+
+    async def records() -> list[dict[str, Any]]:
+        out = []
+        for question in sample.questions:
+            record = await evaluation._ask(None, question, sample, error)
+            record["timings"] = {"setup_s": 0.0, "ingest_s": 0.0, "n_messages": len(sample.messages)}
+            record["ingest_usage"] = {}
+            out.append(record)
+        return out
+
+    return asyncio.run(records())
+
