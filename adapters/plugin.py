@@ -34,3 +34,16 @@ def register_agents(register: Register) -> None:
              extra="llamaindex", description="LlamaIndex VectorStoreIndex RAG over the chunks")
     register("letta", "memplug.adapters.letta:LettaAgent", requires=("letta_client",), extra="letta",
              description="Letta (MemGPT) agent on a Letta server (--api-base or LETTA_BASE_URL)")
+    register("mcp", "memplug.adapters.mcp:McpAgent", requires=("mcp",), extra="mcp",
+             description="Any memory behind an MCP server (-o command=... for stdio, -o url=... for "
+             "streamable HTTP); its write and search tools found by name or given")
+
+
+@hookimpl
+def memplug_run_end(run: object, summary: dict) -> None:
+    """Stops the MCP servers the run's samples shared (only if the mcp agent was loaded)."""
+    import sys
+
+    mcp = sys.modules.get("memplug.adapters.mcp")
+    if mcp is not None:
+        mcp.close_shared()
