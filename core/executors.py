@@ -373,6 +373,10 @@ class RayExecutor(Executor):
         #: per run: samples sent again after their worker died
         self.retried: int = 0
 
+    def __enter__(self) -> "RayExecutor":
+        self.start()  # the cluster's start-up is not counted in the first run's wall time
+        return self
+
     # -- the pool ----------------------------------------------------------------------
     def start(self) -> None:
         if self.actors:

@@ -87,9 +87,10 @@ def _register_builtin_commands() -> None:
     from memplug.cli.report import report_command
     from memplug.cli.reproduce import reproduce_command
     from memplug.cli.rescore import rescore_command
+    from memplug.cli.sweep import sweep_command
 
     for command in (list_command, eval_command, generate_command, report_command, rescore_command,
-                    judge_check_command, reproduce_command):
+                    judge_check_command, reproduce_command, sweep_command):
         cli.add_command(command)
 
 

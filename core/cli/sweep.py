@@ -1,0 +1,132 @@
+"""`memplug sweep`: run a grid of evaluations from a TOML file (see memplug.sweep, docs/scale.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memplug.errors import MemplugError
+
+
+def executor_options(command: Any) -> Any:
+    """--executor, --address, --workers, --llm-limit, --ray-runtime-env: shared by eval and sweep."""
+    for option in reversed([
+        click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
+                     help="Where samples (eval) or cells (sweep) run: local (this process; default) or ray "
+                     "(pip install 'memplug[ray]'; a local Ray on loopback, or the cluster at --address)."),
+        click.option("--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS, else a "
+                     "local Ray bound to 127.0.0.1)."),
+        click.option("--workers", type=click.IntRange(min=1, max=4096), default=None,
+                     help="Ray: worker actors (default: the cluster's CPUs). Sweep, local: cells side by side "
+                     "in processes (default 1)."),
+        click.option("--llm-limit", default=None, metavar="N|MODEL=N,...",
+                     help="Ray: LLM calls in flight per model across all workers, e.g. 16 or "
+                     "openai/gpt-4o-mini=8,*=32 (default: only each worker's --concurrency)."),
+        click.option("--ray-runtime-env", default=None, metavar="JSON",
+                     help="Ray runtime environment for the workers, as JSON (e.g. '{\"pip\": [\"my-plugin\"]}'); "
+                     "MEMPLUG_* and provider key variables are forwarded as env_vars."),
+    ]):
+        command = option(command)
+    return command
+
+
+def build_executor(executor: str | None, address: str | None, workers: int | None, llm_limit: Any,
+                   ray_runtime_env: str | None, default: str = "local") -> Any:
+    from memplug.executors import make_executor, parse_llm_limit
+
+    runtime_env = None
+    if ray_runtime_env:
+        try:
+            runtime_env = json.loads(ray_runtime_env)
+        except json.JSONDecodeError as exc:
+            raise MemplugError(f"--ray-runtime-env: not JSON ({exc})") from None
+        if not isinstance(runtime_env, dict):
+            raise MemplugError("--ray-runtime-env: expected a JSON object")
+    name = executor or default
+    if name == "local" and runtime_env:
+        raise MemplugError("--ray-runtime-env is for --executor ray")
+    return make_executor(name, address=address, workers=workers, llm_limit=parse_llm_limit(llm_limit),
+                         runtime_env=runtime_env)
+
+
+@click.command("sweep")
+@click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--output", type=click.Path(path_type=Path), default=Path("sweeps"), show_default=True,
+              help="Folder that receives the sweep directory.")
+@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
+              help="Finish a sweep directory: finished cells are kept, the others run or resume.")
+@click.option("--dry-run", is_flag=True, help="List the cells and exit.")
+@click.option("--quiet", is_flag=True, help="No line per cell and no table.")
+@executor_options
+@click.pass_context
+def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume: Path | None, dry_run: bool,
+                  quiet: bool, executor: str | None, address: str | None, workers: int | None, llm_limit: str | None,
+                  ray_runtime_env: str | None) -> None:
+    """Run a grid of evaluations: one run directory per cell, a manifest, resume.
+
+    The TOML file lists axes under [grid] (agents, datasets, seeds, llms, readers, judges,
+    options) and fields every cell shares under [base]; see docs/scale.md. The sweep
+    directory holds sweep.json (each cell's spec, run id and status) and runs/; compare
+    the cells with `memplug report SWEEP_DIR`. Exit 0 when every cell finished.
+
+    \b
+    Examples:
+      memplug sweep sweep.toml
+      memplug sweep sweep.toml --executor ray --llm-limit 16
+      memplug sweep --resume sweeps/retrievers-20250101-120000-a1b2c3
+      memplug report sweeps/retrievers-20250101-120000-a1b2c3
+    """
+    from memplug.sweep import Sweep, load_config, plan_cells, run_sweep
+
+    if config is None and resume is None:
+        raise MemplugError("give a sweep file, or --resume SWEEP_DIR")
+    if dry_run:
+        if config is None:
+            cells = Sweep(resume).read()["cells"]  # type: ignore[arg-type]
+        else:
+            cells = plan_cells(load_config(config), "DRYRUN")
+        for cell in cells:
+            a = cell["axes"]
+            extras = ", ".join(f"{k} {a[k]}" for k in ("llm", "reader", "judge", "data") if a.get(k))
+            options = " ".join(f"{k}={v}" for k, v in a["options"].items())
+            click.echo(f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
+                       f"{', ' + extras if extras else ''}{', -o ' + options if options else ''}")
+        click.echo(f"{len(cells)} cells")
+        return
+    if resume is not None:
+        sweep = Sweep(resume)
+        stored = sweep.read()
+        if config is not None:
+            sweep.check_config(config)
+        settings = stored.get("config") or {}
+    else:
+        settings = load_config(config)  # type: ignore[arg-type]
+    runner = build_executor(executor or settings.get("executor"), address or settings.get("address"),
+                            workers or settings.get("workers"),
+                            llm_limit if llm_limit is not None else settings.get("llm_limit"), ray_runtime_env)
+    if resume is None:
+        sweep = Sweep.create(config, output, runner.describe())  # type: ignore[arg-type]
+
+    def said(cell: dict[str, Any], done: int, total: int) -> None:
+        if quiet:
+            return
+        error = f": {cell['error']}" if cell.get("error") and cell["status"] != "finished" else ""
+        click.echo(f"[{done}/{total}] {cell['status']} {cell['run_id']}{error}", err=True)
+
+    with runner:
+        manifest = run_sweep(sweep, runner, said)
+    runs = sweep.run_dirs()
+    if not quiet and runs:
+        from memplug.cli.report import print_tables
+        from memplug.sweep import sweep_comparisons
+
+        print_tables(runs, pairs=sweep_comparisons(runs))
+    click.echo(str(sweep.path))
+    unfinished = [c for c in manifest["cells"] if c["status"] != "finished"]
+    if unfinished:
+        click.echo(f"memplug: {len(unfinished)} of {len(manifest['cells'])} cells did not finish; "
+                   f"finish them with: memplug sweep --resume {sweep.path}", err=True)
+        ctx.exit(1)

@@ -1,0 +1,322 @@
+"""`memplug sweep`: a grid of runs (agents x datasets x options x seeds x LLMs x readers x
+judges) from one TOML file, one run directory per cell, a manifest, resume.
+
+A sweep directory::
+
+    SWEEP_DIR/
+      sweep.json        the manifest: the sweep's id, its config, each cell's axes, spec,
+                        run id, path and status (rewritten atomically as cells end)
+      sweep.toml        the config as given
+      runs/<run id>/    one ordinary run directory per cell
+
+Run ids are ``<sweep id>-c<index>-<agent>-<dataset>-s<seed>``: the sweep id is a time stamp
+and a random part, so cells of sweeps started in the same second, on any node, never
+collide (a plain run's id, a second stamp + agent + dataset, can).
+
+The config (see docs/scale.md)::
+
+    name = "retrievers"            # default: the file's stem
+    executor = "local"             # or "ray"; --executor overrides
+    workers = 2                    # local: cells side by side (processes); ray: workers
+    llm_limit = 16                 # ray: LLM calls in flight per model, cluster-wide
+
+    [base]                         # every cell: RunSpec fields
+    limit = 40
+    options = { n = "20" }         # -o pairs of every cell
+
+    [grid]                         # each list an axis; a missing axis is the base's value
+    agents = ["bm25", "embedding"]
+    datasets = ["memsim"]          # or [{ name = "memdaily", data = "../shared/data/memdaily" }]
+    seeds = [0, 1]
+    llms = ["openai/gpt-4o-mini"]
+    readers = ["llm"]
+    judges = ["openai/gpt-4o-mini"]
+    options = [{ k1 = "1.2" }, { k1 = "1.5" }]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from memplug.errors import MemplugError, RunStopped
+from memplug.files import read_json
+from memplug.results import RunDir, write_json_atomic
+
+MANIFEST = "sweep.json"
+CONFIG_COPY = "sweep.toml"
+#: grid axes and the RunSpec field each one sets
+AXES = {"agents": "agent", "datasets": "dataset", "seeds": "seed", "llms": "llm", "readers": "reader",
+        "judges": "judge", "options": "options"}
+TOP_KEYS = {"name", "executor", "workers", "llm_limit", "address", "base", "grid"}
+DONE = "finished"
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            raise MemplugError("reading a sweep file on Python 3.10 needs tomli: pip install tomli") from None
+    try:
+        with Path(path).open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise MemplugError(f"{path}: no such sweep file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MemplugError(f"{path}: not valid TOML ({exc})") from None
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """A sweep file, checked for unknown keys and empty axes."""
+    config = _toml(path)
+    unknown = set(config) - TOP_KEYS
+    if unknown:
+        raise MemplugError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; a sweep file has "
+                           f"{', '.join(sorted(TOP_KEYS))}")
+    grid = config.get("grid") or {}
+    bad = set(grid) - set(AXES)
+    if bad:
+        raise MemplugError(f"{path}: [grid] has no axis {', '.join(sorted(bad))}; axes: {', '.join(AXES)}")
+    for axis, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise MemplugError(f"{path}: [grid] {axis} must be a non-empty list")
+    config.setdefault("name", Path(path).stem)
+    return config
+
+
+def _spec_fields() -> set[str]:
+    from memplug.runner import RunSpec
+
+    return {a.name for a in RunSpec.__attrs_attrs__}
+
+
+def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]:
+    """Every cell of the grid: its axes, its RunSpec fields and its run id, in a fixed order
+    (agents vary slowest, option sets fastest)."""
+    from memplug.options import split_for
+    from memplug.plugins import get_plugins
+
+    base = dict(config.get("base") or {})
+    base_options = {str(k): str(v) for k, v in (base.pop("options", None) or {}).items()}
+    known = _spec_fields()
+    unknown = set(base) - known - {"no_cache"}
+    if unknown:
+        raise MemplugError(f"[base] has unknown field(s) {', '.join(sorted(unknown))}")
+    if "no_cache" in base:
+        base["cache"] = not base.pop("no_cache")
+    grid = config.get("grid") or {}
+    axes = {axis: grid.get(axis) or [None] for axis in AXES}
+    if axes["agents"] == [None] and not base.get("agent"):
+        raise MemplugError("a sweep needs [grid] agents (or [base] agent)")
+    if axes["datasets"] == [None] and not base.get("dataset"):
+        raise MemplugError("a sweep needs [grid] datasets (or [base] dataset)")
+    reg = get_plugins().registry
+    cells = []
+    for index, combo in enumerate(itertools.product(*axes.values())):
+        chosen = dict(zip(AXES, combo))
+        fields = {k: v for k, v in base.items() if k not in ("agent_options", "dataset_options")}
+        for axis, field in AXES.items():
+            value = chosen[axis]
+            if value is None or axis in ("datasets", "options"):
+                continue
+            fields[field] = int(value) if axis == "seeds" else str(value)
+        dataset = chosen["datasets"]
+        if isinstance(dataset, Mapping):
+            if "name" not in dataset:
+                raise MemplugError(f"[grid] datasets: {dict(dataset)} has no name")
+            fields["dataset"] = str(dataset["name"])
+            if dataset.get("data") is not None:
+                fields["data"] = str(dataset["data"])
+            extra = {str(k): str(v) for k, v in (dataset.get("options") or {}).items()}
+        else:
+            if dataset is not None:
+                fields["dataset"] = str(dataset)
+            extra = {}
+        option_set = {str(k): str(v) for k, v in (chosen["options"] or {}).items()}
+        raw = {**base_options, **extra, **option_set}
+        agent_opts = getattr(reg("agents").get(fields["agent"]).load(), "options", ())
+        dataset_opts = getattr(reg("datasets").get(fields["dataset"]).load(), "options", ())
+        fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
+        seed = fields.get("seed", 0)
+        run_id = _safe(f"{sweep_id}-c{index:03d}-{fields['agent']}-{fields['dataset']}-s{seed}")
+        cells.append({
+            "index": index, "run_id": run_id, "path": f"runs/{run_id}",
+            "axes": {"agent": fields["agent"], "dataset": fields["dataset"], "data": fields.get("data"),
+                     "seed": seed, "llm": fields.get("llm"), "reader": fields.get("reader"),
+                     "judge": fields.get("judge"), "options": raw},
+            "spec": fields, "status": "pending", "error": None,
+        })
+    return cells
+
+
+def _safe(name: str) -> str:
+    from memplug.runner import safe_name
+
+    return safe_name(name, limit=120)
+
+
+def new_sweep_id(name: str) -> str:
+    """``<name>-<stamp>-<6 random hex>``: unique across processes and nodes."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return _safe(f"{name}-{stamp}-{secrets.token_hex(3)}")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Sweep:
+    """A sweep directory: its manifest and cells."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.manifest_path = self.path / MANIFEST
+
+    @staticmethod
+    def is_sweep(path: Path) -> bool:
+        return Path(path).is_dir() and (Path(path) / MANIFEST).is_file()
+
+    @classmethod
+    def create(cls, config_path: Path, output: Path, executor: Mapping[str, Any]) -> "Sweep":
+        config = load_config(config_path)
+        sweep_id = new_sweep_id(str(config["name"]))
+        cells = plan_cells(config, sweep_id)  # unknown names and options fail here, before any directory
+        path = Path(output) / sweep_id
+        try:
+            (path / "runs").mkdir(parents=True)
+            (path / CONFIG_COPY).write_bytes(Path(config_path).read_bytes())
+        except OSError as exc:
+            raise MemplugError(f"--output {output}: cannot create the sweep directory ({exc.strerror or exc})") \
+                from None
+        sweep = cls(path)
+        sweep.write({"sweep_id": sweep_id, "name": config["name"], "created": _now(), "status": "running",
+                     "config": config, "executor": dict(executor), "cells": cells})
+        return sweep
+
+    def read(self) -> dict[str, Any]:
+        if not self.manifest_path.is_file():
+            raise MemplugError(f"{self.path}: not a memplug sweep (no {MANIFEST})")
+        return read_json(self.manifest_path)
+
+    def write(self, manifest: Mapping[str, Any]) -> None:
+        write_json_atomic(self.manifest_path, manifest)
+
+    def run_dirs(self, finished_only: bool = True) -> list[Path]:
+        """The cells' run directories, in cell order (those with a summary, unless told otherwise)."""
+        out = []
+        for cell in self.read()["cells"]:
+            path = self.path / cell["path"]
+            if (path / "summary.json").is_file() or (not finished_only and (path / "run.json").is_file()):
+                out.append(path)
+        return out
+
+    def check_config(self, config_path: Path) -> None:
+        """Resuming with a config: it must plan the same cells as the manifest holds."""
+        manifest = self.read()
+        cells = plan_cells(load_config(config_path), manifest["sweep_id"])
+        mine = [(c["run_id"], c["spec"]) for c in cells]
+        stored = [(c["run_id"], c["spec"]) for c in manifest["cells"]]
+        if mine != stored:
+            raise MemplugError(f"cannot resume {self.path}: {config_path} plans other cells than its "
+                               f"{MANIFEST} (start a new sweep, or resume without the file)")
+
+
+def cell_state(sweep_path: Path, cell: Mapping[str, Any]) -> str:
+    """``finished`` (nothing to do), ``resume`` (a run directory to finish) or ``new``."""
+    path = sweep_path / cell["path"]
+    if not (path / "run.json").is_file():
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()  # a name claimed by a run killed before its run.json landed
+        return "new"
+    summary = path / "summary.json"
+    if summary.is_file() and read_json(summary).get("status", DONE) == DONE:
+        status = RunDir(path).spec().get("status")
+        if status == DONE:
+            return DONE
+    return "resume"
+
+
+def run_cell(job: Mapping[str, Any], executor: Any = None) -> dict[str, Any]:
+    """Run or resume one cell (in this process or a pool's); its outcome for the manifest.
+
+    ``job``: the cell's ``spec`` fields, the sweep's ``runs`` folder, the ``run_id``, and
+    ``resume`` (a path) for a cell started before."""
+    from memplug.runner import Evaluation, RunSpec
+
+    status, error = "failed", None
+    try:
+        evaluation = Evaluation(RunSpec(**job["spec"]))
+        resume = Path(job["resume"]) if job.get("resume") else None
+        path = evaluation.run(output=Path(job["runs"]), resume=resume, name=job["run_id"], executor=executor,
+                              capture_logs=True)
+        summary = RunDir(path).summary()
+        status, error = summary.get("status", DONE), summary.get("first_error")
+    except RunStopped as exc:
+        status, error = "stopped", str(exc)
+    except MemplugError as exc:
+        status, error = "failed", str(exc)
+    return {"index": job["index"], "status": status, "error": error}
+
+
+def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], int, int], None] | None = None) -> dict:
+    """Run every unfinished cell of ``sweep`` with ``executor``; the manifest after it."""
+    manifest = sweep.read()
+    todo = []
+    for cell in manifest["cells"]:
+        state = cell_state(sweep.path, cell)
+        if state == DONE:
+            cell["status"], cell["error"] = DONE, None
+            continue
+        todo.append({"index": cell["index"], "spec": cell["spec"], "runs": str(sweep.path / "runs"),
+                     "run_id": cell["run_id"], "resume": str(sweep.path / cell["path"]) if state == "resume" else None})
+    manifest["status"] = "running"
+    manifest["executor"] = executor.describe()
+    sweep.write(manifest)
+    cells = manifest["cells"]
+    done = [len(cells) - len(todo)]
+
+    def on_done(job: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        cell = cells[job["index"]]
+        cell["status"], cell["error"] = result["status"], result["error"]
+        done[0] += 1
+        sweep.write(manifest)
+        if on_cell is not None:
+            on_cell(cell, done[0], len(cells))
+
+    executor.map_cells(todo, run_cell, on_done)
+    manifest["status"] = DONE if all(c["status"] == DONE for c in cells) else "partial"
+    manifest["ended"] = _now()
+    sweep.write(manifest)
+    return manifest
+
+
+def sweep_comparisons(paths: list[Path]) -> list[dict[str, Any]]:
+    """Paired comparisons within the cells that asked the same questions: same dataset, data,
+    dataset options, seed and limit; the first cell of each such group against the others."""
+    from memplug import compare
+
+    groups: dict[str, list[Path]] = {}
+    for path in paths:
+        spec = RunDir(path).spec().get("spec") or {}
+        key = repr([spec.get(k) for k in ("dataset", "data", "dataset_options", "seed", "limit")])
+        groups.setdefault(hashlib.sha1(key.encode()).hexdigest(), []).append(path)
+    out: list[dict[str, Any]] = []
+    for group in groups.values():
+        out.extend(compare.comparisons(group))
+    return out
+
+
+def expand(path: Path) -> list[Path]:
+    """A sweep directory's finished cells (for `memplug report SWEEP_DIR`)."""
+    runs = Sweep(path).run_dirs()
+    if not runs:
+        raise MemplugError(f"{path}: no cell of this sweep has finished yet (memplug sweep --resume {path})")
+    return runs
+
