@@ -21,6 +21,7 @@ import io
 import json
 import math
 import re
+import textwrap
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -282,6 +283,29 @@ _RC = {
 _OVERALL_COLOR = "#4a4a4a"
 #: id stem of every data mark (bar, point) in a chart, so a browser test can count what was drawn.
 MARK = "mark"
+#: Points per character of chart text at 9 pt (DejaVu Sans averages about 5.5): what a wrapped label may hold.
+_PT_PER_CHAR = 6.0
+#: Lines a run's name may take in a chart; a longer one ends in "…" (the tables hold it whole).
+_MAX_LABEL_LINES = 4
+#: Charts shrink with a narrow window down to this share of their drawn size, then scroll
+#: sideways inside their figure, so that their text stays legible on a phone.
+_MIN_CHART_SCALE = 0.7
+
+
+def wrap_label(text: str, width: int, max_lines: int = _MAX_LABEL_LINES) -> str:
+    """``text`` broken into lines of at most ``width`` characters (at spaces and hyphens, inside
+    a word only when it must), at most ``max_lines`` of them, so that run names side by side
+    in a chart never run into each other."""
+    width = max(4, width)
+    lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=True) or [""]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 1].rstrip() + "…"
+    return "\n".join(lines)
+
+
+def _label_lines(labels: Sequence[str]) -> int:
+    return max([1, *(label.count("\n") + 1 for label in labels)])
 
 
 def _svg(fig: Any, prefix: str) -> Markup:
@@ -304,7 +328,9 @@ def _svg(fig: Any, prefix: str) -> Markup:
 
     text = _TAG.sub(tag, text)
     root_end = text.index(">")
-    return Markup(text[:root_end] + ' role="img"' + text[root_end:])
+    width = re.search(r'\bwidth="([0-9.]+)pt"', text[:root_end])
+    style = f' style="min-width: {float(width.group(1)) * 4 / 3 * _MIN_CHART_SCALE:.0f}px"' if width else ""
+    return Markup(text[:root_end] + ' role="img"' + style + text[root_end:])
 
 
 def _error_bars(values: list[float], intervals: list[list[float] | None]) -> list[list[float]] | None:
@@ -323,7 +349,8 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
     bars = [*categories, _OVERALL]
     colors = list(plt.get_cmap("tab10").colors)
     width = 0.8 / len(bars)
-    fig, ax = plt.subplots(figsize=(min(12.0, max(7.0, 1.0 + 0.14 * len(bars) * len(runs))), 2.9))
+    fig_w = min(12.0, max(7.0, 1.0 + 0.14 * len(bars) * len(runs)))
+    fig, ax = plt.subplots(figsize=(fig_w, 2.9))
     x = np.arange(len(runs))
     top = 0.0
     for i, cat in enumerate(bars):
@@ -339,7 +366,10 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
         for j, bar in enumerate(drawn.patches):
             if not math.isnan(values[j]):
                 bar.set_gid(f"{MARK}-{i}-{j}")
-    ax.set_xticks(x, [r.label for r in runs])
+    # the axes take 0.775 of the figure's width (matplotlib's default margins): each run's
+    # name wraps to its group's width, less a gap
+    group_pt = 72 * fig_w * 0.775 / len(runs)
+    ax.set_xticks(x, [wrap_label(r.label, int(group_pt / _PT_PER_CHAR) - 2) for r in runs])
     ax.set_ylabel(metric)
     if top <= 1.0:
         ax.set_ylim(0, 1.02)
@@ -353,10 +383,16 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
 def _efficiency_chart(plt: Any, runs: Sequence[LoadedRun], prefix: str) -> Markup:
     """Ingest seconds per message and recall seconds per question (MemSim's adaptation and response time)."""
     panels = (("ingest_s_per_message", "ingest s / message"), ("recall_s_per_question", "recall s / question"))
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
-    fig, axes = plt.subplots(1, 2, figsize=(5.6, 1.0 + 0.3 * len(runs)), sharey=True)
-    labels = [r.label for r in runs]
+    label_chars = 26
+    labels = [wrap_label(r.label, label_chars) for r in runs]
+    lines = _label_lines(labels)
+    widest = max(len(line) for label in labels for line in label.split("\n"))
+    # room for the names, then two panels wide enough for their titles and tick labels
+    fig_w = max(5.6, 0.6 + widest * _PT_PER_CHAR / 72 + 2 * 2.1)
+    row_h = max(0.3, 0.08 + 0.16 * lines)
+    fig, axes = plt.subplots(1, 2, figsize=(fig_w, 1.0 + row_h * len(runs)), sharey=True)
     y = list(range(len(runs)))
     for ax, (key, title) in zip(axes, panels):
         values = [(r.summary.get("efficiency") or {}).get(key) for r in runs]
@@ -367,21 +403,33 @@ def _efficiency_chart(plt: Any, runs: Sequence[LoadedRun], prefix: str) -> Marku
         for yi, v, d in zip(y, values, drawn):
             ax.annotate(fmt_seconds(v), (d, yi), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
         ax.set_title(title)
-        ax.set_xlim(0, (max(drawn) or 1.0) * 1.35)
-        ax.xaxis.set_major_locator(MaxNLocator(3))
+        top = max(drawn)
+        if top > 0:
+            ax.set_xlim(0, top * 1.5)  # the value printed right of the longest bar stays inside
+            ax.xaxis.set_major_locator(MaxNLocator(3))
+        else:  # every run took no measurable time (e.g. replayed with --from): one tick, at 0
+            ax.set_xlim(0, 1)
+            ax.xaxis.set_major_locator(FixedLocator([0.0]))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else fmt_seconds(v)))
         ax.tick_params(axis="x", labelsize=7.5)
         ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
         ax.set_axisbelow(True)
     axes[0].set_yticks(y, labels)
     axes[0].invert_yaxis()
-    fig.tight_layout()
+    fig.tight_layout(w_pad=1.5)
     return _svg(fig, prefix)
 
 
 def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], prefix: str) -> Markup:
-    """The headline metric against LLM cost per 1,000 questions, so runs of different sizes compare."""
-    fig, ax = plt.subplots(figsize=(5.6, 3.0))
+    """The headline metric against LLM cost per 1,000 questions, so runs of different sizes compare.
+
+    Runs are named in a legend under the axes, never beside their points, where names of
+    runs with close scores and costs would run into each other. When no run cost anything
+    (offline runs: extractive reader, no LLM) the cost axis has one tick, 0, and says so.
+    """
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    fig, ax = plt.subplots(figsize=(5.6, 3.0), layout="constrained")
     colors = list(plt.get_cmap("tab10").colors)
     costs = []
     for i, r in enumerate(runs):
@@ -394,21 +442,25 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
         interval = r.interval(metric)
         yerr = [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]] if interval else None
         point = ax.errorbar([per_k], [value], yerr=yerr, fmt="o", color=colors[i % len(colors)], markersize=6,
-                            elinewidth=0.8, capsize=2)
+                            elinewidth=0.8, capsize=2, label=wrap_label(r.label, 60, max_lines=2))
         point.lines[0].set_gid(f"{MARK}-{i}")
-        ax.annotate(r.label, (per_k, value), xytext=(6, 4), textcoords="offset points", fontsize=8)
-    ax.set_xlabel("LLM cost, USD per 1,000 questions")
     ax.set_ylabel(metric)
     ax.margins(x=0.3, y=0.15)
     if any(costs):
+        ax.set_xlabel("LLM cost, USD per 1,000 questions")
         ax.set_xlim(left=0)
-    else:  # offline runs (extractive reader, no LLM): keep the points off the frame
+    else:  # offline runs: the points in the middle, and no negative cost on the axis
+        ax.set_xlabel("LLM cost, USD per 1,000 questions (no LLM cost in these runs)")
         ax.set_xlim(-1, 1)
+        ax.xaxis.set_major_locator(FixedLocator([0.0]))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "0"))
     if all(0.0 <= (r.overall(metric) or 0.0) <= 1.0 for r in runs):
         ax.set_ylim(0, 1.02)
     ax.grid(color="#e4e4e4", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.set_title(f"{metric} against cost · {dataset}")
+    if costs:
+        fig.legend(loc="outside lower left", fontsize=8, handlelength=1.0, ncols=1)
     return _svg(fig, prefix)
 
 
@@ -423,8 +475,10 @@ def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metri
     rows_per_panel = [[(k, p) for k, p in enumerate(pairs, start=1) if m in p["metrics"]] for m in metrics]
     reach = max(abs(x) for p in pairs for c in p["metrics"].values() for x in (c["diff"], *(c.get("ci") or ())))
     reach = max(0.05, reach) * 1.3  # zero in the middle, room for the value printed beside each interval
+    names = {k: wrap_label(f"{p['a'].label} − {p['b'].label}", 40) for k, p in enumerate(pairs, start=1)}
+    row_h = 0.28 + 0.15 * (_label_lines(list(names.values())) - 1)  # a wrapped name never meets the next row's
     fig, axes = plt.subplots(len(metrics), 1, sharex=True, squeeze=False,
-                             figsize=(6.4, 0.6 + sum(0.45 + 0.28 * len(rows) for rows in rows_per_panel)),
+                             figsize=(6.4, 0.6 + sum(0.45 + row_h * len(rows) for rows in rows_per_panel)),
                              gridspec_kw={"height_ratios": [len(rows) + 0.6 for rows in rows_per_panel]},
                              layout="constrained")
     for i, (ax, metric, rows) in enumerate(zip(axes[:, 0], metrics, rows_per_panel)):
@@ -439,7 +493,7 @@ def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metri
             ax.annotate(label, (high, y), xytext=(5, 0), textcoords="offset points",
                         va="center", fontsize=7.5, color="#444")
         ax.axvline(0, color="#888", linewidth=0.8, linestyle="--", zorder=0)
-        ax.set_yticks(range(len(rows)), [f"{p['a'].label} − {p['b'].label}" for _, p in rows])
+        ax.set_yticks(range(len(rows)), [names[k] for k, _ in rows])
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_title(metric, fontsize=9)
         ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
@@ -542,6 +596,14 @@ def render_html(run_dirs: Sequence[Path]) -> str:
     import matplotlib.pyplot as plt
 
     loaded = [load_run(Path(p)) for p in run_dirs]
+    # runs judged by different judges: each judge's numbers are a metric of their own (judge[name])
+    columns = compare.judge_columns([r.path for r in loaded])
+    loaded = [r if i not in columns else attrs.evolve(
+        r, summary=compare.judged_summary(r.summary, columns[i]),
+        run={**r.run, "resolved": {**(r.run.get("resolved") or {}), "metrics": [
+            compare.judged_name(m, columns[i]) for m in (r.run.get("resolved") or {}).get("metrics") or []]}},
+        records=[{**rec, "scores": compare.rename_judge_metrics(rec.get("scores") or {}, columns[i])}
+                 for rec in r.records]) for i, r in enumerate(loaded)]
     option_keys = differing_options(loaded)
     runs = _labelled(loaded, option_keys)
     groups = []

@@ -4,12 +4,13 @@ The fixtures under tests/fixtures/runs/ are three hand-written runs of MemSim-st
 questions (full, bm25 and recent agents; 4 trajectories x 6 categories), with wrong
 answers and errors; their summaries were computed by memplug.results.summarize.
 
-The Chromium test is the recipe behind docs/img/report.png:
+The Chromium tests are the recipe behind docs/img/report.png and docs/img/report-phone.png:
     MEMPLUG_UPDATE_SCREENSHOT=1 .venv/bin/pytest tests/test_report_html.py -k chromium
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -37,6 +38,9 @@ WRONG = {"full": 5, "bm25": 8, "recent": 15}
 CHARTS = ["paired-memsim", "accuracy", "recall@5", "efficiency", "cost-memsim"]
 N_CHARTS = len(CHARTS)
 SCREENSHOT = ROOT / "docs" / "img" / "report.png"
+PHONE_SCREENSHOT = ROOT / "docs" / "img" / "report-phone.png"
+#: A phone's width in CSS pixels (an iPhone 12 to 15) and a desktop window's.
+PHONE, DESKTOP = 390, 1280
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +247,7 @@ def test_scores_show_the_questions_behind_them(page: str) -> None:
     assert page.count("<span class=\"ci\">n=24</span>") == 4 and page.count("<span class=\"ci\">n=22</span>") == 2
     # by category (summary["n"]): recent's errors were a comparative and a post_processing question
     accuracy_table = page[page.index('<table class="bycat">'):page.index("</table>", page.index('<table class="bycat">'))]
-    recent_row = accuracy_table[accuracy_table.index("<tr><td>recent"):]
+    recent_row = accuracy_table[accuracy_table.index("<tr><td class=\"label\">recent"):]
     assert re.findall(r'class="n">n=(\d+)', recent_row) == ["4", "3", "4", "4", "3", "4", "22"]
 
 
@@ -387,3 +391,189 @@ def test_chromium_draws_every_chart_without_console_errors(run_dirs: list[Path],
     if os.environ.get("MEMPLUG_UPDATE_SCREENSHOT") == "1":
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, SCREENSHOT)
+
+
+# -- at a desktop's and a phone's width --------------------------------------------
+#: Returns, as JSON, what the layout checks need: the window's width and the page's, every
+#: pair of text boxes in one chart that overlap (matplotlib draws each piece of text as a
+#: group with an id "<prefix>-text_N"), and the tick labels of each cost chart's x axis.
+LAYOUT_PROBE = """(function () {
+  function overlap(a, b) {  // half a pixel of grace: neighbours that touch do not collide
+    return a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  }
+  var out = {innerWidth: window.innerWidth, scrollWidth: document.documentElement.scrollWidth,
+             overlaps: [], texts: 0, costTicks: {}};
+  var figures = document.querySelectorAll("figure.chart");
+  for (var i = 0; i < figures.length; i++) {
+    var name = figures[i].getAttribute("data-chart");
+    var groups = figures[i].querySelectorAll("svg g[id*='-text_']");
+    var boxes = [];
+    for (var j = 0; j < groups.length; j++) {
+      var r = groups[j].getBoundingClientRect();
+      if (r.width > 0 && r.height > 0) boxes.push({text: groups[j].textContent.trim(), r: r});
+    }
+    out.texts += boxes.length;
+    for (var a = 0; a < boxes.length; a++)
+      for (var b = a + 1; b < boxes.length; b++)
+        if (overlap(boxes[a].r, boxes[b].r)) out.overlaps.push([name, boxes[a].text, boxes[b].text]);
+    if (name.indexOf("cost-") === 0) {
+      var ticks = figures[i].querySelectorAll("svg g[id*='-xtick_'] text");
+      out.costTicks[name] = Array.prototype.map.call(ticks, function (t) { return t.textContent.trim(); });
+    }
+  }
+  return JSON.stringify(out);
+})()"""
+
+
+def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int, expression: str,
+              screenshot: Path | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """Open ``page`` in a viewport ``width`` CSS pixels wide, evaluate ``expression`` after the
+    load event, and return its value and what the page logged or threw.
+
+    Headless Chromium makes no window narrower than 500 pixels (``--window-size=390,…`` gives
+    an innerWidth of 500), so the viewport is set through the DevTools protocol
+    (``Emulation.setDeviceMetricsOverride``) over ``--remote-debugging-pipe``: file
+    descriptors 3 and 4, NUL-terminated JSON, no network port. The same is used for the
+    desktop width, so both are measured the same way.
+    """
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    to_chromium, from_us = os.pipe()
+    to_us, from_chromium = os.pipe()
+
+    def child() -> None:  # Chromium reads commands on fd 3 and writes replies on fd 4
+        read, write = os.dup(to_chromium), os.dup(from_chromium)
+        os.dup2(read, 3)
+        os.dup2(write, 4)
+
+    proc = subprocess.Popen([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
+                             "about:blank"], pass_fds=(3, 4), preexec_fn=child,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(to_chromium)
+    os.close(from_chromium)
+    out, replies = os.fdopen(from_us, "wb", buffering=0), os.fdopen(to_us, "rb", buffering=0)
+    pending, events, counter = b"", [], [0]
+
+    def receive() -> dict[str, Any]:
+        nonlocal pending
+        while b"\0" not in pending:
+            block = replies.read(1 << 16)
+            assert block, "chromium closed the DevTools pipe"
+            pending += block
+        message, pending = pending.split(b"\0", 1)
+        return json.loads(message)
+
+    def send(method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        counter[0] += 1
+        message: dict[str, Any] = {"id": counter[0], "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        out.write(json.dumps(message).encode() + b"\0")
+        while True:
+            reply = receive()
+            if reply.get("id") == counter[0]:
+                assert "error" not in reply, (method, reply["error"])
+                return reply["result"]
+            events.append(reply)
+
+    try:
+        target = next(t["targetId"] for t in send("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        session = send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        send("Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1,
+             mobile=False)
+        send("Page.enable", session)
+        send("Runtime.enable", session)
+        send("Page.navigate", session, url=page.as_uri())
+        while not any(e.get("method") == "Page.loadEventFired" for e in events):
+            events.append(receive())
+        value = send("Runtime.evaluate", session, expression=expression, returnByValue=True)["result"].get("value")
+        if screenshot is not None:
+            screenshot.write_bytes(base64.b64decode(send("Page.captureScreenshot", session, format="png")["data"]))
+        console = [e for e in events if e.get("method") in ("Runtime.consoleAPICalled", "Runtime.exceptionThrown")]
+        send("Browser.close")
+    finally:
+        out.close()
+        replies.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return value, console
+
+
+def _layout(chromium: str, page: Path, tmp_path: Path, width: int, screenshot: Path | None = None) -> dict[str, Any]:
+    value, console = _devtools(chromium, page, tmp_path, width, 2000, LAYOUT_PROBE, screenshot)
+    assert console == []
+    return json.loads(value)
+
+
+#: Agent names as long as plugins' get, one with spaces and one without.
+LONG_NAMES = {RUN_IDS[1]: "mem0-graph-memory-with-reranker-and-top10",
+              RUN_IDS[2]: "letta sleeptime agent with archival memory v2"}
+
+
+def _stressed(tmp_path: Path, zero_times: bool = False) -> list[Path]:
+    """The fixture runs with long agent names and no LLM cost (offline runs), and with
+    ``zero_times`` no measurable ingest or recall time either (constant charts)."""
+    dirs = []
+    for run_id in RUN_IDS:
+        run = _copy_run(run_id, tmp_path / "runs")
+
+        def edit(s: dict[str, Any], run_id: str = run_id) -> None:
+            s["agent"] = LONG_NAMES.get(run_id, s["agent"])
+            s["llm"]["cost_usd"] = 0.0
+            if zero_times:
+                s["efficiency"].update(ingest_s_per_message=0.0, recall_s_per_question=0.0)
+
+        _edit_json(run / "summary.json", edit)
+        dirs.append(run)
+    return dirs
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+@pytest.mark.parametrize("zero_times", [False, True], ids=["times", "zero-times"])
+def test_chromium_page_fits_the_window_and_chart_text_never_overlaps(tmp_path: Path, width: int,
+                                                                   zero_times: bool) -> None:
+    chromium = _chromium()
+    page = write_html(_stressed(tmp_path, zero_times), tmp_path / "report.html")
+    assert all(name in page.read_text(encoding="utf-8") for name in LONG_NAMES.values())
+    layout = _layout(chromium, page, tmp_path, width)
+    assert layout["innerWidth"] == width  # the viewport really is a phone's (or a desktop's)
+    # wide tables scroll inside their box and charts shrink or scroll inside their figure:
+    # the page as a whole never scrolls sideways
+    assert layout["scrollWidth"] <= layout["innerWidth"], layout["scrollWidth"]
+    assert layout["texts"] > 60  # the check looked at the charts' text: titles, ticks, names, legends
+    assert layout["overlaps"] == []
+    # every run cost nothing: one tick at 0, no negative cost
+    assert layout["costTicks"] == {"cost-memsim": ["0"]}
+
+
+def test_layout_probe_catches_a_wide_page_overlapping_text_and_negative_ticks(tmp_path: Path) -> None:
+    """The checks above can fail: a page wider than the window, two labels on top of each
+    other and a negative cost tick are all reported."""
+    chromium = _chromium()
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<!DOCTYPE html><html><body><div style="width: 900px">wide</div>'
+        '<figure class="chart" data-chart="cost-x"><svg width="300" height="100">'
+        '<g id="c1-xtick_1"><g id="c1-text_1"><text x="10" y="50">−1.00</text></g></g>'
+        '<g id="c1-text_2"><text x="12" y="52">a long agent name</text></g></svg></figure></body></html>',
+        encoding="utf-8")
+    layout = _layout(chromium, bad, tmp_path, PHONE)
+    assert layout["innerWidth"] == PHONE and layout["scrollWidth"] > PHONE
+    assert layout["overlaps"] == [["cost-x", "−1.00", "a long agent name"]]
+    assert layout["costTicks"] == {"cost-x": ["−1.00"]}
+
+
+def test_chromium_phone_screenshot(run_dirs: list[Path], tmp_path: Path) -> None:
+    """docs/img/report-phone.png: the fixture page at a phone's width."""
+    chromium = _chromium()
+    page = write_html(run_dirs, tmp_path / "report.html")
+    shot = tmp_path / "report-phone.png"
+    layout = _layout(chromium, page, tmp_path, PHONE, screenshot=shot)
+    assert layout["scrollWidth"] <= PHONE and layout["overlaps"] == []
+    with shot.open("rb") as fh:
+        header = fh.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (PHONE, 2000)
+    if os.environ.get("MEMPLUG_UPDATE_SCREENSHOT") == "1":
+        shutil.copyfile(shot, PHONE_SCREENSHOT)
