@@ -40,6 +40,45 @@ def test_top_k_orders_by_score_then_position_and_fills_with_zeros_on_request():
     assert [i for i, _ in top_k(scores, 5, keep_zero=True)] == [1, 3, 2, 0, 4]
 
 
+def test_bm25_index_is_bm25s_bit_for_bit():
+    """The numpy build gives bm25s's own index (lucene, k1 1.5, b 0.75) and scores, empty documents included."""
+    import bm25s
+
+    rng = np.random.default_rng(7)
+    words = "alpha beta gamma delta epsilon 上司 叫 zhao the of".split()
+    texts = [" ".join(rng.choice(words, size=rng.integers(0, 14))) for _ in range(300)]
+    index = BM25Index()
+    for start in range(0, len(texts), 16):
+        index.add(texts[start : start + 16])
+    vocab = dict(index._vocab)
+    vocab[""] = len(vocab)
+    ids, lengths = list(index._tokens), list(index._lengths)
+    docs, at = [], 0
+    for n in lengths:
+        docs.append(ids[at : at + n] or [vocab[""]])
+        at += n
+    reference = bm25s.BM25(k1=1.5, b=0.75)
+    reference.index((docs, vocab), show_progress=False, create_empty_token=False)
+    for query in ["alpha beta", "上司叫 zhao", "gamma gamma delta", "epsilon"]:
+        q = sorted({vocab[t] for t in tokenize(query) if t in vocab})
+        assert np.array_equal(index.scores(query), reference.get_scores_from_ids(q))
+    assert np.array_equal(index._data, reference.scores["data"])
+    assert np.array_equal(index._indices, reference.scores["indices"])
+
+
+@pytest.mark.parametrize("n", [100, 50_000])
+def test_top_k_fast_path_picks_what_argpartition_picks(n):
+    """Long arrays take a candidate shortcut; ties at the k-th place fall back to argpartition."""
+    rng = np.random.default_rng(n)
+    cases = [rng.random(n).astype(np.float32), np.zeros(n, dtype=np.float32),
+             rng.integers(0, 3, n).astype(np.float32), (rng.random(n) < 2e-4) * rng.random(n)]
+    for scores in cases:
+        for k in (1, 2, 5, 20):
+            part = np.argpartition(-scores, k - 1)[:k]
+            expected = [(int(i), float(scores[i])) for i in part[np.lexsort((part, -scores[part]))]]
+            assert top_k(scores, k, keep_zero=True) == expected
+
+
 def test_dense_index_grows_and_returns_cosine_top_k():
     index = DenseIndex(2)
     for _ in range(40):  # past the first allocation

@@ -22,8 +22,11 @@ _STOP_EN = frozenset(STOPWORDS_EN)
 
 def tokenize(text: str) -> list[str]:
     """Words for Latin-script text, character unigrams and bigrams for Chinese runs."""
+    lowered = text.lower()
+    if _IS_CJK.search(lowered) is None:  # no Chinese: one findall, the common case at scale
+        return [run for run in _TOKEN.findall(lowered) if run not in _STOP_EN]
     tokens: list[str] = []
-    for match in _TOKEN.finditer(text.lower()):
+    for match in _TOKEN.finditer(lowered):
         run = match.group()
         if _IS_CJK.match(run):
             tokens.extend(run)
