@@ -32,6 +32,7 @@ OFFLINE_ENV: Mapping[str, str] = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "MEM0_TELEMETRY": "False",
     "TELEMETRY_DISABLED": "1",  # cognee
+    "GRAPHITI_TELEMETRY_ENABLED": "false",  # graphiti-core (PostHog, on by default outside pytest)
     "ANONYMIZED_TELEMETRY": "False",  # chroma/posthog-based libraries
     "DO_NOT_TRACK": "1",
     "POSTHOG_DISABLED": "1",

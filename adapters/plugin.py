@@ -37,6 +37,9 @@ def register_agents(register: Register) -> None:
     register("mcp", "memplug.adapters.mcp:McpAgent", requires=("mcp",), extra="mcp",
              description="Any memory behind an MCP server (-o command=... for stdio, -o url=... for "
              "streamable HTTP); its write and search tools found by name or given")
+    register("graphiti", "memplug.adapters.graphiti:GraphitiAgent", requires=("graphiti_core", "kuzu"),
+             extra="graphiti", description="Graphiti (Zep) temporal knowledge graph on embedded Kùzu in the "
+             "sample's work directory; needs --llm")
 
 
 @hookimpl

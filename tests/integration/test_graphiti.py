@@ -1,0 +1,145 @@
+"""Graphiti end to end: real graphiti-core on a real embedded Kùzu database per sample, the
+loopback stub answering graphiti's structured-output requests (tests/graphiti_stub.py)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from external_run import assert_isolated, cli_evaluate, evaluate, system_reply
+
+if importlib.util.find_spec("graphiti_core") is None or importlib.util.find_spec("kuzu") is None:
+    pytest.skip("memplug[graphiti] not installed", allow_module_level=True)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ITEM = re.compile(r"Item (\d+)-(\d+) is \w+\.")
+
+
+@pytest.fixture
+def graphiti_stub(monkeypatch):
+    """The OpenAI stub answering graphiti's schemas, and the counting dataset's reader otherwise."""
+    from graphiti_stub import graphiti_reply
+    from openai_stub import OpenAIStub
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIStub(reply=functools.partial(graphiti_reply, fallback=system_reply), embed_dim=64) as stub:
+        yield stub
+
+
+def schema_names(stub) -> list[str]:
+    names = []
+    for body in stub.chat_requests:
+        fmt = body.get("response_format") or {}
+        names.append((fmt.get("json_schema") or {}).get("name") or fmt.get("type") or "text")
+    return names
+
+
+def assert_facts_carry_their_message_ids(records: list[dict]) -> None:
+    """Every recalled fact names the item of exactly the message id it carries."""
+    for record in records:
+        assert record["recalled"], record
+        for item in record["recalled"]:
+            (sample, index), = ITEM.findall(item["text"])
+            assert f"s{sample}" == record["sample_id"] and item["message_ids"] == [f"m{index}"], item
+
+
+def test_graphiti_extracts_facts_and_recalls_them_with_their_message_ids(testkit, graphiti_stub, tmp_path):
+    # 12 tokens a chunk: each counting message ("Item 0-1 is lamp.", 7 or 8 tokens) is an episode of its own
+    rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12)
+    records = rd.records()
+    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    overall = rd.summary()["metrics"]["overall"]
+    assert overall["recall@2"] == 1.0 and overall["em"] == 1.0
+    assert_facts_carry_their_message_ids(records)
+    assert_isolated(records)
+    names = schema_names(graphiti_stub)
+    # one entity and one fact extraction per episode: 2 samples x 4 messages
+    assert names.count("ExtractedEntities") == 8 and names.count("ExtractedEdges") == 8
+    assert all(b["model"] == "stub" for b in graphiti_stub.chat_requests)
+    # graphiti's calls went through the run's LLM: counted in the run's usage
+    assert rd.summary()["llm"]["calls"] >= len(graphiti_stub.chat_requests)
+    for record in records:  # the episode's reference time is unknown: facts say so, as graphiti's context does
+        assert all(item["text"].endswith("(date range: date unknown - present)") for item in record["recalled"])
+    for sample in ("s0", "s1"):  # one Kùzu database per sample, in its work directory
+        assert (rd.path / "work" / sample / "kuzu").exists()
+
+
+def test_graphiti_chunk_episodes_credit_every_message_of_the_chunk(testkit, graphiti_stub, tmp_path):
+    # 64 tokens a chunk hold all four messages: one episode, whose facts carry all four ids
+    rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=64, agent_options={"dates": "false"})
+    records = rd.records()
+    assert not any(r["error"] for r in records), [r["error"] for r in records]
+    assert schema_names(graphiti_stub).count("ExtractedEntities") == 2
+    for record in records:
+        for item in record["recalled"]:
+            assert item["message_ids"] == ["m0", "m1", "m2", "m3"] and ITEM.fullmatch(item["text"])
+    assert rd.summary()["metrics"]["overall"]["em"] == 1.0
+
+
+def test_graphiti_json_object_mode_puts_the_schema_in_the_prompt(testkit, graphiti_stub, tmp_path):
+    rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12,
+                  agent_options={"structured": "json_object", "reranker": "mmr"})
+    records = rd.records()
+    assert not any(r["error"] for r in records), [r["error"] for r in records]
+    assert_facts_carry_their_message_ids(records)
+    extraction = [b for b in graphiti_stub.chat_requests
+                  if "Respond with a JSON object in the following format" in b["messages"][-1]["content"]]
+    assert extraction and all(b["response_format"] == {"type": "json_object"} for b in extraction)
+
+
+def test_graphiti_reference_times_are_the_messages_times(graphiti_stub, tmp_path):
+    """An episode's reference time is its first message's; graphiti dates its facts with it."""
+    import asyncio
+
+    from memplug.adapters.graphiti import GraphitiAgent
+    from memplug.llm import LLM
+    from memplug.models import AgentQuestion, Chunk, Message
+    from memplug.protocols import AgentConfig
+
+    llm = LLM("openai/stub", api_base=graphiti_stub.base_url, api_key="sk-test", use_cache=False)
+    agent = GraphitiAgent(AgentConfig(llm=llm, top_k=3, sample_id="one/two"), tmp_path / "w")
+    try:
+        async def go():
+            await agent.aingest(Chunk(0, [Message("a", "I moved to Lisbon.", time="2024-04-01T08:30", speaker="Ana")]))
+            await agent.aingest(Chunk(1, [Message("b", "I adopted Biscuit.", time="2024-05-02T09:00", speaker="Ana")]))
+            return await agent.arecall(AgentQuestion("q", "Where did Ana move?", "simple"))
+
+        recall = asyncio.run(go())
+    finally:
+        agent.close()
+        llm.close()
+    assert agent.group_id == "one_two"
+    episodes = [b for b in graphiti_stub.chat_requests
+                if (b.get("response_format") or {}).get("json_schema", {}).get("name") == "ExtractedEdges"]
+    assert re.search(r"<REFERENCE_TIME>\n2024-04-01[ T]08:30:00\+00:00", episodes[0]["messages"][-1]["content"])
+    assert "Ana: I moved to Lisbon." in episodes[0]["messages"][-1]["content"]
+    by_id = {item.message_ids: item.text for item in recall.items}
+    assert "Lisbon" in by_id[("a",)] and "Biscuit" in by_id[("b",)]
+
+
+def test_graphiti_without_llm_stops_at_preflight_with_exit_2(testkit_env, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "graphiti", "--dataset", "counting",
+                           "--output", str(tmp_path / "runs")], env=testkit_env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "agent 'graphiti' needs an LLM for entity and fact extraction" in lines[0]
+    assert "--llm MODEL" in lines[0]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_graphiti_through_the_cli(testkit_env, graphiti_stub, tmp_path):
+    """`memplug eval --agent graphiti` in its own process: telemetry off, facts recalled, exit 0."""
+    rd = cli_evaluate(tmp_path, testkit_env, "graphiti", graphiti_stub, "--chunk-size", "12")
+    records = rd.records()
+    assert not any(r["error"] for r in records), [r["error"] for r in records]
+    assert rd.summary()["metrics"]["overall"]["recall@2"] == 1.0
+    assert_facts_carry_their_message_ids(records)
+    run = json.loads((rd.path / "run.json").read_text())
+    assert run["status"] == "finished"
