@@ -76,6 +76,15 @@ def test_every_problem_with_its_line(tmp_path):
         list(ConversationsBuilder().build(BuildOptions(data=path)))
 
 
+def test_a_line_python_cannot_read_is_a_problem_not_a_crash(tmp_path):
+    # json.loads raises a plain ValueError (no .msg, no .colno) for an integer of 5000 digits
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"id": ' + "1" * 5000 + "}\n")
+    samples, reader = read_file(path)
+    (problem,) = reader.problems
+    assert samples == [] and problem.startswith("line 1: not readable (") and "digits" in problem
+
+
 def test_generate_check_lists_the_problems_and_writes_nothing(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(BAD) + "\n")

@@ -85,8 +85,11 @@ class Reader:
         n_before = len(self.problems)
         try:
             row = json.loads(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             self.problem(line, "", f"not JSON ({exc.msg} at column {exc.colno})")
+            return None
+        except ValueError as exc:  # valid JSON Python will not read, e.g. an integer of 5000 digits
+            self.problem(line, "", f"not readable ({exc})")
             return None
         if not isinstance(row, dict):
             self.problem(line, "", f"expected an object, got {type(row).__name__}")
@@ -105,7 +108,8 @@ class Reader:
         questions = self._qa(line, row.get("qa"), turn_ids)
         if len(self.problems) > n_before:
             return None
-        meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+        given = row.get("meta")
+        meta = given if isinstance(given, dict) else {}
         return Sample(sample_id, messages, questions, {**meta, "line": line, "file": str(self.path),
                                                        "sessions": len({m.meta["session"] for m in messages})})
 
@@ -241,8 +245,7 @@ def read_file(path: Path, dates: bool = True) -> tuple[list[Sample], Reader]:
     try:
         text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        reader.problem(line, "", "not UTF-8")
+        reader.problem(raw[:exc.start].count(b"\n") + 1, "", "not UTF-8")
         return samples, reader
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -348,11 +348,11 @@ def knowledge_base() -> KnowledgeBase:
     for university, city in UNIVERSITIES:
         b.entity(university, "university")
         b.add(university, "P131", city, "city")
-    for name, citizenship, birthplace, university, employer, field in PEOPLE:
+    for name, citizenship, birthplace, alma_mater, employer, field in PEOPLE:
         b.entity(name, "person")
         b.add(name, "P27", citizenship, "country")
         b.add(name, "P19", birthplace, "city")
-        b.add(name, "P69", university, "university")
+        b.add(name, "P69", alma_mater, "university")
         b.add(name, "P108", employer, "company")
         b.add(name, "P106", field, "field")
     for name, sport, citizenship, birthplace, position in ATHLETES:

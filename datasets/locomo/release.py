@@ -140,17 +140,17 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
         where = f"{place}.qa[{i}]"
         if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
             raise DataError(path, "a question needs a 'question' string", where)
-        number = qa.get("category")
-        if number not in CATEGORIES:
-            raise DataError(path, f"category {short(number)} is not one of 1-5", where)
-        if categories is not None and number not in categories:
+        category = qa.get("category")
+        if category not in CATEGORIES:
+            raise DataError(path, f"category {short(category)} is not one of 1-5", where)
+        if categories is not None and category not in categories:
             continue
-        meta: dict[str, Any] = {"locomo_category": number, "evidence": qa.get("evidence", [])}
-        if number == 5:
+        qmeta: dict[str, Any] = {"locomo_category": category, "evidence": qa.get("evidence", [])}
+        if category == 5:
             if "adversarial_answer" in qa:
-                meta["adversarial_answer"] = str(qa["adversarial_answer"])
+                qmeta["adversarial_answer"] = str(qa["adversarial_answer"])
             if "answer" in qa:
-                meta["answer"] = str(qa["answer"])
+                qmeta["answer"] = str(qa["answer"])
             answers: tuple[str, ...] = (NOT_MENTIONED,)
         else:
             if qa.get("answer") is None or isinstance(qa["answer"], (dict, list)):
@@ -161,14 +161,14 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
         if unknown:
             log.warning("%s: %s (%s): evidence %s matches no turn; left out of its targets",
                         path, where, sample_id, ", ".join(unknown))
-            meta["unknown_evidence"] = unknown
+            qmeta["unknown_evidence"] = unknown
         questions.append(Question(
             id=f"q{i}",
             text=qa["question"],
             answers=answers,
-            category=category_name(number),
+            category=category_name(category),
             targets=[e for e in ids if e in turn_ids],
-            meta=meta,
+            meta=qmeta,
         ))
     return Sample(sample_id, messages, questions, {
         "file": str(path), "speakers": [conversation.get("speaker_a"), conversation.get("speaker_b")],

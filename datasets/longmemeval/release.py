@@ -58,7 +58,8 @@ def parse_date(raw: str) -> str:
     if not m:
         return raw
     try:
-        return datetime(*(int(g) for g in m.groups())).isoformat()  # type: ignore[misc]
+        year, month, day, hour, minute = (int(g) for g in m.groups())
+        return datetime(year, month, day, hour, minute).isoformat()
     except ValueError:
         return raw
 

@@ -28,7 +28,7 @@ def render(attr: str, value: object) -> str:
     if attr == "scale":
         return f"about {value} people"
     if attr == "duration":
-        return duration(int(value))  # type: ignore[arg-type]
+        return duration(int(str(value)))
     return str(value)
 
 

@@ -29,7 +29,7 @@ def render(attr: str, value: object) -> str:
     if attr == "scale":
         return f"约{value}人"
     if attr == "duration":
-        return duration(int(value))  # type: ignore[arg-type]
+        return duration(int(str(value)))
     return str(value)
 
 

@@ -7,6 +7,7 @@ exactly the text that the messages and answers carry.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Callable, Mapping
 
 import attrs
@@ -48,7 +49,7 @@ class Language:
     #: "{text} (place: {place}, time: {time})" as MemSim's benchmark shows messages
     stamp: str
     #: strftime-free formatting of a datetime for the stamp
-    when: Callable[[object], str]
+    when: Callable[[dt.datetime], str]
     #: reference forms: kind -> callables of the entity's attributes
     label_ref: Callable[[str, Mapping[str, object]], str]
     full_ref: Callable[[str, Mapping[str, object]], str]

@@ -54,7 +54,7 @@ def pick_noise(rng: random.Random, pool: Sequence[NoiseMessage], count: int, att
     when the pool runs short the picks repeat (a repeated message contradicts nothing).
     """
     picked: list[NoiseMessage] = []
-    seen: dict[tuple[str, str], Any] = {}
+    seen: dict[tuple[str, str | None], Any] = {}
     start, size = rng.randrange(len(pool)), len(pool)
     for i in range(size):  # the pool is shuffled once; each trajectory walks it from a random start
         if len(picked) >= count:

@@ -300,6 +300,7 @@ class Maker:
         attr = rng.choice(_COUNTABLE[group])
         values = [profile[e][attr] for e in pool]
         s = self.space
+        pred: list[Any]
         if attr == "age":
             pred, shown = ["lt", rng.choice((25, 30, 35, 40, 45, 50))], None
         elif attr == "height":

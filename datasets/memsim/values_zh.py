@@ -172,49 +172,48 @@ def space_from_profile(path: Path, base: ValueSpace = SPACE) -> ValueSpace:
         return rows.get(name) or None
 
     changes: dict = {}
-    if given("姓名"):
-        changes["full_names"] = tuple(rows["姓名"])
-    if given("性别") and len(rows["性别"]) == 2:
-        changes["genders"] = tuple(rows["性别"])
-    if given("家乡"):
-        changes["hometowns"] = tuple(rows["家乡"])
-    if given("工作地"):
-        changes["work_cities"] = tuple(rows["工作地"])
-    if given("教育背景"):
+    if names := given("姓名"):
+        changes["full_names"] = tuple(names)
+    if (genders := given("性别")) and len(genders) == 2:
+        changes["genders"] = tuple(genders)
+    if hometowns := given("家乡"):
+        changes["hometowns"] = tuple(hometowns)
+    if cities := given("工作地"):
+        changes["work_cities"] = tuple(cities)
+    if levels := given("教育背景"):
         # keep MemSim's levels in the built-in low-to-high order; unknown levels go last
-        levels = rows["教育背景"]
         changes["education"] = tuple(sorted(levels, key=lambda v: (base.education.index(v) if v in base.education else 99)))
-    if given("职业"):
+    if occupations := given("职业"):
         changes["occupations"] = {
-            occ: base.occupations.get(occ, (0, (occ,), (f"高级{occ}",), ("有限公司",))) for occ in rows["职业"]
+            occ: base.occupations.get(occ, (0, (occ,), (f"高级{occ}",), ("有限公司",))) for occ in occupations
         }
     for csv_name, field in (("兴趣爱好", "hobbies"), ("性格", "personalities"), ("联系电话", "phone_prefixes"),
                             ("银行卡号码", "bank_prefixes"), ("物品关系", "item_relations")):
-        if given(csv_name):
-            changes[field] = tuple(rows[csv_name])
-    if given("亲属关系"):
-        changes["relatives"] = {r: base.relatives.get(r, (None, -6, 6, False)) for r in rows["亲属关系"]}
-    if given("同事关系"):
-        changes["colleagues"] = {r: base.colleagues.get(r, (-6, 6, False)) for r in rows["同事关系"]}
+        if listed := given(csv_name):
+            changes[field] = tuple(listed)
+    if relatives := given("亲属关系"):
+        changes["relatives"] = {r: base.relatives.get(r, (None, -6, 6, False)) for r in relatives}
+    if colleagues := given("同事关系"):
+        changes["colleagues"] = {r: base.colleagues.get(r, (-6, 6, False)) for r in colleagues}
     for csv_name, field in (("工作事件类型", "work_event_types"), ("休闲事件类型", "fun_event_types")):
-        if given(csv_name):
+        if types := given(csv_name):
             table = getattr(base, field)
-            changes[field] = {t: table.get(t, f"参加{t}的各项活动") for t in rows[csv_name]}
-    if given("规模"):
-        mags = [_MAGNITUDES[s] for s in rows["规模"] if s in _MAGNITUDES]
+            changes[field] = {t: table.get(t, f"参加{t}的各项活动") for t in types}
+    if scales := given("规模"):
+        mags = [_MAGNITUDES[s] for s in scales if s in _MAGNITUDES]
         if mags:
             changes["scales"] = tuple(k * m for m in mags for k in range(1, 10))
-    if given("持续时间"):
-        units = [_UNITS[s] for s in rows["持续时间"] if s in _UNITS]
+    if durations := given("持续时间"):
+        units = [_UNITS[s] for s in durations if s in _UNITS]
         if units:
             changes["duration_units"] = tuple(units)
-    if given("物品类型"):
-        changes["items"] = {t: tuple(rows[t]) if given(t) else base.items.get(t, (t,)) for t in rows["物品类型"]}
-    if given("地点类型"):
+    if item_types := given("物品类型"):
+        changes["items"] = {t: tuple(given(t) or base.items.get(t, (t,))) for t in item_types}
+    if place_types := given("地点类型"):
         rels = tuple(rows.get("地点关系") or ("参观",))
         places, place_rel = {}, {}
-        for t in rows["地点类型"]:
-            places[t] = tuple(rows[t]) if given(t) else base.places.get(t, (t,))
+        for t in place_types:
+            places[t] = tuple(given(t) or base.places.get(t, (t,)))
             wanted = base.place_relations.get(t, tuple(r for r in rels if r != "居住"))
             place_rel[t] = tuple(r for r in wanted if r in rels) or rels
         changes["places"], changes["place_relations"] = places, place_rel

@@ -31,7 +31,7 @@ def message_problems(sample: Sample, where: str) -> list[str]:
         problems.append(f"{where}: duplicate memory ids")
     for m in sample.messages:
         kind, memory_type = m.meta.get("kind"), m.meta.get("memory_type")
-        if MEMORY_TYPE.get(kind) != memory_type:
+        if (MEMORY_TYPE.get(kind) if isinstance(kind, str) else None) != memory_type:
             problems.append(f"{where}: memory {m.id} of kind {kind!r} is labelled {memory_type!r}")
     return problems
 

@@ -65,7 +65,7 @@ class CharacterWriter:
         return text, f"{year:04d}-{month:02d}-{day + 2:02d}"
 
     # -- profile ---------------------------------------------------------------------------
-    def profile(self) -> tuple[str, dict[str, Any], dict[str, str]]:
+    def profile(self) -> tuple[str, dict[str, Any], dict[str, Any]]:
         rng, t = self.rng, self.t
         gender = rng.choice(("male", "female"))
         name = self.name(gender)
