@@ -1,0 +1,238 @@
+"""The mcp agent through the official `mcp` SDK against tests/mcp_memory_server.py, a real MCP
+server built with the SDK, over stdio and over streamable HTTP on a loopback port."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from external_run import assert_isolated
+
+pytest.importorskip("mcp", reason="memplug[mcp] not installed")
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "tests" / "mcp_memory_server.py"
+STDIO = f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
+
+
+def run(tmp_path: Path, **agent_options: str):
+    """One in-process run on the counting dataset (2 samples of 4 items, 2 questions each), extractive reader."""
+    from memplug.results import RunDir
+    from memplug.runner import Evaluation, RunSpec
+
+    spec = RunSpec(agent="mcp", dataset="counting", reader="extractive", top_k=2, agent_options=agent_options,
+                   dataset_options={"samples": "2", "questions": "2", "messages": "4"})
+    evaluation = Evaluation(spec)
+    return RunDir(evaluation.run(output=tmp_path / "runs")), evaluation
+
+
+def ok(rd) -> dict:
+    records = rd.records()
+    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    assert_isolated(records)
+    return rd.summary()["metrics"]["overall"]
+
+
+@pytest.fixture
+def no_linger(monkeypatch):
+    """Shared servers stop as soon as no sample holds them (the run-end hook stops them anyway)."""
+    from memplug.adapters import mcp
+
+    monkeypatch.setattr(mcp, "LINGER_S", 0.0)
+    yield
+    mcp.close_shared()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server():
+    """tests/mcp_memory_server.py over streamable HTTP on a free loopback port; yields a starter."""
+    started: list[subprocess.Popen] = []
+
+    def start(*args: str) -> str:
+        port = _free_port()
+        proc = subprocess.Popen([sys.executable, str(SERVER), "--transport", "streamable-http", "--port", str(port),
+                                 *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(proc)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, "the MCP test server exited"
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return f"http://127.0.0.1:{port}/mcp"
+            time.sleep(0.1)
+        raise AssertionError("the MCP test server did not listen within 30 s")
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_memsim_end_to_end_through_the_cli(tmp_path):
+    """The issue's command: memsim, two samples, a stdio server, 0 errors and recall@5 above 0."""
+    out = tmp_path / "runs"
+    done = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "mcp", "--dataset", "memsim",
+                           "-o", "n=2", "-o", f"command={STDIO}", "--output", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = [p for p in out.iterdir() if p.is_dir()]
+    summary = json.loads((path / "summary.json").read_text())
+    records = [json.loads(line) for line in (path / "samples.jsonl").read_text().splitlines()]
+    assert records and not any(r["error"] for r in records)
+    assert summary["metrics"]["overall"]["recall@5"] > 0
+    note = json.loads((path / "run.json").read_text())["resolved"]["agent_note"]
+    assert "add_memory(text, user_id)" in note and "search_memory(query, user_id, limit)" in note
+    assert "a user id per sample" in note
+    assert all(i["message_ids"] for r in records for i in r["recalled"])  # stored texts come back with their ids
+
+
+def test_stdio_one_shared_server_with_a_user_id_per_sample(testkit, tmp_path, no_linger):
+    rd, evaluation = run(tmp_path, command=STDIO)
+    overall = ok(rd)
+    assert overall["recall@2"] == 1.0
+    assert evaluation.agent_values["isolation"] == "user"
+    assert evaluation.agent_values["add"] == "add_memory" and evaluation.agent_values["search"] == "search_memory"
+    assert (rd.path / "work" / "mcp-server.log").exists()
+
+
+def test_stdio_one_server_per_sample_without_a_user_argument(testkit, tmp_path):
+    rd, evaluation = run(tmp_path, command=f"{STDIO} --no-user")
+    assert ok(rd)["recall@2"] == 1.0
+    assert evaluation.agent_values["isolation"] == "server"
+    assert "one server per sample" in evaluation.agent_note
+    assert sorted(p.name for p in (rd.path / "work").glob("*/mcp-server.log")) == ["mcp-server.log"] * 2
+
+
+def test_streamable_http_keeps_samples_apart_by_user_id(testkit, tmp_path, http_server):
+    url = http_server()
+    rd, evaluation = run(tmp_path, url=url)
+    assert ok(rd)["recall@2"] == 1.0
+    assert evaluation.agent_values["isolation"] == "user" and url in evaluation.agent_note
+
+
+def test_streamable_http_without_user_ids_is_refused_unless_shared_on_purpose(testkit, tmp_path, http_server):
+    from memplug.errors import MemplugError
+
+    url = http_server("--no-user")
+    with pytest.raises(MemplugError, match="every sample would write into one memory.*-o isolation=none"):
+        run(tmp_path, url=url)
+    rd, evaluation = run(tmp_path, url=url, isolation="none")
+    records = rd.records()
+    assert not any(r["error"] for r in records)
+    # one memory: the second sample's questions can find the first sample's items
+    assert "samples share one memory" in evaluation.agent_note
+
+
+def test_auto_discovery_of_other_common_names_and_plain_text_results(testkit, tmp_path, no_linger):
+    rd, evaluation = run(tmp_path, command=f"{STDIO} --names remember,recall --plain")
+    assert ok(rd)["recall@2"] == 1.0
+    assert (evaluation.agent_values["add"], evaluation.agent_values["search"]) == ("remember", "recall")
+
+
+def test_explicit_tools_and_argument_templates(testkit, tmp_path, no_linger):
+    from memplug.errors import MemplugError
+
+    command = f"{STDIO} --names put_note,find_notes"
+    with pytest.raises(MemplugError, match=r"no tool to write memories with .*its tools: put_note, find_notes; "
+                                           r"name one with -o add=TOOL"):
+        run(tmp_path, command=command)
+    rd, _ = run(tmp_path, command=command, add="put_note", search="find_notes")
+    assert ok(rd)["recall@2"] == 1.0
+    rd, evaluation = run(tmp_path, command=command, add="put_note", search="find_notes",
+                         add_args='{"text": "{text}", "user_id": "{user}"}',
+                         search_args='{"query": "{query}", "user_id": "{user}", "limit": "{k}"}')
+    assert ok(rd)["recall@2"] == 1.0
+    assert "put_note(add_args template)" in evaluation.agent_note
+    with pytest.raises(MemplugError, match="has no tool 'nope' .*its tools: put_note, find_notes"):
+        run(tmp_path, command=command, add="nope", search="find_notes")
+
+
+def test_the_agent_contract(tmp_path):
+    from memplug.adapters.mcp import McpAgent
+    from memplug.testing import check_agent
+
+    assert check_agent(McpAgent, options={"command": f"{STDIO} --no-user"}) == []
+
+
+@pytest.mark.parametrize("options, line", [
+    ([], r"agent 'mcp' needs one MCP server: -o command=\"...\" starts a stdio server, -o url="),
+    (["-o", "command=no-such-mcp-server --flag"], r"the server command 'no-such-mcp-server' was not found"),
+    (["-o", "command=" + shlex.join([sys.executable, "-c", "import sys; sys.exit('no database here')"])],
+     r"did not start \(.*\); it said: no database here"),
+    (["-o", f"command={STDIO} --only ping"],
+     r"has no tool to write memories with \(looked for add_memory, .*\); its tools: ping; name one with -o add=TOOL"),
+    (["-o", "url=http://127.0.0.1:9/mcp"], r"the MCP server http://127.0.0.1:9/mcp could not be reached"),
+    (["-o", f"command={STDIO} --no-user", "-o", "isolation=user"],
+     r"-o isolation=user needs a user or namespace argument on both add_memory and search_memory"),
+])
+def test_what_cannot_run_is_one_line_exit_2(tmp_path, options, line):
+    done = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "mcp", "--dataset", "memsim",
+                           "-o", "n=1", *options, "--output", str(tmp_path / "runs"), "--quiet"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    import re
+
+    assert re.search(line, lines[0]), lines[0]
+
+
+def test_search_results_of_common_shapes_become_items():
+    from memplug.adapters.mcp import result_items
+
+    def text(value) -> dict:
+        return {"content": [{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}]}
+
+    assert result_items(text([{"memory": "a cat", "score": 0.9}, {"text": "a dog"}])) == [
+        ("a cat", 0.9, ()), ("a dog", None, ())]
+    assert result_items(text({"results": [{"content": "x", "similarity": 1, "metadata": {"message_ids": [3]}}]})) == [
+        ("x", 1.0, ("3",))]
+    assert result_items(text("Found:\n1. first memory\n2. second memory\n")) == [
+        ("Found:", None, ()), ("first memory", None, ()), ("second memory", None, ())]
+    # the official knowledge-graph server's entities: their observations are the text
+    graph = {"entities": [{"name": "m1", "entityType": "message", "observations": ["Item 0-1 is lamp."]}],
+             "relations": []}
+    assert result_items(text(graph)) == [("Item 0-1 is lamp.", None, ())]
+    # no text content: the structured content, unwrapped from the SDK's {"result": ...}
+    assert result_items({"content": [], "structuredContent": {"result": ["one", "two"]}}) == [
+        ("one", None, ()), ("two", None, ())]
+    assert result_items(text([])) == [] and result_items({"content": []}) == []
+
+
+def test_arguments_are_read_from_the_input_schema():
+    from memplug.adapters.mcp import McpAgent, make_plan
+    from memplug.errors import MemplugError
+    from memplug.options import resolve
+
+    values = resolve(McpAgent.options, {"url": "http://127.0.0.1:1/mcp"}, "mcp")
+    tools = [
+        {"name": "store_memory", "inputSchema": {"type": "object", "required": ["content"], "properties": {
+            "content": {"type": "string"}, "namespace": {"type": "string"}, "metadata": {"type": "object"},
+            "tags": {"type": "array"}}}},
+        {"name": "query", "inputSchema": {"type": "object", "required": ["q"], "properties": {
+            "q": {"type": "string"}, "namespace": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "max_results": {"type": "integer"}}}},
+        {"name": "unrelated", "inputSchema": {"type": "object"}},
+    ]
+    plan = make_plan(tools, values)
+    assert plan.isolation == "user"
+    assert plan.add.arguments("hello", "u1", 5, ["m1"]) == {"content": "hello", "namespace": "u1",
+                                                            "metadata": {"message_ids": ["m1"]}}
+    assert plan.search.arguments("hi?", "u1", 5) == {"q": "hi?", "namespace": "u1", "max_results": 5}
+    tools[0]["inputSchema"]["required"].append("tags")
+    with pytest.raises(MemplugError, match="tool 'store_memory' requires tags, which memplug cannot fill"):
+        make_plan(tools, values)
