@@ -236,3 +236,58 @@ def test_arguments_are_read_from_the_input_schema():
     tools[0]["inputSchema"]["required"].append("tags")
     with pytest.raises(MemplugError, match="tool 'store_memory' requires tags, which memplug cannot fill"):
         make_plan(tools, values)
+
+
+# -- the official knowledge-graph memory server (@modelcontextprotocol/server-memory, npm) ----------
+
+#: where .ci/run installs it (npm install --prefix .npm-mcp); MEMPLUG_MCP_SERVER_MEMORY overrides
+KG_SERVER = ROOT / ".npm-mcp" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+KG_OPTIONS = {
+    "env": "MEMORY_FILE_PATH={workdir}/memory.jsonl",  # its graph file: one per sample
+    "add": "create_entities",
+    "add_args": '{"entities": [{"name": "message {id}", "entityType": "message", "observations": ["{text}"]}]}',
+    "search": "search_nodes",
+}
+
+
+@pytest.fixture
+def kg_command() -> str:
+    import os
+    import shutil
+
+    script = Path(os.environ.get("MEMPLUG_MCP_SERVER_MEMORY") or KG_SERVER)
+    if not script.is_file() or shutil.which("node") is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{script} (or node) is missing: .ci/run installs @modelcontextprotocol/server-memory")
+        pytest.skip("@modelcontextprotocol/server-memory not installed (npm install --prefix .npm-mcp "
+                    "@modelcontextprotocol/server-memory)")
+    return f"node {shlex.quote(str(script))}"
+
+
+def test_official_knowledge_graph_server_from_npm(testkit, tmp_path, kg_command):
+    """The reference MCP memory server runs offline: one server and one graph file per sample; its
+    search_nodes matches the whole query as a substring, so questions find nothing, words do."""
+    rd, evaluation = run(tmp_path, command=kg_command, **KG_OPTIONS)
+    records = rd.records()
+    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    assert evaluation.agent_values["isolation"] == "server"
+    for sample in ("s0", "s1"):
+        graph = [json.loads(line) for line in (rd.path / "work" / sample / "memory.jsonl").read_text().splitlines()]
+        assert [e["name"] for e in graph] == [f"message m{i}" for i in range(4)]
+        assert all(o.startswith(f"Item {sample[1]}-") for e in graph for o in e["observations"])
+    assert_isolated(records)
+
+    from memplug.adapters.mcp import McpAgent
+    from memplug.models import AgentQuestion, Chunk, Message
+    from memplug.options import resolve
+    from memplug.protocols import AgentConfig
+
+    values = resolve(McpAgent.options, {"command": kg_command, **KG_OPTIONS}, "mcp")
+    agent = McpAgent(AgentConfig(options=values, sample_id="k", top_k=3), tmp_path / "kg" / "work" / "k")
+    try:
+        agent.ingest(Chunk(0, (Message("a", "The violin is in the attic."), Message("b", "Lunch was soup."))))
+        found = agent.recall(AgentQuestion("q", "violin", "default"))
+        assert [(i.text, i.message_ids) for i in found.items] == [("The violin is in the attic.", ("a",))]
+        assert agent.recall(AgentQuestion("q", "Where is the violin?", "default")).items == ()
+    finally:
+        agent.close()
