@@ -366,7 +366,9 @@ def _env_proxy(url: str) -> str | None:
 
     parts = urlsplit(url)
     proxies = urllib.request.getproxies_environment()
-    if not proxies or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+    # proxy_bypass_environment is in urllib.request but not in typeshed's stub of it
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if not proxies or bypass(parts.hostname or "", proxies):
         return None
     return proxies.get(parts.scheme) or proxies.get("all")
 

@@ -76,7 +76,8 @@ def logs_to(run_dir: Path, verbose: bool = False) -> Iterator[Path]:
         yield path
     finally:
         logging.captureWarnings(False)
-        root.handlers, _ = saved[0], root.setLevel(saved[1])
+        root.handlers = saved[0]
+        root.setLevel(saved[1])
         try:
             handler.close()
         except OSError:  # a full disk: the log is the least of it

@@ -148,7 +148,7 @@ def _cjk_keys(spans: Sequence[Span], run: list[int]) -> list[tuple[str, tuple[in
     if len(run) == 1:
         i = run[0]
         return [] if _is_stop(spans[i]) else [(spans[i].text, (i,))]
-    out = []
+    out: list[tuple[str, tuple[int, ...]]] = []
     for a, b in zip(run, run[1:]):
         if not (_is_stop(spans[a]) and _is_stop(spans[b])):
             out.append((spans[a].text + spans[b].text, (a, b)))
@@ -161,7 +161,7 @@ _DIGITS_OR_LETTERS = re.compile(r"\d+|\D+")
 def _keyed(spans: Sequence[Span]) -> list[tuple[str, tuple[int, ...]]]:
     """Content keys of a text with the token indices each covers: stemmed words (split
     into digits and letters, so "161cm" shares "161" with "161厘米"), CJK bigrams."""
-    out = [
+    out: list[tuple[str, tuple[int, ...]]] = [
         (_stem(part), (i,))
         for i, s in enumerate(spans)
         if s.kind == "word" and not _is_stop(s)

@@ -60,7 +60,7 @@ def stored_spec(run: RunDir, api_base: str | None = None, data: Path | None = No
                 cache: bool | None = None) -> RunSpec:
     """The run's spec from run.json, with the inputs a reproducer may point elsewhere."""
     fields = dict(run.spec().get("spec") or {})
-    known = {a.name for a in RunSpec.__attrs_attrs__}  # type: ignore[attr-defined]
+    known = {a.name for a in attrs.fields(RunSpec)}
     fields = {k: v for k, v in fields.items() if k in known}
     if data is not None:
         fields["data"] = str(data)

@@ -15,7 +15,7 @@ coefficients in integer arithmetic.
 from __future__ import annotations
 
 import math
-from typing import Hashable, Mapping, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 import numpy.ma  # noqa: F401  np.quantile imports it on first use (~10 ms): pay that at start-up, not in a run
@@ -223,7 +223,7 @@ def paired_comparison(
         extreme = np.abs(means - observed) >= abs(observed) - _TIE_TOLERANCE
         p_bootstrap = float((1 + extreme.sum()) / (1 + resamples))
         interval = list(_interval(means, level))
-    result = {
+    result: dict[str, Any] = {
         "n": len(qids),
         "mean_a": float(xa.mean()),
         "mean_b": float(xb.mean()),

@@ -139,7 +139,7 @@ def token_spans(text: str) -> list[Span]:
     """
     out: list[Span] = []
     for m in _TOKEN.finditer(text):
-        kind = "cjk" if m.group(1) else "word" if m.group(2) else "punct"
+        kind: Literal["cjk", "word", "punct"] = "cjk" if m.group(1) else "word" if m.group(2) else "punct"
         out.append(Span(m.group(0), m.start(), m.end(), kind))
     return out
 

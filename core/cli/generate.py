@@ -77,6 +77,7 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Pa
     n_questions = sum(len(s.questions) for s in samples)
     click.echo(f"wrote {len(samples)} samples, {n_questions} questions to {out}", err=True)
     if check:
+        assert checker is not None  # refused above
         report = checker(samples)
         click.echo(json.dumps({"ok": report.ok, "problems": report.problems[:20],
                                "n_problems": len(report.problems), "stats": report.stats},

@@ -42,7 +42,7 @@ class _Table(Table):
                 continue
             texts = [_plain(column.header), *(_plain(c) for c in column._cells)]
             if texts and all(t is not None and len(t.split()) <= 1 for t in texts):
-                column.width = max([cell_len(t) for t in texts if t] or [1])  # type: ignore[arg-type]
+                column.width = max([cell_len(t) for t in texts if t] or [1])
         return super().__rich_console__(console, options)
 
 
