@@ -33,9 +33,11 @@ import asyncio
 import functools
 import json
 import re
+import threading
 import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from memplug.adapters.external import RunEmbedder, prepare_offline, require_llm
@@ -178,6 +180,41 @@ def _bridges() -> tuple[type, type, type]:
     return MemplugGraphitiLLM, MemplugGraphitiEmbedder, NoCrossEncoder
 
 
+#: Kùzu reserves this much address space per database (its default, 8 TiB, lets only 15
+#: databases open in one process: "Mmap for size 8796093022208 failed"); a power of two
+KUZU_MAX_DB_SIZE = 1 << 36
+#: Kùzu's worker threads per database (its default: one per core, per sample)
+KUZU_THREADS = 2
+_kuzu_lock = threading.Lock()
+
+
+def open_kuzu(driver_class: Any, path: Path, buffer_pool_mb: int) -> Any:
+    """graphiti's ``KuzuDriver`` on a Kùzu database sized for one sample among many.
+
+    ``KuzuDriver`` opens ``kuzu.Database(path)`` with Kùzu's defaults (a buffer pool of 80%
+    of the machine's memory and 8 TiB of address space, per database) and takes no
+    settings, so the database class it sees is bounded while it is built (under a lock:
+    samples are set up in worker threads).
+    """
+    import kuzu
+    from graphiti_core.driver import kuzu_driver
+
+    bounded = functools.partial(kuzu.Database, buffer_pool_size=buffer_pool_mb << 20,
+                                max_db_size=KUZU_MAX_DB_SIZE, max_num_threads=KUZU_THREADS)
+    shim = SimpleNamespace(Database=bounded, Connection=kuzu.Connection, AsyncConnection=kuzu.AsyncConnection)
+    with _kuzu_lock, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "The Kuzu backend is deprecated": said in the docs
+        kuzu_driver.kuzu = shim  # type: ignore[assignment]
+        try:
+            driver = driver_class(db=str(path))
+        finally:
+            kuzu_driver.kuzu = kuzu
+    if getattr(driver.db, "max_db_size", None) != KUZU_MAX_DB_SIZE:  # graphiti stopped reading kuzu.Database
+        raise MemplugError("graphiti's KuzuDriver no longer opens its database through kuzu.Database: "
+                           "memplug's graphiti agent cannot bound its memory (update memplug)")
+    return driver
+
+
 def _search_config(reranker: str, limit: int) -> Any:
     from graphiti_core.search import search_config_recipes as recipes
 
@@ -196,6 +233,8 @@ class GraphitiAgent:
                "(response_format with the schema) or json_object (schema in the prompt)",
                choices=("json_schema", "json_object")),
         Option("dates", bool, True, "show each fact's validity dates after it, as Graphiti's context string does"),
+        Option("buffer_pool_mb", int, 256, "Kùzu's buffer pool per sample, in MiB (Kùzu's default: 80% of the "
+               "machine's memory for each database)", low=16, high=1 << 20),
     )
     #: Graphiti has no mode without an LLM: every episode is read by one
     preflight = requires_llm("graphiti", "entity and fact extraction")
@@ -214,9 +253,7 @@ class GraphitiAgent:
 
         self.group_id = group_id(config.sample_id or self.workdir.name)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        with warnings.catch_warnings():  # "The Kuzu backend is deprecated": known, and said in the docs
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.driver = KuzuDriver(db=str(self.workdir / "kuzu"))
+        self.driver = open_kuzu(KuzuDriver, self.workdir / "kuzu", opts["buffer_pool_mb"])
         # KuzuDriver never sets the database name that add_episode compares group ids with
         # (graphiti-core 0.31: AttributeError); one database per sample, named after its group
         self.driver._database = self.group_id

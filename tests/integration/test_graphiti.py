@@ -143,3 +143,22 @@ def test_graphiti_through_the_cli(testkit_env, graphiti_stub, tmp_path):
     assert_facts_carry_their_message_ids(records)
     run = json.loads((rd.path / "run.json").read_text())
     assert run["status"] == "finished"
+
+
+def test_many_samples_open_their_databases_at_once(graphiti_stub, tmp_path):
+    """Kùzu's default address space per database (8 TiB) let only 15 open in one process;
+    the agent bounds it, so a run with --concurrency 32 sets up every sample."""
+    from memplug.adapters.graphiti import KUZU_MAX_DB_SIZE, GraphitiAgent
+    from memplug.llm import LLM
+    from memplug.protocols import AgentConfig
+
+    llm = LLM("openai/stub", api_base=graphiti_stub.base_url, api_key="sk-test", use_cache=False)
+    agents = [GraphitiAgent(AgentConfig(llm=llm, sample_id=f"s{i}", options={"buffer_pool_mb": "32"}), tmp_path / f"s{i}")
+              for i in range(24)]
+    try:
+        assert all(a.driver.db.max_db_size == KUZU_MAX_DB_SIZE and a.driver.db.buffer_pool_size == 32 << 20
+                   for a in agents)
+    finally:
+        for agent in agents:
+            agent.close()
+        llm.close()
