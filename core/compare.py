@@ -53,11 +53,92 @@ def _protocol_key(path: Path) -> Any:
             protocol.get("top_k"))
 
 
+#: the metrics a judge scores: two judges' numbers never share one of these columns
+JUDGE_METRICS = ("judge", "judge_coherence")
+
+
+def judge_identity(path: Path) -> tuple[str, str, str] | None:
+    """(name, model, sha256 of the prompts) of the judge that scored a run, None without one.
+
+    From run.json's ``resolved.judge``; a run from before judges were named has its model only.
+    """
+    run = RunDir(path).spec()
+    judge = (run.get("resolved") or {}).get("judge")
+    model = (run.get("spec") or {}).get("judge")
+    if isinstance(judge, dict):
+        return (str(judge.get("name") or "unnamed"), str(judge.get("model") or model or "?"),
+                str(judge.get("prompt_sha256") or ""))
+    return ("unrecorded", str(model), "") if model else None
+
+
+def judge_text(identity: tuple[str, str, str]) -> str:
+    """A judge in a few words: "longmemeval (openai/gpt-4o, sha256 5c53937be53d)"."""
+    name, model, sha = identity
+    return f"{name} ({model}{', sha256 ' + sha[:12] if sha else ''})"
+
+
+def judge_columns(paths: list[Path]) -> dict[int, str]:
+    """Per run (by index in ``paths``), the column its judge metrics go to when the runs were
+    judged by different judges: ``judge[longmemeval]``'s suffix ``longmemeval``. Empty when
+    every judged run had the same judge (name, model and prompts' sha256): one column then.
+
+    The suffix holds what tells the judges apart: the name, the model, or the first 8 hex
+    digits of the prompts' sha256 (same name and model, other prompts).
+    """
+    found = {i: judge_identity(p) for i, p in enumerate(paths)}
+    judged = {i: j for i, j in found.items() if j is not None}
+    if len(set(judged.values())) < 2:
+        return {}
+    differs = [len({j[f] for j in judged.values()}) > 1 for f in range(3)]
+    if differs[0] or differs[1]:
+        differs[2] = False  # the name or the model tells them apart
+    out = {}
+    for i, (name, model, sha) in judged.items():
+        parts = [v for v, d in zip((name, model, f"sha256:{sha[:8]}" if sha else "sha256:?"), differs) if d]
+        out[i] = " ".join(parts)
+    return out
+
+
+def judged_name(metric: str, column: str | None) -> str:
+    """``judge`` as ``judge[column]`` (other metrics as they are)."""
+    return f"{metric}[{column}]" if column and metric in JUDGE_METRICS else metric
+
+
+def rename_judge_metrics(block: Any, column: str | None) -> Any:
+    """A summary (or part of one, or a record's scores) with its judge metrics' keys renamed
+    to their column; metric names are dictionary keys at any depth under "metrics", "n" and
+    "ci" (overall, by category, ``na``)."""
+    if not column:
+        return block
+    if isinstance(block, dict):
+        return {judged_name(k, column) if isinstance(k, str) else k: rename_judge_metrics(v, column)
+                for k, v in block.items()}
+    return block
+
+
+def judged_summary(summary: dict[str, Any], column: str | None) -> dict[str, Any]:
+    """A summary.json with its judge metrics renamed to ``column`` (see :func:`judge_columns`)."""
+    return {**summary, **{k: rename_judge_metrics(summary[k], column) for k in ("metrics", "n", "ci")
+                          if k in summary}}
+
+
+def separate_judges(paths: list[Path], summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The summaries of ``paths`` with the judge metrics of runs judged by different judges in
+    columns of their own (``judge[longmemeval]``, ``judge[memplug]``): two judges' numbers are
+    never one column's. Unchanged when every judged run had the same judge."""
+    columns = judge_columns(paths)
+    if not columns:
+        return summaries
+    return [judged_summary(summary, columns.get(i)) for i, summary in enumerate(summaries)]
+
+
 def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
     """The first run against each other run on the same dataset and answer protocol.
 
     A pair under two protocols (another prompt, parser, memory unit or depth) is not
-    compared: it is listed with ``skipped`` saying why. Each run's summary.json and
+    compared: it is listed with ``skipped`` saying why. A pair judged by two judges (name,
+    model or prompts' sha256) is compared on every metric but the judge's, and
+    ``judges_differ`` names the two. Each run's summary.json and
     samples.jsonl is read once, the first run's too.
     """
     if len(paths) < 2:
@@ -77,6 +158,14 @@ def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
             continue
         if base_records is None:
             base_records = base.records()
-        out.append({"a": base_summary["run_id"], "b": summary["run_id"],
-                    "metrics": paired_records(base_records, other.records())})
+        entry = {"a": base_summary["run_id"], "b": summary["run_id"],
+                 "metrics": paired_records(base_records, other.records())}
+        judges = judge_identity(paths[0]), judge_identity(path)
+        if None not in judges and judges[0] != judges[1]:  # one judge's verdicts against another's: no test
+            dropped = [m for m in entry["metrics"] if m in JUDGE_METRICS]
+            for m in dropped:
+                del entry["metrics"][m]
+            if dropped:
+                entry["judges_differ"] = f"{judge_text(judges[0])} vs {judge_text(judges[1])}"
+        out.append(entry)
     return out

@@ -6,12 +6,15 @@ A **judge** is a named, versioned set of prompts with its own way of reading a r
 Which judge scores a question, first match wins:
 
 1. ``Judge(config, prompt="perltqa")``: one prompt of the ``memplug`` judge for every question;
-2. a judge named by :meth:`Judge.force`, the ``judge=`` argument, or the environment
-   variable ``MEMPLUG_JUDGE_PROMPT`` (e.g. ``MEMPLUG_JUDGE_PROMPT=memplug``): that judge
+2. a judge named by :meth:`Judge.force`, the ``judge=`` argument, or
+   ``MetricConfig.judge_name`` (``memplug eval/rescore --judge-prompt NAME``, stored in the
+   run's spec; the CLI takes ``$MEMPLUG_JUDGE_PROMPT`` as the option's default): that judge
    for every question;
-3. the question's dataset: ``question.meta["judge"]`` (longmemeval and conversations set
-   it), else ``locomo-j`` for a LoCoMo question (``meta["locomo_category"]``), else
-   ``memplug``, whose prompt follows ``question.meta["family"]`` (strict, or PerLTQA's).
+3. the question's dataset, its official judge where it has one: ``question.meta["judge"]``
+   (longmemeval sets ``longmemeval``, conversations ``memplug``; both ``-o judge=NAME``),
+   else ``locomo-j`` for a LoCoMo question (``meta["locomo_category"]``; LoCoMo's official
+   code has no judge, its score is ``locomo_f1``), else ``memplug``, whose prompt follows
+   ``question.meta["family"]`` (strict, or PerLTQA's).
 
 The judge is called at temperature 0 with a fixed seed (where the provider honours one)
 so that repeated runs and the response cache agree, plus the call parameters its
@@ -28,9 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import attrs
 
@@ -47,7 +49,8 @@ log = logging.getLogger(__name__)
 
 #: sent with every judge call; providers without seeds ignore it
 JUDGE_SEED = 0
-#: names the judge for every question of a run (a judge name: memplug, longmemeval, locomo-j, ...)
+#: the default of ``--judge-prompt`` in ``memplug eval`` and ``rescore`` (read by the CLI only,
+#: so that the choice is stored in the run's spec)
 JUDGE_ENV = "MEMPLUG_JUDGE_PROMPT"
 #: the judge of questions whose dataset names none
 DEFAULT_JUDGE = "memplug"
@@ -311,19 +314,9 @@ MEMPLUG = JudgeSet(
 
 def judge_registry(plugins: "Plugins | None" = None) -> "Registry":
     """The judges every plugin registered through ``register_judges`` (memplug's own included)."""
-    from memplug.plugins import Entry, Registry, get_plugins
+    from memplug.plugins import get_plugins
 
-    plugins = plugins or get_plugins()
-    registry = Registry("judges")
-    hook = getattr(plugins.hook, "register_judges", None)
-    for impl in hook.get_hookimpls() if hook is not None else ():
-        dist, version = plugins._dists.get(id(impl.plugin), (impl.plugin_name, None))
-
-        def register(name: str, target: Any, _d: str = dist, _v: str | None = version, **info: Any) -> None:
-            registry.add(Entry("judges", name, target, _d, _v, info))
-
-        impl.function(register=register)
-    return registry
+    return (plugins or get_plugins()).registry("judges")
 
 
 _SETS: dict[str, JudgeSet] = {}
@@ -364,10 +357,12 @@ class Judge:
         self.selected_by: str | None = None
         #: the judges that scored at least one question, by name
         self.used: dict[str, JudgeSet] = {}
+        #: the judges of the run's questions (:meth:`plan`), by name
+        self.planned: dict[str, JudgeSet] = {}
         if judge:
             self.force(judge, "argument")
-        elif os.environ.get(JUDGE_ENV, "").strip():
-            self.force(os.environ[JUDGE_ENV].strip(), JUDGE_ENV)
+        elif config.judge_name:
+            self.force(config.judge_name, "--judge-prompt")
 
     def force(self, name: str, by: str = "option") -> None:
         """Use the judge called ``name`` for every question (``by``: what chose it, for run.json)."""
@@ -390,13 +385,21 @@ class Judge:
             return judge_set("locomo-j")
         return MEMPLUG
 
+    def plan(self, questions: "Iterable[Question]") -> None:
+        """Note the judge of each question a run will ask, so that run.json names the judges
+        (and their sha256) from its first moment, resumed runs included."""
+        for q in questions:
+            found = self.judge_for(q)
+            self.planned.setdefault(found.name, found)
+
     def sets_in_play(self) -> list[JudgeSet]:
-        """The judge in force, or those used so far (memplug's before any question is judged)."""
+        """The judge in force, or those of the run's questions (:meth:`plan`) and those used so
+        far (memplug's before any question is known)."""
         if self.fixed_prompt:
             return [MEMPLUG]
         if self.forced is not None:
             return [self.forced]
-        return list(self.used.values()) or [MEMPLUG]
+        return list({**self.planned, **self.used}.values()) or [MEMPLUG]
 
     def prompts_used(self) -> list[JudgePrompt]:
         """The prompts this judge may use: the fixed one, or those of the judges in play."""

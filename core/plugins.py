@@ -23,7 +23,7 @@ import pluggy
 from memplug import hookspecs
 from memplug.errors import MemplugError, MissingExtra, did_you_mean
 
-KINDS = ("datasets", "agents", "metrics", "readers")
+KINDS = ("datasets", "agents", "metrics", "readers", "judges")
 SELF = "memplug"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]*$")
 

@@ -11,6 +11,7 @@ fix (the CLI exits 2):
   knows its provider, the provider's key is in the environment (unless an
   ``--api-base`` is given: a local server may need none), and an ``--api-base``
   answers one cheap request (``GET /models``) within :data:`PROBE_TIMEOUT_S`;
+- ``--judge-prompt NAME`` names an installed judge, and ``--judge MODEL`` is given with it;
 - the embedder can be built;
 - the agent's own needs, through its optional ``preflight`` (see :func:`agent`).
 """
@@ -30,6 +31,7 @@ from memplug.secrets import redact_url, scrub
 
 if TYPE_CHECKING:
     from memplug.llm import LLM
+    from memplug.plugins import Plugins
     from memplug.runner import RunSpec
 
 #: seconds an --api-base has to answer the probe (MEMPLUG_PROBE_TIMEOUT overrides)
@@ -66,6 +68,21 @@ def check_spec(spec: "RunSpec") -> None:
     if spec.llm_deadline < spec.llm_timeout:
         raise MemplugError(f"--llm-deadline {spec.llm_deadline:g} is shorter than --llm-timeout "
                            f"{spec.llm_timeout:g}: no call could finish")
+
+
+def check_judge(model: str | None, name: str | None, plugins: "Plugins | None" = None) -> None:
+    """``--judge-prompt NAME`` names a known judge and comes with ``--judge MODEL``; an unknown
+    name is one line listing the judges installed (``memplug list --kind judges``)."""
+    if name is None:
+        return
+    if not str(name).strip():
+        raise MemplugError("--judge-prompt: give a judge's name (see `memplug list --kind judges`)")
+    if not model:
+        raise MemplugError(f"--judge-prompt {name} chooses the judge's prompts; it needs --judge MODEL, "
+                           "the model that judges")
+    from memplug.judge import judge_set
+
+    judge_set(name, plugins)
 
 
 def agent(factory: Any, name: str, values: Mapping[str, Any], given: Mapping[str, str],

@@ -130,6 +130,9 @@ class MetricConfig:
     top_k: int = 5
     language: str = "en"
     judge: "LLM | None" = None
+    #: the judge (a ``register_judges`` name) for every question: ``--judge-prompt NAME``;
+    #: None: each question's dataset decides (see :mod:`memplug.judge`)
+    judge_name: str | None = None
     #: the answer protocol's choice matching: "exact" (the letter itself) or "lenient"
     choices: str = "lenient"
 

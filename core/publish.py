@@ -7,6 +7,9 @@ of each column in bold, and a dagger on a mean that differs from the first run's
 p < 0.05 in the paired test (:mod:`memplug.compare`). A footer names what makes the
 table reproducible: the protocol (answer prompt), the judge, the dataset version and
 data hash, and the memplug version, so a number never travels without its setting.
+Runs scored by different judges (name, model or prompts' sha256) never share a ``judge``
+table: each judge's numbers are a metric of their own, ``judge[longmemeval]``,
+``judge[memplug]`` (:func:`memplug.compare.separate_judges`).
 """
 
 from __future__ import annotations
@@ -83,7 +86,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
     """The comparison tables of ``paths`` in ``fmt``, one per metric, with the footer."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    summaries = [RunDir(p).check().summary() for p in paths]
+    # runs judged by different judges: each judge's numbers in a table of its own (judge[name])
+    summaries = compare.separate_judges(paths, [RunDir(p).check().summary() for p in paths])
     labels = _labels(summaries)
     metrics = list(dict.fromkeys(m for s in summaries for m in s["metrics"]["overall"]))
     categories = ["overall", *dict.fromkeys(c for s in summaries for c in s["metrics"]["by_category"])]

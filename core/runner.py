@@ -64,7 +64,7 @@ DEFAULT_TOP_K = 5
 
 #: spec fields that change the numbers: a resume must not mix two of them
 SCORED_FIELDS = (
-    "agent", "dataset", "data", "seed", "llm", "api_base", "reader", "judge", "embedder",
+    "agent", "dataset", "data", "seed", "llm", "api_base", "reader", "judge", "judge_prompt", "embedder",
     "chunk_size", "top_k", "limit", "agent_options", "dataset_options", "from_run",
 )
 
@@ -81,6 +81,9 @@ class RunSpec:
     api_base: str | None = None
     reader: str | None = None
     judge: str | None = None
+    #: the judge (``memplug list``: judges) that scores every question; None: the dataset's
+    #: official judge where it has one (longmemeval; LoCoMo: locomo-j), else memplug's
+    judge_prompt: str | None = None
     embedder: str = "wordllama"
     chunk_size: int | None = None
     #: items recalled per question; None: the protocol's official depth, else 5
@@ -209,6 +212,7 @@ class Evaluation:
         self.dataset_values = opts.resolve(getattr(self.builder, "options", ()), spec.dataset_options,
                                            f"dataset {spec.dataset!r}")
         preflight.check_spec(spec)
+        preflight.check_judge(spec.judge, spec.judge_prompt, self.plugins)
         self.data = Path(spec.data).expanduser() if spec.data else None
         self._data_sha256: dict[str, str] | None = None
         #: warnings the loader logged (see :meth:`samples`)
@@ -245,7 +249,7 @@ class Evaluation:
         self.reader = self.reader_entry.load()(ReaderConfig(llm=self.llm, language=self.info.language))
         metric_names = list(dict.fromkeys([*self.info.metrics, "recall@K", *(["judge"] if spec.judge else [])]))
         mconfig = MetricConfig(top_k=self.top_k, language=self.info.language, judge=self.judge_llm,
-                               choices=self.protocol.choices)
+                               judge_name=spec.judge_prompt, choices=self.protocol.choices)
         entries = [reg("metrics").get(n) for n in metric_names]
         self.metric_entries = [e for e in entries if spec.judge or not e.info.get("needs_judge")]
         self.metrics = [e.load()(mconfig) for e in self.metric_entries]
@@ -390,6 +394,9 @@ class Evaluation:
         ``memplug.log`` in the run directory (and stderr too when ``verbose``).
         """
         samples = self.samples()
+        for metric in self.metrics:  # the judges of these questions, named in run.json from the start
+            if hasattr(metric, "plan"):
+                metric.plan(q for s in samples for q in s.questions)
         if resume is not None:
             run_dir = RunDir(resume).check()
             lock = RunLock(run_dir.path).acquire()

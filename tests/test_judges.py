@@ -145,22 +145,21 @@ def test_mem0_label_reading(reply, expected):
     assert read_label(reply) == expected
 
 
-def test_forced_judge_by_environment_and_by_force(monkeypatch):
-    monkeypatch.setenv(JUDGE_ENV, "memplug")
+def test_forced_judge_by_config_and_by_force(monkeypatch):
+    monkeypatch.setenv(JUDGE_ENV, "locomo-j")  # read by the CLI (the option's default), never by the metric
     llm = FakeJudgeLLM('{"correct": false}')
-    judge = Judge(MetricConfig(judge=llm))
+    judge = Judge(MetricConfig(judge=llm, judge_name="memplug"))
     assert score(judge, "x", lme_question("multi-session")) == 0.0
     assert "Grade strictly" in llm.calls[0][0]
-    assert judge.describe()["selected_by"] == JUDGE_ENV and judge.describe()["name"] == "memplug"
-    monkeypatch.delenv(JUDGE_ENV)
+    assert judge.describe()["selected_by"] == "--judge-prompt" and judge.describe()["name"] == "memplug"
     judge = Judge(MetricConfig(judge=llm))
+    assert judge.judge_for(lme_question("multi-session")).name == "longmemeval"
     judge.force("longmemeval", "--judge-prompt")
     plain = Question("q", "What is Wang Wei's occupation?", ("cameraman",))
     assert score(judge, "a cameraman", plain) == 0.0  # the fake says no JSON "yes"... it says {"correct": false}
     assert llm.calls[-1][0] == judges.LME_FACT.format("What is Wang Wei's occupation?", "cameraman", "a cameraman")
-    monkeypatch.setenv(JUDGE_ENV, "nope")
     with pytest.raises(MemplugError, match="unknown judge"):
-        Judge(MetricConfig(judge=llm))
+        Judge(MetricConfig(judge=llm, judge_name="nope"))
 
 
 def test_describe_names_the_judges_used_with_their_hashes():

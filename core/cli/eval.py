@@ -59,6 +59,10 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--reader", help="How answers are written from recalled items: extractive (offline, "
               "default without --llm) or llm (default with --llm).")
 @click.option("--judge", help="litellm model for LLM-as-judge scoring (adds the judge metric).")
+@click.option("--judge-prompt", default=lambda: os.environ.get("MEMPLUG_JUDGE_PROMPT") or None,
+              help="Judge (prompts) that scores every question with --judge, e.g. longmemeval, locomo-j, "
+              "memplug (see `memplug list --kind judges`; default: $MEMPLUG_JUDGE_PROMPT, else the dataset's "
+              "official judge: longmemeval's for longmemeval, locomo-j for locomo, else memplug).")
 @click.option("--embedder", default="wordllama", show_default=True,
               help="Embedder for agents that embed: wordllama (offline), litellm:<model>, st:<model>.")
 @click.option("--chunk-size", type=click.IntRange(min=1, max=1_000_000), help="Tokens per ingestion chunk "
@@ -107,6 +111,8 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
       memplug eval --agent bm25 --dataset memsim -o n=20
       memplug eval --agent bm25 --dataset memdaily --data ../shared/data/memdaily
       memplug eval --agent mem0 --dataset factcon --llm openai/gpt-4o-mini
+      memplug eval --agent hybrid --dataset locomo --data locomo10.json --llm openai/gpt-4o-mini \
+        --judge openai/gpt-4o --judge-prompt memplug
       memplug eval --agent bm25 --dataset memsim -o n=50 --repeats 5
       memplug eval --resume runs/20250101-120000-bm25-memsim
       memplug eval --from runs/20250101-120000-mem0-locomo --llm openai/gpt-4o-mini

@@ -1,11 +1,13 @@
-"""`memplug list`: what is installed: datasets, agents, metrics, readers, broken plugins."""
+"""`memplug list`: what is installed: datasets, agents, metrics, readers, judges, broken plugins."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
+from memplug.errors import MemplugError
 from memplug.plugins import KINDS, get_plugins
 
 
@@ -13,14 +15,17 @@ from memplug.plugins import KINDS, get_plugins
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--kind", type=click.Choice(KINDS), help="Show only one kind.")
 def list_command(as_json: bool, kind: str | None) -> None:
-    """List installed datasets, agents, metrics and readers with their options.
+    """List installed datasets, agents, metrics, readers and judges with their options.
 
     Agents whose optional extra is missing are shown with the install command.
+    Judges (`eval --judge-prompt NAME`) are shown with their prompts and the first 12
+    hex digits of their sha256 (run.json records it whole).
     Plugins that failed to load are listed with their error.
     """
     plugins = get_plugins()
     kinds = [kind] if kind else list(KINDS)
-    items = {k: [e.describe() for e in plugins.registry(k)] for k in kinds}
+    items = {k: [_with_judge(e.describe(), e) if k == "judges" else e.describe() for e in plugins.registry(k)]
+             for k in kinds}
     broken = [{"plugin": b.plugin, "version": b.version, "error": b.error} for b in plugins.broken]
     if as_json:
         click.echo(json.dumps({**items, "broken": broken}, indent=2, ensure_ascii=False))
@@ -50,9 +55,29 @@ def list_command(as_json: bool, kind: str | None) -> None:
             lines = [f"{status} · {escape(plugin)}", escape(item["description"])]
             if options:
                 lines.append(f"[dim]options:[/dim] {escape(options)}")
+            if item.get("sha256"):
+                lines.append(f"v{escape(str(item['judge_version']))} · [dim]sha256[/dim] {item['sha256'][:12]} · "
+                             f"[dim]prompts:[/dim] {escape(', '.join(item['prompts']))}")
             table.add_row(f"[bold]{escape(item['name'])}[/bold]", "\n".join(lines))
         console.print(table)
     if broken:
         console.print("[red]Plugin problems (failed to load, or a name registered twice):[/red]")
         for b in broken:
             console.print(f"  {b['plugin']}: {b['error']}", markup=False, soft_wrap=False)
+
+
+def _with_judge(described: dict[str, Any], entry: Any) -> dict[str, Any]:
+    """A judge's description with its version, prompts and sha256 (of its prompts and call
+    parameters, as run.json's ``resolved.judge.prompt_sha256``)."""
+    if described.get("error") or not described.get("available", True):
+        return described
+    try:
+        judge = entry.load()
+    except MemplugError as exc:
+        return {**described, "available": False, "error": str(exc)}
+    prompts = getattr(judge, "prompts", None)
+    sha256 = getattr(judge, "sha256", None)
+    if prompts is None or not isinstance(sha256, str):  # not a JudgeSet: `eval` would say so
+        return {**described, "error": f"its target is a {type(judge).__name__}, not a memplug.judge.JudgeSet"}
+    return {**described, "judge_version": getattr(judge, "version", None),
+            "prompts": [p.name for p in prompts], "sha256": sha256}

@@ -120,20 +120,26 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None)
     interval, name or number is broken or cut. A mean whose interval cannot be estimated
     (its questions come from one sample) prints "n/a (1 sample)"; when no mean of the table
     has an interval the title says so once. ``repeats``: the content of repeats-*.json files,
-    each printed as `eval --repeats` prints it.
+    each printed as `eval --repeats` prints it. Runs judged by different judges (name, model
+    or prompts' sha256) have their judge scores in separate columns, ``judge[<judge>]``
+    (:func:`memplug.compare.separate_judges`), and are not paired on them.
     """
     from rich.console import Console
+    from rich.markup import escape
 
     from memplug.cli.tables import in_blocks
     from memplug.cli.tables import table as make_table
 
-    summaries = [RunDir(p).check().summary() for p in paths]
+    # runs judged by different judges: each judge's numbers in a column of its own (judge[name])
+    summaries = compare.separate_judges(paths, [RunDir(p).check().summary() for p in paths])
     console = Console()
     many = len(summaries) > 1
     for k, (path, s) in enumerate(zip(paths, summaries), 1):
         status = "" if s.get("status", "finished") == "finished" else f", {s['status'].upper()}"
+        judge = compare.judge_identity(path)
         _say(console, f"{'#' + str(k) + ' ' if many else ''}{s['run_id']}: {s['agent']} on {s['dataset']}, "
-                      f"protocol {compare.protocol_label(path)}{status}")
+                      f"protocol {compare.protocol_label(path)}"
+                      f"{', judge ' + compare.judge_text(judge) if judge else ''}{status}")
     level = next((s["ci"]["level"] for s in summaries if isinstance((s.get("ci") or {}).get("level"), float)), 0.95)
     datasets = list(dict.fromkeys(s["dataset"] for s in summaries))
     reasons: set[str] = set()
@@ -150,7 +156,8 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None)
                  f"{' n/a: ' + next(iter(found)) if none_at_all else ''})")
 
         def scores_table(block: Any, group: Any = group, title: str = title, none_at_all: bool = none_at_all) -> Any:
-            table = make_table(title, *(("run",) if many else ()), "category", "n", *block)
+            # escaped: "judge[longmemeval]" is a metric's name, not a rich style tag
+            table = make_table(title, *(("run",) if many else ()), "category", "n", *(escape(m) for m in block))
             for k, s in group:
                 rows = _rows(s)
                 for i, (cat, values) in enumerate(rows):
@@ -196,10 +203,15 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None)
     for comparison in compare.comparisons(paths):
         if comparison.get("skipped") or not comparison["metrics"]:
             why = comparison.get("skipped") or "no scored question in common"
+            if comparison.get("judges_differ"):
+                why += f"; judged by different judges: {comparison['judges_differ']}"
             _say(console, f"not compared: {comparison['a']} and {comparison['b']}: {why}")
             continue
         _say(console, f"Paired comparison: A = {comparison['a']}, B = {comparison['b']}")
         console.print(_paired_table(console, comparison["metrics"]))
+        if comparison.get("judges_differ"):
+            _say(console, f"judge not compared: {comparison['a']} and {comparison['b']} were judged by different "
+                          f"judges: {comparison['judges_differ']}")
     for path in paths:
         for check in RunDir(path).judge_checks():
             _say(console, f"judge {check['model']} on {path.name}: agreement with exact scoring "
@@ -280,7 +292,9 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
         click.echo(tables(paths, fmt, ci_style), nl=False)  # type: ignore[arg-type]
         return
     if as_json:
-        out = {"runs": [{"path": str(p), **RunDir(p).summary()} for p in paths],
+        out = {"runs": [{"path": str(p), **RunDir(p).summary(),
+                         "judge": dict(zip(("name", "model", "prompt_sha256"), j)) if (j := compare.judge_identity(p))
+                         else None} for p in paths],
                "paired": compare.comparisons(paths)}
         if repeats:
             out["repeats"] = repeats

@@ -11,6 +11,7 @@ recomputed, with which judge, and which numbers moved.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -160,11 +161,13 @@ class Rescore:
 
 
 def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None = None,
-                api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None) -> Rescore:
+                api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None,
+                judge_prompt: str | None = None) -> Rescore:
     """Recompute ``metrics`` (default: the run's own) for every answered record of a run.
 
-    Scores of metrics not recomputed are kept. A new ``judge`` model rescores every
-    verdict, so one summary never mixes two judges; without one, the run's judge is used.
+    Scores of metrics not recomputed are kept. A new ``judge`` model or ``judge_prompt``
+    (a judge's name) rescores every verdict, so one summary never mixes two judges; without
+    them, the run's judge model and judge are used.
     """
     plugins = plugins or get_plugins()
     run = RunDir(path).check()
@@ -175,15 +178,20 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
     info = dataset_info(spec, plugins)
 
     names = list(dict.fromkeys(metrics or stored.get("resolved", {}).get("metrics") or []))
-    if judge and "judge" not in names:
+    if (judge or judge_prompt) and "judge" not in names:
         names.append("judge")
     if not names:
         raise MemplugError(f"{path}: run.json lists no metrics; name them with --metrics")
     judge_model = judge or spec.get("judge")
     if "judge" in names and not judge_model:
         raise MemplugError(f"{path}: the run had no judge; pass --judge MODEL to add judge verdicts")
+    judge_name = judge_prompt or spec.get("judge_prompt")
+    if "judge" in names:
+        from memplug import preflight
+
+        preflight.check_judge(judge_model, judge_name, plugins)
     judge_llm = make_llm(judge_model, api_base or spec.get("api_base"), cache) if "judge" in names else None
-    config = MetricConfig(top_k=run.top_k(), language=info.language, judge=judge_llm)
+    config = MetricConfig(top_k=run.top_k(), language=info.language, judge=judge_llm, judge_name=judge_name)
     instances = build_metrics(names, config, plugins, recalled_k=run.top_k())
 
     raw_too = bool(((stored.get("resolved") or {}).get("protocol") or {}).get("score_raw_too"))
@@ -241,9 +249,13 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
               "e.g. em,f1,recall@5. Scores of other metrics are kept.")
 @click.option("--judge", help="litellm model for new judge verdicts (rescores every verdict; "
               "default: the run's judge when the judge metric is recomputed).")
+@click.option("--judge-prompt", default=lambda: os.environ.get("MEMPLUG_JUDGE_PROMPT") or None,
+              help="Judge (prompts) for new verdicts, e.g. longmemeval, locomo-j, memplug (rescores every "
+              "verdict; default: $MEMPLUG_JUDGE_PROMPT, else the run's).")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --judge (default: the run's).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
-def rescore_command(run: Path, metrics: str | None, judge: str | None, api_base: str | None, no_cache: bool) -> None:
+def rescore_command(run: Path, metrics: str | None, judge: str | None, judge_prompt: str | None,
+                    api_base: str | None, no_cache: bool) -> None:
     """Recompute metrics and judge verdicts of a finished run without re-running it.
 
     Writes summary.rescored-<stamp>.json and samples.rescored-<stamp>.jsonl next to the
@@ -255,9 +267,10 @@ def rescore_command(run: Path, metrics: str | None, judge: str | None, api_base:
       memplug rescore runs/RUN
       memplug rescore runs/RUN --metrics f1,rouge_l
       memplug rescore runs/RUN --judge openai/gpt-4o
+      memplug rescore runs/RUN --judge openai/gpt-4o --judge-prompt memplug
     """
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
-    result = rescore_run(run, names, judge, api_base, cache=not no_cache)
+    result = rescore_run(run, names, judge, api_base, cache=not no_cache, judge_prompt=judge_prompt)
     changes = result.changes
     if changes["identical"]:
         click.echo(f"rescored {changes['questions_rescored']} questions: summary unchanged", err=True)
