@@ -52,7 +52,7 @@ import numpy as np
 import snowballstemmer
 
 from memplug.adapters.retrieval.bm25_index import top_k
-from memplug.adapters.retrieval.embedders import embed_batched, get_embedder, is_remote
+from memplug.adapters.retrieval.embedders import Embedder, embed_batched, get_embedder, is_remote
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.adapters.retrieval.tokenizer import _CJK, _IS_CJK
 from memplug.adapters.retrieval.weighted_bm25 import WeightedBM25
@@ -125,7 +125,7 @@ def strip_stamp(text: str) -> str:
 def date_intervals(text: str) -> list[tuple[datetime | None, int | None, datetime | None]]:
     """Dates a question names, as (start, month, end) intervals: a day, a month (of a
     given year, or of any year: start None, month set), or a year."""
-    out = []
+    out: list[tuple[datetime | None, int | None, datetime | None]] = []
     for m in _DATE.finditer(text):
         d1, month, d2, year, year_only = m.groups()
         if year_only:
@@ -205,7 +205,7 @@ class HybridAgent:
         self.opts = resolve(type(self).options, config.options, type(self).__name__)
         self.blocking = is_remote(config.embedder)
         self._embedder_name, self._llm = config.embedder, config.llm
-        self._embedder = None
+        self._embedder: Embedder | None = None
         self.bm25 = WeightedBM25()
         self.ids: list[str] = []
         self.texts: list[str] = []
@@ -223,7 +223,7 @@ class HybridAgent:
 
     # ----------------------------------------------------------------- ingestion
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = get_embedder(self._embedder_name, self._llm)
         return self._embedder

@@ -98,7 +98,8 @@ class LettaAgent:
         # asked a question, it could not look at the passages ingested. The paper's agent
         # searches its archive, so mode=message asks for the tool (checked against the real
         # server 0.16.8; search mode never messages the agent).
-        tools = {"tools": ["archival_memory_search"]} if self.mode == "message" else {}
+        # left out, not None, in search mode: older letta-client releases have no `omit`
+        tools: dict[str, Any] = {"tools": ["archival_memory_search"]} if self.mode == "message" else {}
         self.agent_id = self.client.agents.create(
             name=name[:100], model=model, embedding=embedding, tags=["memplug"],
             memory_blocks=[{"label": "human", "value": "The user shares the history stored in archival memory."},

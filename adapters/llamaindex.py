@@ -143,7 +143,12 @@ class LlamaIndexAgent:
     def recall(self, question: AgentQuestion) -> Recall:
         k = self.config.top_k
         if self._llm is not None:
+            from llama_index.core.base.response.schema import Response
+
             response = self._index.as_query_engine(llm=self._llm, similarity_top_k=k).query(question.text)
+            # a query engine without streaming or an output class answers with a plain Response
+            if not isinstance(response, Response):
+                raise TypeError(f"llama_index answered with a {type(response).__name__}, expected a Response")
             return Recall(items=self._items(response.source_nodes), answer=str(response.response or "").strip())
         return Recall(items=self._items(self._index.as_retriever(similarity_top_k=k).retrieve(question.text)))
 

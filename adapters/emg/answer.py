@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from memplug.adapters.emg.extract import normalise
+from memplug.adapters.emg.extract import Triple, normalise
 from memplug.adapters.emg.graph import Memory, MemoryGraph
 
 _QUESTION_WORDS = frozenset(
@@ -41,11 +41,23 @@ class GraphAnswerer:
         self.graph = graph
         self._embed = embed
         self._vector = lru_cache(maxsize=100_000)(self._embed_one)
+        #: (word, relation) -> similarity: a hub entity's facts repeat a few relations
+        #: thousands of times, and every question tries each of them
+        self._similarities: dict[tuple[str, str], float] = {}
 
     def _embed_one(self, text: str) -> np.ndarray:
         return self._embed([text])[0]
 
     def _similarity(self, word: str, relation: str) -> float:
+        key = (word, relation)
+        sim = self._similarities.get(key)
+        if sim is None:
+            if len(self._similarities) >= 1_000_000:
+                self._similarities.clear()
+            sim = self._similarities[key] = self._compute_similarity(word, relation)
+        return sim
+
+    def _compute_similarity(self, word: str, relation: str) -> float:
         if any(_stem(word) == _stem(t) for t in relation.split()):
             return 1.0
         return float(self._vector(word) @ self._vector(relation))
@@ -73,34 +85,37 @@ class GraphAnswerer:
             i: w for i, w in enumerate(words) if (i < start or i >= end) and w not in _QUESTION_WORDS
         }
         path: list[Memory] = []
+        value = ""  # the last hop's value
         seen: set[int] = set()
         for _ in range(MAX_HOPS):
-            facts = [self.graph.memories[i] for i in self.graph.by_subject.get(entity, [])]
-            facts = [m for m in facts if m.valid_at(when) and m.index not in seen]
+            # (memory, its triple): every memory indexed by subject has one
+            memories = [self.graph.memories[i] for i in self.graph.by_subject.get(entity, [])]
+            facts = [(m, m.triple) for m in memories if m.triple is not None and m.valid_at(when) and m.index not in seen]
             if not facts or not remaining:
                 break
             # the nearest remaining word that some fact matches decides the hop
-            best: tuple[float, Memory, int] | None = None
+            best: tuple[float, Memory, Triple, int] | None = None
             for i in sorted(remaining, key=lambda i: _distance(i, start, end)):
-                for memory in facts:
-                    sim = self._similarity(remaining[i], normalise(memory.triple.relation))
+                for memory, triple in facts:
+                    sim = self._similarity(remaining[i], normalise(triple.relation))
                     if sim >= MIN_MATCH and (best is None or (sim, memory.index) > (best[0], best[1].index)):
-                        best = (sim, memory, i)
+                        best = (sim, memory, triple, i)
                 if best is not None:
                     break
             if best is None:
                 break
-            _, memory, word = best
+            _, memory, triple, word = best
             path.append(memory)
             seen.add(memory.index)
-            relation = normalise(memory.triple.relation)
+            relation = normalise(triple.relation)
             # the hop uses up its word and every other word its relation spells out
             for i in [i for i, w in remaining.items() if i == word or self._similarity(w, relation) >= 1.0]:
                 remaining.pop(i)
-            entity = normalise(memory.triple.value)
+            entity = normalise(triple.value)
+            value = triple.value
         if not path:
             return None
-        return path[-1].triple.value, path
+        return value, path
 
 
 def _distance(i: int, start: int, end: int) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import attrs
@@ -41,6 +42,7 @@ class Triple:
     value: str
 
 
+@lru_cache(maxsize=1 << 18)  # the same relations and entities come back thousands of times
 def normalise(text: str) -> str:
     """Lower-case words joined by single spaces, articles dropped: the key of an entity."""
     words = _WORD.findall(text.lower())
@@ -124,11 +126,11 @@ def extract_triple(sentence: str) -> Triple | None:
                     return None
                 subject_words, relation = subject.split(), rel_head
             right_words = right.split()
-            start = 0 if right_words and _is_name_word(right_words[0]) else (_value_start(right_words, 0) or 0)
-            if not subject_words or start >= len(right_words):
+            at = 0 if right_words and _is_name_word(right_words[0]) else (_value_start(right_words, 0) or 0)
+            if not subject_words or at >= len(right_words):
                 return None
-            relation = " ".join([relation, split.group().strip(), *right_words[:start]])
-            return Triple(" ".join(subject_words), relation, " ".join(right_words[start:]))
+            relation = " ".join([relation, split.group().strip(), *right_words[:at]])
+            return Triple(" ".join(subject_words), relation, " ".join(right_words[at:]))
     words = text.split()
     end = _subject_end(words)
     if end is None:

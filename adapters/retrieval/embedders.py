@@ -30,7 +30,9 @@ class Embedder(Protocol):
     """Turns texts into L2-normalised float32 rows of ``dim`` columns."""
 
     name: str
-    dim: int
+
+    @property
+    def dim(self) -> int: ...  # read-only: an API embedder probes it on first use
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
