@@ -32,7 +32,7 @@ from memplug.adapters.retrieval.message_log import MessageLog
 from memplug.adapters.retrieval.retriever import Retriever
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
-from memplug.models import AgentQuestion, Chunk, Recall
+from memplug.models import AgentQuestion, Chunk, Recall, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
@@ -106,6 +106,10 @@ class DecayAgent:
         self.g[chosen] += consolidation_gain(elapsed[chosen])
         self.last[chosen] = now
         return Recall(tuple(self.log.item(int(i), float(p[i])) for i in chosen))
+
+    def stored(self) -> list[StoredItem]:
+        """Every ingested message; nothing is forgotten, only recalled less likely."""
+        return self.log.stored()
 
     def close(self) -> None:
         """Everything lives in memory; nothing to release."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 from memplug.tokens import count_tokens
@@ -54,6 +54,10 @@ class FullAgent:
 
     def recall(self, question: AgentQuestion) -> Recall:
         return Recall(self.window.items())
+
+    def stored(self) -> list[StoredItem]:
+        """The messages in the window, oldest first (those the budget dropped are gone)."""
+        return [StoredItem(i.text, message_ids=i.message_ids) for i in self.window.items()]
 
     def close(self) -> None:
         """Nothing to release."""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.errors import MemplugError
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.preflight import AgentPlan
 from memplug.protocols import AgentConfig
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 #: metadata keys memplug writes on each Mem0 memory
 IDS_KEY = "message_ids"
+#: memories Mem0's ``get_all`` lists for stored(): a sample holding more shows this many
+STORED_LIMIT = 10_000
 NO_IDS = (
     "unavailable: mem0 fact extraction (infer=true) writes facts from a whole chunk and keeps no "
     "fact-to-message link; meta.sources holds each fact's chunk message ids"
@@ -157,6 +159,22 @@ class Mem0Agent:
             return Recall(items=items, meta={"message_ids": NO_IDS, "sources": [list(i) for i in ids]})
         items = tuple(Recalled(text=hit["memory"], score=hit.get("score"), message_ids=i) for hit, i in zip(found, ids))
         return Recall(items=items)
+
+    def stored(self) -> list[StoredItem]:
+        """Every memory Mem0 holds for the sample (``get_all`` by its user id), with Mem0's id.
+
+        Verbatim memories (infer=false) carry their message's id; an extracted fact carries
+        none (see the module's note) and its chunk's message ids go in ``meta["sources"]``.
+        """
+        found = self.memory.get_all(filters={"user_id": self.user_id}, top_k=STORED_LIMIT)["results"]
+        items = []
+        for hit in found:
+            ids = tuple((hit.get("metadata") or {}).get(IDS_KEY, ()))
+            meta = {k: hit[k] for k in ("created_at", "updated_at") if hit.get(k)}
+            if self.infer:
+                meta["sources"] = list(ids)
+            items.append(StoredItem(hit["memory"], hit.get("id"), () if self.infer else ids, meta))
+        return items
 
     def close(self) -> None:
         """Close Mem0's SQLite history and Qdrant's local client (which holds a file lock)."""

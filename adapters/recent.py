@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
@@ -29,6 +29,10 @@ class RecentAgent:
 
     def recall(self, question: AgentQuestion) -> Recall:
         return Recall(tuple(self._window))
+
+    def stored(self) -> list[StoredItem]:
+        """The last k messages, all this agent keeps."""
+        return [StoredItem(i.text, message_ids=i.message_ids) for i in self._window]
 
     def close(self) -> None:
         """Nothing to release."""

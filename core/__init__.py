@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         Recall,
         Recalled,
         Sample,
+        StoredItem,
     )
     from memplug.options import Option
     from memplug.protocols import (
@@ -40,7 +41,7 @@ _EXPORTS = {
     "DataError": "memplug.errors", "MemplugError": "memplug.errors", "MissingExtra": "memplug.errors",
     "hookimpl": "memplug.hookspecs", "Option": "memplug.options",
     **dict.fromkeys(("AgentQuestion", "Chunk", "DatasetInfo", "Message", "Question", "Recall", "Recalled",
-                     "Sample"), "memplug.models"),
+                     "Sample", "StoredItem"), "memplug.models"),
     **dict.fromkeys(("AgentConfig", "BuildOptions", "DatasetBuilder", "MemoryAgent", "Metric", "MetricConfig",
                      "Reader", "ReaderConfig", "ReferenceChannel", "ScoreContext"), "memplug.protocols"),
 }
@@ -82,6 +83,7 @@ __all__ = [
     "ReferenceChannel",
     "Sample",
     "ScoreContext",
+    "StoredItem",
     "hookimpl",
     "__version__",
 ]

@@ -33,6 +33,7 @@ from markupsafe import Markup
 
 import memplug
 from memplug import compare, stats
+from memplug import stored as stored_file
 from memplug.errors import MemplugError
 from memplug.results import RunDir
 
@@ -45,6 +46,10 @@ MAX_WRONG_PER_RUN = 500
 MAX_RECALLED_SHOWN = 20
 RECALLED_OPEN = 5
 MAX_RECALLED_CHARS = 600
+#: What the agent stored (stored.jsonl), per sample with a wrong answer listed: items
+#: and characters per item; the page holds each sample's list once.
+MAX_STORED_SHOWN = 50
+MAX_STORED_CHARS = 300
 #: Spec fields with their own column, and the one that differs between every run.
 OWN_COLUMNS = frozenset({"agent", "dataset"})
 
@@ -61,6 +66,7 @@ class LoadedRun:
     summary: dict[str, Any]  # summary.json
     records: list[dict[str, Any]]  # samples.jsonl, a torn last line left out
     judge_checks: list[dict[str, Any]] = attrs.field(factory=list)  # judge-check.json, one entry per judge
+    stored: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # stored.jsonl by sample id
     label: str = ""
 
     @property
@@ -144,7 +150,7 @@ def load_run(path: Path) -> LoadedRun:
     if not isinstance(summary.get("metrics"), dict):
         raise MemplugError(f"{rd.summary_json}: no 'metrics' object (not a memplug summary)")
     return LoadedRun(path=rd.path, run=rd.spec(), summary=summary, records=rd.records(),
-                     judge_checks=rd.judge_checks())
+                     judge_checks=rd.judge_checks(), stored=stored_file.read(rd.path))
 
 
 def _flat_spec(run: LoadedRun) -> dict[str, Any]:
@@ -199,6 +205,8 @@ def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
             continue
         recalled = rec.get("recalled") or []
         rows.append({
+            "sample_id": str(rec.get("sample_id", "")),
+            "targets": [str(t) for t in rec.get("targets") or []],
             "category": rec.get("category") or "(none)",
             "question_id": rec.get("question_id", ""),
             "question": rec.get("question", ""),
@@ -220,6 +228,33 @@ def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
             "recalled_more": max(0, len(recalled) - MAX_RECALLED_SHOWN),
         })
     return rows
+
+
+def _stored_lists(run: LoadedRun, rows: list[dict[str, Any]], n_run: int) -> list[dict[str, Any]]:
+    """What the agent stored for each sample of ``rows`` (stored.jsonl), once per sample; each
+    row gets ``stored`` = its sample's list (id, total) or None when the run recorded none."""
+    lists: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        line = run.stored.get(row["sample_id"])
+        if line is None:
+            row["stored"] = None
+            continue
+        if row["sample_id"] not in lists:
+            items = line.get("items") or []
+            lists[row["sample_id"]] = {
+                "id": f"stored-{n_run}-{len(lists)}",
+                "total": int(line.get("total") or len(items)),
+                "items": [{"text": _clip(str(i.get("text", "")), MAX_STORED_CHARS),
+                           "id": i.get("id"), "message_ids": [str(m) for m in i.get("message_ids") or []]}
+                          for i in items[:MAX_STORED_SHOWN]],
+                "in_file": len(items),
+            }
+        row["stored"] = lists[row["sample_id"]]
+        # did the system keep the evidence at all? items (of those in the file) holding a target
+        targets = set(row["targets"])
+        row["stored_hits"] = (sum(1 for i in line.get("items") or [] if targets & set(map(str, i.get("message_ids") or [])))
+                              if targets else None)
+    return list(lists.values())
 
 
 def _clip(text: str, limit: int) -> str:
@@ -637,9 +672,10 @@ def render_html(run_dirs: Sequence[Path]) -> str:
         efficiency_svg = _efficiency_chart(plt, runs, "eff")
 
     wrong = []
-    for r in runs:
+    for n_run, r in enumerate(runs):
         rows = _wrong_rows(r)
-        wrong.append({"run": r, "rows": rows[:MAX_WRONG_PER_RUN], "total": len(rows)})
+        shown = rows[:MAX_WRONG_PER_RUN]
+        wrong.append({"run": r, "rows": shown, "total": len(rows), "stored": _stored_lists(r, shown, n_run)})
     return _environment().get_template(_TEMPLATE).render(
         title="memplug report: " + ", ".join(r.label for r in runs),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

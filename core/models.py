@@ -151,6 +151,31 @@ class Recalled:
 
 
 @attrs.frozen
+class StoredItem:
+    """One thing a memory system holds for a sample, as the system stores it: a Mem0
+    memory, a Graphiti fact, a Letta passage, a Cognee node, a native agent's message.
+
+    Listed by an agent's optional ``stored()`` (see :class:`memplug.protocols.ListsStored`)
+    and written to the run's stored.jsonl, so that a reader of a low score can see what
+    the system kept, not only what it recalled.
+    """
+
+    text: str
+    #: the system's own id for the item, when it has one
+    id: str | None = None
+    #: the dataset messages the item came from, when the system keeps that link
+    message_ids: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    #: anything else worth seeing: a type, a strength, a creation time
+    meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"text": self.text, "id": self.id, "message_ids": list(self.message_ids)}
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        return out
+
+
+@attrs.frozen
 class Recall:
     """An agent's reply to a question. ``answer=None`` lets the run's reader answer."""
 

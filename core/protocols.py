@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, runtime_chec
 
 import attrs
 
-from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample
+from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample, StoredItem
 from memplug.options import Option
 
 if TYPE_CHECKING:  # the LLM layer imports litellm lazily; keep this module light
@@ -106,6 +106,24 @@ class MemoryAgent(Protocol):
     def recall(self, question: AgentQuestion) -> Recall: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ListsStored(Protocol):
+    """Optional: an agent that can list what it holds for its sample (Mem0's memories,
+    Graphiti's facts, Letta's passages, Cognee's nodes, a native agent's messages).
+
+    The runner calls ``stored()`` once per sample, after ingestion and before the first
+    question (untimed, outside the sample's LLM usage: it should not call an LLM), and
+    writes the first 200 items and their total count to the run's stored.jsonl
+    (:mod:`memplug.stored`); `memplug report --html` shows them beside each wrong answer.
+    Return a list (or tuple) of :class:`memplug.StoredItem`, or plain strings; a
+    generator is iterated on the runner's event loop, so only one that does no I/O. An
+    ``async def astored`` is used when present. Whatever it raises is logged and
+    nothing is recorded: the run never fails because of it.
+    """
+
+    def stored(self) -> Iterable[StoredItem]: ...
 
 
 @attrs.frozen

@@ -55,6 +55,7 @@ from memplug.protocols import (
 )
 from memplug.results import RecordWriter, RunDir, RunLock, keep_complete_samples, summarize, write_json_atomic
 from memplug.secrets import scrub
+from memplug import stored as stored_file
 from memplug.serialize import is_sample_file, read_samples
 from memplug.tokens import encoding
 
@@ -586,6 +587,9 @@ class Evaluation:
         base = {"setup_s": round(setup_s, 6), "ingest_s": round(ingest_s, 6), "n_messages": len(sample.messages)}
         records = []
         try:
+            lists = hasattr(agent, "stored") or hasattr(agent, "astored")  # optional (protocols.ListsStored)
+            if agent is not None and ingest_error is None and lists:
+                await self._list_stored(pool, agent, sample.id, work.parent)
             recall = self._method(pool, agent, "recall") if agent is not None else None
             for question in sample.questions:
                 record = await self._ask(recall, question, sample, ingest_error)
@@ -601,6 +605,17 @@ class Evaluation:
                 except Exception:  # closing must not turn answered questions into errors
                     pass
         return records
+
+    async def _list_stored(self, pool: ThreadPoolExecutor, agent: Any, sample_id: str, run_path: Path) -> None:
+        """The sample's line of stored.jsonl: what the agent holds after ingestion, from its
+        optional ``stored()`` (:mod:`memplug.stored`). Untimed, and never the run's failure:
+        an error is logged and nothing is recorded."""
+        try:
+            listed = await self._method(pool, agent, "stored")()
+        except Exception as exc:
+            log.warning("sample %s: the agent's stored() failed, nothing recorded: %s", sample_id, _describe(exc))
+            return
+        stored_file.record(run_path, sample_id, listed)
 
     async def _ask(self, recall_method: Callable[..., Awaitable[Any]] | None, question: Question, sample: Sample,
                    ingest_error: str | None) -> dict:

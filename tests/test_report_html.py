@@ -485,7 +485,8 @@ def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int
         send("Page.navigate", session, url=page.as_uri())
         while not any(e.get("method") == "Page.loadEventFired" for e in events):
             events.append(receive())
-        value = send("Runtime.evaluate", session, expression=expression, returnByValue=True)["result"].get("value")
+        value = send("Runtime.evaluate", session, expression=expression, returnByValue=True,
+                     awaitPromise=True)["result"].get("value")
         if screenshot is not None:
             screenshot.write_bytes(base64.b64decode(send("Page.captureScreenshot", session, format="png")["data"]))
         console = [e for e in events if e.get("method") in ("Runtime.consoleAPICalled", "Runtime.exceptionThrown")]

@@ -24,7 +24,7 @@ from memplug.adapters.retrieval.embedders import is_remote
 from memplug.adapters.retrieval.retriever import Retriever
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
@@ -130,6 +130,15 @@ class EMGAgent:
     def _item(self, index: int, score: float) -> Recalled:
         memory = self.graph.memories[index]
         return Recalled(memory.text, score, (memory.message_id,))
+
+    def stored(self) -> list[StoredItem]:
+        """Every memory of the graph, one sentence each, with its edit state: replaced facts
+        stay in the graph (``current`` false) and are listed too."""
+        return [StoredItem(m.text, str(m.index), (m.message_id,),
+                           {"current": m.current, "operation": m.operation,
+                            **({"triple": [m.triple.subject, m.triple.relation, m.triple.value]} if m.triple else {}),
+                            **({"replaced_by": m.replaced_by} if m.replaced_by is not None else {})})
+                for m in self.graph.memories]
 
     def close(self) -> None:
         """Everything lives in memory; nothing to release."""

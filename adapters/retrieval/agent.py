@@ -13,7 +13,7 @@ from memplug.adapters.retrieval.memory_types import classify
 from memplug.adapters.retrieval.message_log import MessageLog
 from memplug.adapters.retrieval.rerank import PerLTQAReranker
 from memplug.adapters.retrieval.retriever import Retriever
-from memplug.models import AgentQuestion, Chunk, Recall
+from memplug.models import AgentQuestion, Chunk, Recall, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
@@ -59,6 +59,10 @@ class RetrievalAgent:
             ranked = self.reranker.rerank(question.text, self.retriever.scores(question.text), k, pi)
             return Recall(self.log.items(ranked), meta={"memory_type": pi})
         return Recall(self.log.items(self.retriever.search(question.text, k)))
+
+    def stored(self) -> list[StoredItem]:
+        """Every ingested message (bm25, embedding: the index holds them all)."""
+        return self.log.stored()
 
     def close(self) -> None:
         """Everything lives in memory; nothing to release."""

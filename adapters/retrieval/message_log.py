@@ -11,7 +11,7 @@ from typing import Iterable, Mapping, Any
 
 import attrs
 
-from memplug.models import Chunk, Recalled
+from memplug.models import Chunk, Recalled, StoredItem
 
 
 @attrs.frozen
@@ -45,3 +45,7 @@ class MessageLog:
 
     def items(self, ranked: Iterable[tuple[int, float]]) -> tuple[Recalled, ...]:
         return tuple(self.item(i, s) for i, s in ranked)
+
+    def stored(self) -> list[StoredItem]:
+        """Every entry, in ingestion order (what an agent built on the log holds)."""
+        return [StoredItem(e.text, str(i), (e.message_id,)) for i, e in enumerate(self.entries)]

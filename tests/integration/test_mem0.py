@@ -37,3 +37,25 @@ def test_mem0_without_inference_keeps_message_ids(testkit, llm_stub, tmp_path):
     assert rd.summary()["metrics"]["overall"]["recall@2"] == 1.0
     assert not any("Memory Extractor" in str(b["messages"][0]) for b in llm_stub.chat_requests)
     assert_isolated(records)
+
+
+def test_mem0_lists_what_it_stored(testkit, llm_stub, tmp_path):
+    """stored.jsonl holds each sample's Mem0 memories (get_all by the sample's user id): offline
+    (infer=false) the four messages verbatim with their ids; with fact extraction the facts,
+    their chunk's message ids under meta.sources."""
+    from memplug import stored
+
+    rd = evaluate(tmp_path / "verbatim", "mem0", llm_stub, agent_options={"infer": "false", "threshold": "0"})
+    lines = stored.read(rd.path)
+    assert set(lines) == {"s0", "s1"}
+    for sample, line in lines.items():
+        assert line["total"] == 4 and len(line["items"]) == 4
+        assert all(item["id"] for item in line["items"])  # Mem0's own memory ids
+        assert sorted(i for item in line["items"] for i in item["message_ids"]) == ["m0", "m1", "m2", "m3"]
+        assert all(item["text"].startswith(f"Item {sample.removeprefix('s')}-") for item in line["items"])
+
+    rd = evaluate(tmp_path / "facts", "mem0", llm_stub)
+    for sample, line in stored.read(rd.path).items():
+        assert line["total"] >= 1
+        assert all(not item["message_ids"] and item["meta"]["sources"] for item in line["items"])
+        assert all(item["text"].startswith(f"Item {sample.removeprefix('s')}-") for item in line["items"])

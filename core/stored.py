@@ -1,0 +1,107 @@
+"""What a memory system stored: the run's stored.jsonl.
+
+An agent may list what it holds for its sample (``stored()``, see
+:class:`memplug.protocols.ListsStored`). The runner asks once per sample, right after
+ingestion and before the first question, and writes one line per sample:
+
+    {"sample_id": "s0", "total": 412, "items": [{"text": "...", "id": "...", "message_ids": [...]}, ...]}
+
+``items`` holds the first :data:`MAX_ITEMS` of them (each text clipped to
+:data:`MAX_CHARS` characters, ``"clipped": true`` then), ``total`` how many the agent
+listed. People ask for this when a system scores low: did it store the fact at all, or
+store it and fail to find it? `memplug report --html` shows it beside each wrong answer.
+
+Listing is a diagnostic: whatever goes wrong in it (the agent raises, returns
+something that is not a list of items, the disk is full) is logged and nothing is
+recorded for the sample; the run and its scores never depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Iterable
+
+from memplug.models import Recalled, StoredItem
+
+log = logging.getLogger(__name__)
+
+#: the file in a run directory
+STORED_FILE = "stored.jsonl"
+#: items kept per sample (the rest are counted in ``total``)
+MAX_ITEMS = 200
+#: characters kept per item's text
+MAX_CHARS = 2000
+
+
+def _item(value: Any) -> dict[str, Any]:
+    """One listed thing as stored.jsonl writes it: a StoredItem, a Recalled, a plain string,
+    or a mapping with a "text" (or Mem0's "memory") key."""
+    if isinstance(value, StoredItem):
+        out = value.as_dict()
+    elif isinstance(value, Recalled):
+        out = {"text": value.text, "id": None, "message_ids": list(value.message_ids)}
+    elif isinstance(value, str):
+        out = {"text": value, "id": None, "message_ids": []}
+    elif isinstance(value, dict) and isinstance(value.get("text", value.get("memory")), str):
+        out = StoredItem(value.get("text", value.get("memory")), _str_or_none(value.get("id")),
+                         tuple(value.get("message_ids") or ()), value.get("meta") or {}).as_dict()
+    else:
+        raise TypeError(f"stored() listed a {type(value).__name__}, expected memplug.StoredItem or str")
+    out["text"] = str(out["text"])
+    if len(out["text"]) > MAX_CHARS:
+        out["text"] = out["text"][: MAX_CHARS - 1] + "…"
+        out["clipped"] = True
+    return out
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def entry(sample_id: str, listed: Iterable[Any]) -> dict[str, Any]:
+    """The stored.jsonl line for ``sample_id``: the first MAX_ITEMS of ``listed`` and their count."""
+    if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__"):
+        raise TypeError(f"stored() returned a {type(listed).__name__}, expected a list of memplug.StoredItem")
+    items, total = [], 0
+    for value in listed:
+        if total < MAX_ITEMS:
+            items.append(_item(value))
+        total += 1
+    return {"sample_id": sample_id, "total": total, "items": items}
+
+
+def append(run_path: Path, line: dict[str, Any]) -> None:
+    """Append one sample's line to ``run_path``/stored.jsonl (a resumed sample gets a second
+    line; :func:`read` keeps the last)."""
+    text = json.dumps(line, ensure_ascii=False, default=str) + "\n"
+    with (Path(run_path) / STORED_FILE).open("a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def record(run_path: Path, sample_id: str, listed: Iterable[Any]) -> None:
+    """:func:`entry` then :func:`append`; a failure is logged, never raised."""
+    try:
+        append(run_path, entry(sample_id, listed))
+    except Exception as exc:  # a diagnostic must not fail the run
+        log.warning("sample %s: what the agent stored is not recorded (%s: %s)", sample_id, type(exc).__name__,
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+
+
+def read(run_path: Path) -> dict[str, dict[str, Any]]:
+    """stored.jsonl of a run by sample id (the last line of a sample wins); {} when the run has
+    none. A line that is not JSON (a torn last line, say) is skipped: this is a diagnostic."""
+    path = Path(run_path) / STORED_FILE
+    if not path.is_file():
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and isinstance(value.get("sample_id"), str):
+                out[value["sample_id"]] = value
+    return out
