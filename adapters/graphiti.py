@@ -32,7 +32,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import re
+import sys
 import threading
 import warnings
 from datetime import datetime, timedelta, timezone
@@ -180,12 +182,33 @@ def _bridges() -> tuple[type, type, type]:
     return MemplugGraphitiLLM, MemplugGraphitiEmbedder, NoCrossEncoder
 
 
+#: held while graphiti is imported and while a Kùzu database is opened
+_setup_lock = threading.Lock()
+
+
+def import_graphiti() -> None:
+    """Import graphiti-core without its ``load_dotenv()``, which reads the first ``.env`` in
+    graphiti_core's folder or any above it (the project's, when the venv is inside it):
+    a run is configured by its command line, not by a file it did not name."""
+    if "graphiti_core.graphiti" in sys.modules:
+        return
+    with _setup_lock:
+        previous = os.environ.get("PYTHON_DOTENV_DISABLED")
+        os.environ["PYTHON_DOTENV_DISABLED"] = "1"
+        try:
+            import graphiti_core.graphiti  # noqa: F401
+        finally:
+            if previous is None:
+                os.environ.pop("PYTHON_DOTENV_DISABLED", None)
+            else:
+                os.environ["PYTHON_DOTENV_DISABLED"] = previous
+
+
 #: Kùzu reserves this much address space per database (its default, 8 TiB, lets only 15
 #: databases open in one process: "Mmap for size 8796093022208 failed"); a power of two
 KUZU_MAX_DB_SIZE = 1 << 36
 #: Kùzu's worker threads per database (its default: one per core, per sample)
 KUZU_THREADS = 2
-_kuzu_lock = threading.Lock()
 
 
 def open_kuzu(driver_class: Any, path: Path, buffer_pool_mb: int) -> Any:
@@ -202,7 +225,7 @@ def open_kuzu(driver_class: Any, path: Path, buffer_pool_mb: int) -> Any:
     bounded = functools.partial(kuzu.Database, buffer_pool_size=buffer_pool_mb << 20,
                                 max_db_size=KUZU_MAX_DB_SIZE, max_num_threads=KUZU_THREADS)
     shim = SimpleNamespace(Database=bounded, Connection=kuzu.Connection, AsyncConnection=kuzu.AsyncConnection)
-    with _kuzu_lock, warnings.catch_warnings():
+    with _setup_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # "The Kuzu backend is deprecated": said in the docs
         kuzu_driver.kuzu = shim  # type: ignore[assignment]
         try:
@@ -248,6 +271,7 @@ class GraphitiAgent:
         llm = require_llm(config, "graphiti", "entity and fact extraction")
         prepare_offline()  # GRAPHITI_TELEMETRY_ENABLED=false among them, before graphiti is imported
         embedder = RunEmbedder(config)
+        import_graphiti()
         from graphiti_core import Graphiti
         from graphiti_core.driver.kuzu_driver import KuzuDriver
 

@@ -162,3 +162,21 @@ def test_many_samples_open_their_databases_at_once(graphiti_stub, tmp_path):
         for agent in agents:
             agent.close()
         llm.close()
+
+
+def test_graphiti_is_imported_without_reading_a_dotenv_file():
+    """graphiti calls load_dotenv() on import (a .env in any folder above graphiti_core);
+    the agent imports it with python-dotenv's PYTHON_DOTENV_DISABLED, and restores the variable."""
+    code = (
+        "import os, dotenv.main as m\n"
+        "seen = []\n"
+        "m.find_dotenv = lambda *a, **k: seen.append(a) or ''\n"
+        "from memplug.adapters.graphiti import import_graphiti\n"
+        "import_graphiti()\n"
+        "import sys\n"
+        "assert 'graphiti_core.graphiti' in sys.modules and not seen, seen\n"
+        "assert 'PYTHON_DOTENV_DISABLED' not in os.environ\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHON_DOTENV_DISABLED"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
