@@ -160,12 +160,13 @@ def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
             base_records = base.records()
         entry = {"a": base_summary["run_id"], "b": summary["run_id"],
                  "metrics": paired_records(base_records, other.records())}
-        judges = judge_identity(paths[0]), judge_identity(path)
-        if None not in judges and judges[0] != judges[1]:  # one judge's verdicts against another's: no test
+        judge_a, judge_b = judge_identity(paths[0]), judge_identity(path)
+        # one judge's verdicts against another's: no test
+        if judge_a is not None and judge_b is not None and judge_a != judge_b:
             dropped = [m for m in entry["metrics"] if m in JUDGE_METRICS]
             for m in dropped:
                 del entry["metrics"][m]
             if dropped:
-                entry["judges_differ"] = f"{judge_text(judges[0])} vs {judge_text(judges[1])}"
+                entry["judges_differ"] = f"{judge_text(judge_a)} vs {judge_text(judge_b)}"
         out.append(entry)
     return out

@@ -257,7 +257,7 @@ def read_label(reply: str) -> float | None:
 def memplug_gold(question: Question) -> str:
     """The gold answers joined by " | ", with the correct choice for multiple choice."""
     golds = list(question.answers)
-    if question.choices and question.correct_choice in question.choices:
+    if question.choices and question.correct_choice is not None and question.correct_choice in question.choices:
         golds.append(f"{question.correct_choice}. {question.choices[question.correct_choice]}")
     return " | ".join(golds)
 

@@ -115,7 +115,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
                 ci = cis.get(metric) if isinstance(cis, dict) else None
                 row.append(None if value is None else (float(value), ci if isinstance(ci, list) else None))
             grid.append(row)
-        best = [max((r[j][0] for r in grid if r[j] is not None), default=None) for j in range(len(categories))]
+        best = [max((cell[0] for r in grid if (cell := r[j]) is not None), default=None)
+                for j in range(len(categories))]
         for i, (label, row) in enumerate(zip(labels, grid)):
             for j, cell in enumerate(row):
                 if cell is None:
@@ -178,8 +179,8 @@ def _render(fmt: str, metric: str, labels: list[str], categories: list[str],
                       for j, cell in enumerate(row))]
             for i, (label, row) in enumerate(zip(labels, grid))]
     if fmt == "markdown":
-        head = [metric, *categories]
-        lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(["---"] + ["---:"] * len(categories)) + " |"]
+        lines = ["| " + " | ".join([metric, *categories]) + " |",
+                 "| " + " | ".join(["---"] + ["---:"] * len(categories)) + " |"]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines)
     head = " & ".join(_escape_latex(h) for h in [metric, *categories])

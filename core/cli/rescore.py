@@ -99,7 +99,7 @@ def scorable(record: dict[str, Any]) -> bool:
 
 
 async def score_records(records: list[dict[str, Any]], metrics: list[Any], language: str,
-                        score_raw_too: bool = False) -> list[dict[str, Any]]:
+                        score_raw_too: bool = False) -> list[dict[str, Any] | None]:
     """{metric name: score} per record (None for unscorable ones); async metrics run concurrently.
     ``score_raw_too``: the run's protocol also scored the raw reply (see memplug.metrics.score_with).
 
@@ -210,7 +210,7 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
     ci = old_summary.get("ci") or {}
     new_summary = summarize(
         rescored, spec.get("agent", old_summary.get("agent")), spec.get("dataset", old_summary.get("dataset")),
-        stored.get("run_id", old_summary.get("run_id")), old_summary.get("efficiency", {}).get("wall_s") or 0.0,
+        stored.get("run_id") or old_summary.get("run_id") or Path(path).name, old_summary.get("efficiency", {}).get("wall_s") or 0.0,
         **{k: ci[k] for k in ("resamples", "level") if k in ci},
     )
     # which questions were answered is the run's, not the metrics': its outcome carries over
