@@ -135,3 +135,49 @@ def test_a_message_of_many_facts_is_one_memory_per_fact(tmp_path: Path) -> None:
     recall = agent.recall(AgentQuestion("q", "Who is Roy Rogers married to?", "sh"))
     assert recall.answer == "Ann Smith"  # the later fact replaced the earlier one
     assert recall.items[0].message_ids == ("chunk0",)
+
+
+def _naive_expand(agent: EMGAgent, start: int, scores, depth: int, out: dict) -> None:
+    """The expansion as first written: every neighbour list read again at every memory."""
+    if depth == 0:
+        return
+    for i in agent.graph.neighbours(agent.graph.memories[start]):
+        if i not in out and scores[i] > 0:
+            out[i] = float(scores[i])
+            _naive_expand(agent, i, scores, depth - 1, out)
+
+
+def test_expansion_through_a_hub_skips_lists_already_read_and_keeps_the_same_memories() -> None:
+    """A hub entity ("I", 300 facts) is read once per recall, not once per member; same result."""
+    texts = [f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(["chess", "yoga", "tennis"] * 100)]
+    texts += [f"Anna Berg{i} is married to Ben Cruz{i}." for i in range(0, 300, 7)]
+    agent = EMGAgent(AgentConfig(), Path("."))
+    agent.ingest(Chunk(0, [Message(str(i), t) for i, t in enumerate(texts)]))
+    scores = agent.retriever.scores("Who am I learning chess with, and who is Anna Berg14 married to?")
+    fast: dict[int, float] = {}
+    naive: dict[int, float] = {}
+    done: set = set()
+    for i in [0, 301, 14]:
+        fast.setdefault(i, float(scores[i]))
+        naive.setdefault(i, float(scores[i]))
+        agent._expand(i, scores, 3, fast, done)
+        _naive_expand(agent, i, scores, 3, naive)
+    assert list(fast.items()) == list(naive.items()) and len(fast) > 300
+
+
+def test_top1_votes_counted_in_numpy_pick_the_same_memory() -> None:
+    graph = MemoryGraph(lambda text: None)  # no triples: top-1 by shared tokens
+    for i in range(600):
+        graph.add(f"my note {i % 7} about walks parks rivers {i % 11} and hills {i % 13}", str(i))
+    probe = graph.memories[-1]
+    postings = graph._postings[probe.partition]
+    from memplug.adapters.emg.graph import tokenize
+
+    lists = [postings[t] for t in set(tokenize(probe.text)) if 0 < len(postings[t]) <= 1000]
+    votes: dict[int, int] = {}
+    for hits in lists:
+        for i in hits:
+            if graph.memories[i].current:
+                votes[i] = votes.get(i, 0) + 1
+    assert sum(map(len, lists)) > 256
+    assert graph._top1_numpy(lists) is graph.memories[max(votes, key=lambda i: (votes[i], i))]

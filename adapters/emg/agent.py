@@ -91,14 +91,25 @@ class EMGAgent:
             self.graph.add(text, m.id, m.time, m.meta)
         self.retriever.add([text for text, _ in units])
 
-    def _expand(self, start: int, question_scores: np.ndarray, depth: int, out: dict[int, float]) -> None:
-        """Depth-first from one memory through its entity nodes, keeping relevant neighbours."""
+    def _expand(self, start: int, question_scores: np.ndarray, depth: int, out: dict[int, float],
+                done: set[tuple[str, str]]) -> None:
+        """Depth-first from one memory through its entity nodes, keeping relevant neighbours.
+
+        ``done`` names the neighbour lists (an entity's memories) already gone through in
+        this recall: every memory in them is kept or irrelevant by then, so they are
+        skipped; the memories kept, and their order, are the same as walking them again.
+        Without it a walk through a hub entity ("I", with every first-person fact) read
+        the hub's whole list once per member: quadratic in the size of the history.
+        """
         if depth == 0:
             return
-        for i in self.graph.neighbours(self.graph.memories[start]):
-            if i not in out and question_scores[i] > 0:
+        memory = self.graph.memories[start]
+        lists = [(name, ids) for name, ids in self.graph.neighbour_lists(memory) if name not in done]
+        for i in dict.fromkeys(i for _, ids in lists for i in ids):
+            if i != start and i not in out and question_scores[i] > 0:
                 out[i] = float(question_scores[i])
-                self._expand(i, question_scores, depth - 1, out)
+                self._expand(i, question_scores, depth - 1, out, done)
+        done.update(name for name, _ in lists)
 
     def recall(self, question: AgentQuestion) -> Recall:
         if not len(self.graph):
@@ -106,9 +117,10 @@ class EMGAgent:
         when = parse_time(question.time)
         scores = self.retriever.scores(question.text)
         chosen: dict[int, float] = {}
+        done: set[tuple[str, str]] = set()
         for i, s in top_k(scores, self.opts["activate"]):
             chosen.setdefault(i, s)
-            self._expand(i, scores, self.opts["depth"], chosen)
+            self._expand(i, scores, self.opts["depth"], chosen, done)
         answer = None
         if self.opts["answer"] == "auto":
             walked = self.answerer.answer(question.text, when)
