@@ -11,6 +11,7 @@ The Chromium tests are the recipe behind docs/img/report.png and docs/img/report
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import re
@@ -441,12 +442,16 @@ def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int
     to_us, from_chromium = os.pipe()
 
     def child() -> None:  # Chromium reads commands on fd 3 and writes replies on fd 4
-        read, write = os.dup(to_chromium), os.dup(from_chromium)
-        os.dup2(read, 3)
+        # copies numbered 5 and up first: dup2 onto 3 or 4 then never clobbers one end with
+        # the other, and never is a no-op that would leave the copy close-on-exec
+        read, write = fcntl.fcntl(to_chromium, fcntl.F_DUPFD, 5), fcntl.fcntl(from_chromium, fcntl.F_DUPFD, 5)
+        os.dup2(read, 3)  # dup2 makes them inheritable; every other fd Python opened is not
         os.dup2(write, 4)
 
+    # close_fds=False: closing would take 3 and 4 too, and pass_fds=(3, 4) fails where the
+    # parent has no fd 3 or 4 open
     proc = subprocess.Popen([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
-                             "about:blank"], pass_fds=(3, 4), preexec_fn=child,
+                             "about:blank"], close_fds=False, preexec_fn=child,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(to_chromium)
     os.close(from_chromium)
