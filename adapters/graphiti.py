@@ -34,6 +34,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import warnings
@@ -277,6 +278,10 @@ class GraphitiAgent:
 
         self.group_id = group_id(config.sample_id or self.workdir.name)
         self.workdir.mkdir(parents=True, exist_ok=True)
+        # a sample is ingested from scratch: a database left by an interrupted run (which
+        # --resume redoes whole) holds episodes this agent has no message ids for
+        for stale in self.workdir.glob("kuzu*"):
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
         self.driver = open_kuzu(KuzuDriver, self.workdir / "kuzu", opts["buffer_pool_mb"])
         # KuzuDriver never sets the database name that add_episode compares group ids with
         # (graphiti-core 0.31: AttributeError); one database per sample, named after its group

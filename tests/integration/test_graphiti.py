@@ -180,3 +180,29 @@ def test_graphiti_is_imported_without_reading_a_dotenv_file():
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHON_DOTENV_DISABLED"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_database_left_by_an_interrupted_run_is_not_reused(graphiti_stub, tmp_path):
+    import asyncio
+
+    from memplug.adapters.graphiti import GraphitiAgent
+    from memplug.llm import LLM
+    from memplug.models import AgentQuestion, Chunk, Message
+    from memplug.protocols import AgentConfig
+
+    llm = LLM("openai/stub", api_base=graphiti_stub.base_url, api_key="sk-test", use_cache=False)
+    question = AgentQuestion("q", "Where did Ana move?", "simple")
+    try:
+        first = GraphitiAgent(AgentConfig(llm=llm, sample_id="s"), tmp_path)
+        asyncio.run(first.aingest(Chunk(0, [Message("a", "I moved to Lisbon.", speaker="Ana")])))
+        first.close()
+        again = GraphitiAgent(AgentConfig(llm=llm, sample_id="s"), tmp_path)  # --resume redoes the sample
+        episodes = "MATCH (e:Episodic) RETURN count(e) AS n"
+        assert asyncio.run(again.driver.execute_query(episodes))[0] == [{"n": 0}]
+        asyncio.run(again.aingest(Chunk(0, [Message("a", "I moved to Lisbon.", speaker="Ana")])))
+        assert asyncio.run(again.driver.execute_query(episodes))[0] == [{"n": 1}]
+        (item,) = asyncio.run(again.arecall(question)).items
+        assert item.message_ids == ("a",)
+        again.close()
+    finally:
+        llm.close()
