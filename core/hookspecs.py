@@ -66,7 +66,7 @@ def register_judges(register: Register) -> None:
     :param register: ``register(name, "module:JUDGE", **info)``; the target is a
         :class:`memplug.judge.JudgeSet` (prompts, which prompt a question gets, the gold it
         is shown, call parameters). Select one with ``-o judge=NAME`` (datasets that offer
-        it) or ``MEMPLUG_JUDGE_PROMPT=NAME``; run.json records its name and prompts' sha256.
+        it) or ``memplug eval --judge-prompt NAME``; run.json records its name and prompts' sha256.
     """
 
 
