@@ -206,3 +206,25 @@ def test_a_database_left_by_an_interrupted_run_is_not_reused(graphiti_stub, tmp_
         again.close()
     finally:
         llm.close()
+
+
+def test_graphiti_on_memsim_recalls_facts_from_the_messages_they_name(graphiti_stub, tmp_path):
+    """The issue's check: `memplug eval --agent graphiti --dataset memsim -o n=2 --llm openai/stub
+    --api-base <stub>` ends with no error, and each recalled fact carries the id of the message
+    it was written from (MemSim feeds one message per chunk, so one per episode)."""
+    from memplug.results import RunDir
+    from memplug.runner import Evaluation, RunSpec
+
+    evaluation = Evaluation(RunSpec(agent="graphiti", dataset="memsim", llm="openai/stub",
+                                    api_base=graphiti_stub.base_url, dataset_options={"n": "2"}))
+    messages = {(s.id, m.id): m.text for s in evaluation.samples() for m in s.messages}
+    rd = RunDir(evaluation.run(output=tmp_path / "runs"))
+    records = rd.records()
+    assert len(records) == 2 and not any(r["error"] for r in records), [r["error"] for r in records]
+    assert rd.summary()["metrics"]["overall"]["recall@5"] > 0
+    recalled = [(r["sample_id"], item) for r in records for item in r["recalled"]]
+    assert recalled
+    for sample, item in recalled:
+        (message_id,) = item["message_ids"]
+        sentence = item["text"].removeprefix("user: ").split(" (date range:")[0]
+        assert sentence in messages[(sample, message_id)], (item, messages[(sample, message_id)])
