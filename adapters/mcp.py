@@ -40,6 +40,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -54,11 +55,14 @@ from memplug.options import Option, resolve
 from memplug.preflight import AgentPlan
 from memplug.protocols import AgentConfig
 
+if sys.version_info < (3, 11):  # no built-in groups: anyio raises the backport's (its dependency there)
+    from exceptiongroup import BaseExceptionGroup
+
 if TYPE_CHECKING:
     from memplug.llm import LLM
 
 #: tool names tried, in this order, when ``-o add`` is not given
-ADD_NAMES = ("add_memory", "store_memory", "save_memory", "create_memory", "remember", "add", "store",
+ADD_NAMES = ("add_memory", "store_memory", "save_memory", "create_memory", "memory_store", "remember", "add", "store",
              "memorize", "add_memories", "memory_add", "write_memory")
 #: tool names tried, in this order, when ``-o search`` is not given
 SEARCH_NAMES = ("search_memory", "search_memories", "search", "recall", "query", "retrieve_memory",
@@ -268,7 +272,9 @@ def _where(values: Mapping[str, Any]) -> str:
 
 
 def result_items(result: Mapping[str, Any]) -> list[tuple[str, float | None, tuple[str, ...]]]:
-    """(text, score, message ids found in the result) for each memory a search result holds."""
+    """(text, score, message ids found in the result) for each memory a search result holds.
+
+    A plain-text result gives one item per line; :func:`plain_lines` tells which those were."""
     values: list[Any] = []
     for block in result.get("content") or ():
         if block.get("type") != "text":
@@ -294,7 +300,7 @@ def _elements(value: Any) -> list[Any]:
         try:
             parsed = json.loads(value)
         except (json.JSONDecodeError, ValueError):
-            return [NUMBERED.sub("", line).strip() for line in value.splitlines() if line.strip()]
+            return [_Line(NUMBERED.sub("", line).strip()) for line in value.splitlines() if line.strip()]
         return _elements(parsed) if not isinstance(parsed, str) else [parsed]
     if isinstance(value, list):
         return [e for v in value for e in (_elements(v) if isinstance(v, list) else [v])]
@@ -306,6 +312,10 @@ def _elements(value: Any) -> list[Any]:
                 return _elements(value[key])
         return [value]
     return [] if value is None else [value]
+
+
+class _Line(str):
+    """A line of a plain-text result (a memory, or a header, hash or date line around one)."""
 
 
 def _item(element: Any) -> tuple[str, float | None, tuple[str, ...]] | None:
@@ -432,7 +442,9 @@ class Connection:
         if self.target.url:
             from mcp.client import streamable_http
 
-            connect = getattr(streamable_http, "streamable_http_client", None) or streamable_http.streamablehttp_client
+            # mcp 2.x names it streamable_http_client, 1.x streamablehttp_client
+            connect = (getattr(streamable_http, "streamable_http_client", None)
+                       or getattr(streamable_http, "streamablehttp_client"))
             return connect(self.target.url)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -472,7 +484,10 @@ class Connection:
                 await self._stop.wait()
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(_root(exc) if isinstance(exc, Exception) else exc)
+                if isinstance(exc, Exception):
+                    ready.set_exception(_root(exc))
+                else:  # cancelled (start-up timed out): nobody waits for the outcome
+                    ready.cancel()
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -712,10 +727,13 @@ class McpAgent:
         return self.connection.call(self.plan.search.name, args)
 
     def _recall(self, result: dict[str, Any]) -> Recall:
-        items = []
-        for text, score, ids in result_items(result)[: self.config.top_k]:
-            items.append(Recalled(text=text, score=score, message_ids=ids or self._ids_of(text)))
-        return Recall(items=tuple(items))
+        found = [(text, score, ids or self._ids_of(text)) for text, score, ids in result_items(result)]
+        if any(ids for text, _, ids in found if isinstance(text, _Line)):
+            # a plain-text listing where some lines are stored texts: the others are its headers,
+            # hashes and dates, not memories, and must not take places in the top K
+            found = [item for item in found if item[2] or not isinstance(item[0], _Line)]
+        items = [Recalled(text=str(text), score=score, message_ids=ids) for text, score, ids in found]
+        return Recall(items=tuple(items[: self.config.top_k]))
 
     def _ids_of(self, text: str) -> tuple[str, ...]:
         """The message ids of the stored texts this item holds (or of the stored text that holds it)."""

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import secrets
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -57,11 +58,11 @@ DONE = "finished"
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
+    else:
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ImportError:
             raise MemplugError("reading a sweep file on Python 3.10 needs tomli: pip install tomli") from None
     try:
