@@ -28,10 +28,13 @@ from typing import Any
 
 from memplug.adapters.external import chunk_text, message_text, prepare_offline
 from memplug.errors import MemplugError
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
+#: passages stored() lists at most, and asks for per page
+STORED_LIMIT = 10_000
+STORED_PAGE = 100
 #: prefix of the tags that carry message ids on archival passages
 TAG = "mid:"
 #: MemoryAgentBench added "Search Archival Memory" to the question for MemGPT (seed 002, B.3)
@@ -129,6 +132,25 @@ class LettaAgent:
             self.agent_id, messages=[{"role": "user", "content": ASK.format(question=question.text)}])
         return Recall(items=items, answer=_assistant_text(reply.messages),
                       meta={"usage": USAGE_NOTE, "letta_usage": reply.usage.model_dump(exclude_none=True)})
+
+    def stored(self) -> list[StoredItem]:
+        """The agent's archival passages, oldest first (``agents.passages.list``, page by
+        page, at most 10,000), with Letta's passage ids and the message ids from their tags."""
+        assert self.agent_id is not None
+        items: list[StoredItem] = []
+        after = None
+        while len(items) < STORED_LIMIT:
+            page = self.client.agents.passages.list(self.agent_id, limit=STORED_PAGE, ascending=True,
+                                                    **({"after": after} if after else {}))
+            if not page:
+                break
+            items += [StoredItem(p.text, p.id, [t[len(TAG):] for t in p.tags or () if t.startswith(TAG)],
+                                 {"created_at": str(p.created_at)} if getattr(p, "created_at", None) else {})
+                      for p in page]
+            after = page[-1].id
+            if len(page) < STORED_PAGE:
+                break
+        return items[:STORED_LIMIT]
 
     def close(self) -> None:
         """Delete the sample's agent (its archive goes with it) and close the HTTP client."""

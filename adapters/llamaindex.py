@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
@@ -151,6 +151,12 @@ class LlamaIndexAgent:
                 raise TypeError(f"llama_index answered with a {type(response).__name__}, expected a Response")
             return Recall(items=self._items(response.source_nodes), answer=str(response.response or "").strip())
         return Recall(items=self._items(self._index.as_retriever(similarity_top_k=k).retrieve(question.text)))
+
+    def stored(self) -> list[StoredItem]:
+        """Every node of the sample's index (its docstore), in insertion order, with its node id."""
+        return [StoredItem(node.get_content(), node_id, node.metadata.get(IDS_KEY, ()),
+                           {"chunk": node.metadata.get("chunk")})
+                for node_id, node in self._index.docstore.docs.items()]
 
     @staticmethod
     def _items(scored: list[Any]) -> tuple[Recalled, ...]:

@@ -8,6 +8,7 @@ letta-client's own types (``AgentState``, ``Passage``, ``PassageSearchResponse``
 
     POST   /v1/agents/                               create an agent
     POST   /v1/agents/{id}/archival-memory           insert a passage -> [Passage]
+    GET    /v1/agents/{id}/archival-memory           ?limit=&after=&ascending= -> [Passage], oldest first
     GET    /v1/agents/{id}/archival-memory/search    ?query=&top_k= -> {count, results}
     POST   /v1/agents/{id}/messages                  the agent searches its archive and asks the LLM
     DELETE /v1/agents/{id}                           delete the agent and its archive
@@ -147,6 +148,15 @@ class LettaStub:
         agent_id, rest = match["id"], match["rest"] or ""
         if method == "POST" and rest == "/archival-memory":
             return self.insert_passage(agent_id, body)
+        if method == "GET" and rest == "/archival-memory":  # the list, a page after an id
+            query = parse_qs(parsed.query)
+            passages = list(self.archives[agent_id])
+            if query.get("ascending", ["true"])[0] == "false":
+                passages.reverse()
+            after = query.get("after", [None])[0]
+            if after is not None:
+                passages = passages[[p["id"] for p in passages].index(after) + 1:]
+            return 200, passages[: int(query.get("limit", ["100"])[0])]
         if method == "GET" and rest == "/archival-memory/search":
             query = parse_qs(parsed.query)
             results = self.search(agent_id, query["query"][0], int(query.get("top_k", ["10"])[0]))

@@ -57,3 +57,22 @@ def test_letta_names_the_option_for_an_embedding_handle(testkit, llm_stub, tmp_p
     monkeypatch.delenv("LETTA_BASE_URL", raising=False)
     with pytest.raises(RunStopped, match=r"agent 'letta' could not be set up: .*--embedder litellm:<handle>"):
         evaluate(tmp_path, "letta", llm_stub, embedder="wordllama")
+
+
+def test_letta_lists_its_archival_passages(testkit, llm_stub, letta, tmp_path, monkeypatch):
+    """stored.jsonl holds each sample's archival passages (paged by 100: the page size is
+    lowered to 3 here so that four passages take two pages), with Letta's ids and the
+    message ids from their tags."""
+    from memplug import stored
+    from memplug.adapters import letta as letta_adapter
+
+    monkeypatch.setattr(letta_adapter, "STORED_PAGE", 3)
+    rd = evaluate(tmp_path, "letta", llm_stub, embedder=EMBEDDER,
+                  agent_options={"server": letta.base_url, "passage": "message"})
+    lines = stored.read(rd.path)
+    assert set(lines) == {"s0", "s1"}
+    for sample, line in lines.items():
+        assert line["total"] == 4
+        assert [i["message_ids"] for i in line["items"]] == [["m0"], ["m1"], ["m2"], ["m3"]]
+        assert all(i["id"].startswith("passage-") for i in line["items"])
+        assert all(f"Item {sample.removeprefix('s')}-" in i["text"] for i in line["items"])

@@ -30,3 +30,17 @@ def test_llamaindex_query_engine_answers_with_the_runs_llm(testkit, llm_stub, tm
     assert rd.summary()["metrics"]["overall"]["recall@2"] == 1.0
     assert rd.summary()["llm"]["calls"] >= 4  # the query engine's calls went through memplug's LLM
     assert_isolated(records)
+
+
+def test_llamaindex_lists_its_nodes(testkit, llm_stub, tmp_path):
+    """stored.jsonl holds each sample's nodes (the index's docstore) with their message ids."""
+    from memplug import stored
+
+    rd = evaluate(tmp_path, "llamaindex", llm_stub)
+    lines = stored.read(rd.path)
+    assert set(lines) == {"s0", "s1"}
+    for sample, line in lines.items():
+        assert line["total"] == 4
+        assert [i["message_ids"] for i in line["items"]] == [["m0"], ["m1"], ["m2"], ["m3"]]
+        assert all(i["id"] and f"Item {sample.removeprefix('s')}-{n} is " in i["text"]
+                   for n, i in enumerate(line["items"]))
