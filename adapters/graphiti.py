@@ -123,10 +123,13 @@ def _bridges() -> tuple[type, type, type]:
     class MemplugGraphitiLLM(LLMClient):
         """Graphiti's ``LLMClient`` over the run's LLM, one attempt per call (the run's LLM retries)."""
 
-        def __init__(self, llm: "LLM", structured: str) -> None:
+        def __init__(self, llm: "LLM", structured: str, max_tokens: int = 0) -> None:
             super().__init__(LLMConfig(model=llm.model, small_model=llm.model, temperature=0.0), cache=False)
             self.llm = llm
             self.structured = structured
+            #: cap on each reply's tokens; 0: none sent (Graphiti's own caps, up to 16384, are
+            #: not forwarded: a local server with a shorter context rejects them)
+            self.reply_cap = max_tokens
 
         def _response_format(self, response_model: Any) -> dict[str, Any]:
             if response_model is None or self.structured == "json_object":
@@ -151,8 +154,8 @@ def _bridges() -> tuple[type, type, type]:
                                      max_tokens: int | None = None, model_size: Any = ModelSize.medium,
                                      *, model: str | None = None) -> dict[str, Any]:
             params: dict[str, Any] = {"response_format": self._response_format(response_model)}
-            if max_tokens is not None:
-                params["max_tokens"] = max_tokens
+            if self.reply_cap:
+                params["max_tokens"] = min(self.reply_cap, max_tokens or self.reply_cap)
             chat = [{"role": m.role, "content": self._clean_input(m.content)} for m in messages
                     if m.role in ("system", "user")]
             completion = await self.llm.acomplete(chat, **params)
@@ -257,6 +260,8 @@ class GraphitiAgent:
                "(response_format with the schema) or json_object (schema in the prompt)",
                choices=("json_schema", "json_object")),
         Option("dates", bool, True, "show each fact's validity dates after it, as Graphiti's context string does"),
+        Option("max_tokens", int, 0, "cap on the tokens of each of Graphiti's LLM replies (0: none sent, the "
+               "server's limit applies; Graphiti's own caps, up to 16384, are not forwarded)", low=0, high=1_000_000),
         Option("buffer_pool_mb", int, 256, "Kùzu's buffer pool per sample, in MiB (Kùzu's default: 80% of the "
                "machine's memory for each database)", low=16, high=1 << 20),
     )
@@ -287,7 +292,7 @@ class GraphitiAgent:
         # (graphiti-core 0.31: AttributeError); one database per sample, named after its group
         self.driver._database = self.group_id
         llm_bridge, embedder_bridge, no_cross_encoder = _bridges()
-        self.graphiti = Graphiti(graph_driver=self.driver, llm_client=llm_bridge(llm, opts["structured"]),
+        self.graphiti = Graphiti(graph_driver=self.driver, llm_client=llm_bridge(llm, opts["structured"], opts["max_tokens"]),
                                  embedder=embedder_bridge(embedder), cross_encoder=no_cross_encoder())
         self._indexed = False
         #: episode uuid -> the message ids of its chunk

@@ -91,6 +91,14 @@ def test_graphiti_json_object_mode_puts_the_schema_in_the_prompt(testkit, graphi
     extraction = [b for b in graphiti_stub.chat_requests
                   if "Respond with a JSON object in the following format" in b["messages"][-1]["content"]]
     assert extraction and all(b["response_format"] == {"type": "json_object"} for b in extraction)
+    assert not any("max_tokens" in b for b in extraction)  # graphiti's 16384 is not forwarded
+
+
+def test_graphiti_replies_can_be_capped(testkit, graphiti_stub, tmp_path):
+    rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12, agent_options={"max_tokens": "900"})
+    assert not any(r["error"] for r in rd.records())
+    extraction = [b for b in graphiti_stub.chat_requests if (b.get("response_format") or {}).get("json_schema")]
+    assert extraction and all(b["max_tokens"] == 900 for b in extraction)
 
 
 def test_graphiti_reference_times_are_the_messages_times(graphiti_stub, tmp_path):
