@@ -25,7 +25,7 @@ import textwrap
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import attrs
 import jinja2
@@ -36,6 +36,9 @@ from memplug import compare, stats
 from memplug import stored as stored_file
 from memplug.errors import MemplugError
 from memplug.results import RunDir
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 #: The LLM judge is the seeds' correctness measure whenever a run has one.
 PREFERRED_HEADLINE = "judge"
@@ -140,7 +143,9 @@ def headline_metric(metrics: Sequence[str]) -> str | None:
     if PREFERRED_HEADLINE in metrics:
         return PREFERRED_HEADLINE
     answer_metrics = [m for m in metrics if not m.startswith("recall@")]
-    return (answer_metrics or list(metrics) or [None])[0]
+    if answer_metrics:
+        return answer_metrics[0]
+    return metrics[0] if metrics else None
 
 
 def load_run(path: Path) -> LoadedRun:
@@ -302,7 +307,7 @@ def fmt_value(value: Any) -> str:
 _TAG = re.compile(r"<[^>]+>")
 _ID_ATTR = re.compile(r'\bid="([^"]+)"')
 _ID_REF = re.compile(r'(url\(#|href="#)([^)"]+)')
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: small files, crisp and searchable in the browser
     "svg.hashsalt": "memplug",  # stable clip-path ids: the same runs give the same page
     "font.family": "sans-serif",
@@ -390,8 +395,8 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
     top = 0.0
     for i, cat in enumerate(bars):
         overall = cat == _OVERALL
-        values = [(r.overall(metric) if overall else r.by_category(cat, metric)) for r in runs]
-        values = [math.nan if v is None else float(v) for v in values]
+        given = [(r.overall(metric) if overall else r.by_category(cat, metric)) for r in runs]
+        values = [math.nan if v is None else float(v) for v in given]
         intervals = [r.interval(metric, None if overall else cat) for r in runs]
         top = max([top, *(v for v in values if not math.isnan(v)), *(i[1] for i in intervals if i)])
         drawn = ax.bar(x - 0.4 + width * (i + 0.5), values, width * 0.92, label=cat,
@@ -593,7 +598,7 @@ def _ordered_union(lists: Iterable[Iterable[str]]) -> list[str]:
 
 
 def _best(runs: Sequence[LoadedRun], metric: str) -> float | None:
-    values = [r.overall(metric) for r in runs if r.overall(metric) is not None]
+    values = [v for r in runs if (v := r.overall(metric)) is not None]
     return max(values) if len(values) > 1 else None
 
 
@@ -641,7 +646,7 @@ def render_html(run_dirs: Sequence[Path]) -> str:
                  for rec in r.records]) for i, r in enumerate(loaded)]
     option_keys = differing_options(loaded)
     runs = _labelled(loaded, option_keys)
-    groups = []
+    groups: list[dict[str, Any]] = []
     n_chart = 0
     with matplotlib.rc_context(_RC):
         for dataset, members in _groups(runs).items():
@@ -671,7 +676,7 @@ def render_html(run_dirs: Sequence[Path]) -> str:
                            "best": {m: _best(members, m) for m in metrics}})
         efficiency_svg = _efficiency_chart(plt, runs, "eff")
 
-    wrong = []
+    wrong: list[dict[str, Any]] = []
     for n_run, r in enumerate(runs):
         rows = _wrong_rows(r)
         shown = rows[:MAX_WRONG_PER_RUN]

@@ -85,7 +85,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
     accuracy, exact_metric = build_metrics(["accuracy", exact], config, plugins)
     exact_scores = asyncio.run(score_records(objective, [accuracy, exact_metric], info.language))
     truth = {_key(r): s["accuracy"] if kinds[_key(r)] == "multiple_choice" else s[exact_metric.name]
-             for r, s in zip(objective, exact_scores)}
+             for r, s in zip(objective, exact_scores) if s is not None}  # all are: answered
 
     verdicts: dict[str, dict[tuple[str, str], int]] = {}
     described: dict[str, Any] = {}
@@ -98,7 +98,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
             judge.force(judge_prompt, "--judge-prompt")
         scores = asyncio.run(score_records(to_judge, [judge], info.language))
         verdicts[model] = {_key(r): int(s["judge"] >= VERDICT_THRESHOLD)
-                           for r, s in zip(to_judge, scores) if s["judge"] is not None}
+                           for r, s in zip(to_judge, scores) if s is not None and s["judge"] is not None}
         described[model] = judge.describe()
         usage[model] = llm.usage.as_dict()
 
