@@ -181,3 +181,16 @@ def test_top1_votes_counted_in_numpy_pick_the_same_memory() -> None:
                 votes[i] = votes.get(i, 0) + 1
     assert sum(map(len, lists)) > 256
     assert graph._top1_numpy(lists) is graph.memories[max(votes, key=lambda i: (votes[i], i))]
+
+
+def test_recall_through_a_hub_returns_at_most_max_items() -> None:
+    texts = [f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(["chess", "yoga", "tennis"] * 100)]
+    chunk = Chunk(0, [Message(str(i), t) for i, t in enumerate(texts)])
+    question = AgentQuestion("q", "Who am I learning chess with?", "test")
+    sizes = {}
+    for limit in (100, 0):
+        agent = EMGAgent(AgentConfig(options={"max_items": limit}), Path("."))
+        agent.ingest(chunk)
+        sizes[limit] = agent.recall(question).items
+    assert len(sizes[100]) == 100 and len(sizes[0]) > 100
+    assert sizes[100] == sizes[0][:100]  # the cap keeps the order and cuts the tail

@@ -62,6 +62,7 @@ class EMGAgent:
         Option("answer", str, "auto", "auto: answer factual questions from the graph; never: leave it to the reader",
                choices=("auto", "never")),
         Option("dense", float, 0.0, "weight of the embedder's cosine in activation (0: BM25 only)"),
+        Option("max_items", int, 100, "most memories recalled (at least top-k; 0: all that the expansion reaches)"),
     )
 
     blocking = False  # see RetrievalAgent.blocking
@@ -136,6 +137,11 @@ class EMGAgent:
             if i not in chosen:
                 order.append(i)
                 chosen[i] = s
+        # expansion through a hub entity ("I" in a long first-person history) reaches every
+        # fact about it: tens of thousands of items for a reader's prompt at a million messages
+        limit = self.opts["max_items"]
+        if limit > 0:
+            order = order[: max(limit, self.top_k)]
         items = tuple(self._item(i, chosen[i]) for i in order)
         return Recall(items, answer=answer, meta={"emg_answered": answer is not None})
 

@@ -93,11 +93,18 @@ class GraphAnswerer:
             facts = [(m, m.triple) for m in memories if m.triple is not None and m.valid_at(when) and m.index not in seen]
             if not facts or not remaining:
                 break
+            # facts with one relation match a word equally, so the best of them is the latest:
+            # each relation is compared once (a hub such as "I" has thousands of facts, few relations)
+            latest: dict[str, tuple[Memory, Triple]] = {}
+            for memory, triple in facts:
+                relation = normalise(triple.relation)
+                if relation not in latest or memory.index > latest[relation][0].index:
+                    latest[relation] = (memory, triple)
             # the nearest remaining word that some fact matches decides the hop
             best: tuple[float, Memory, Triple, int] | None = None
             for i in sorted(remaining, key=lambda i: _distance(i, start, end)):
-                for memory, triple in facts:
-                    sim = self._similarity(remaining[i], normalise(triple.relation))
+                for relation, (memory, triple) in latest.items():
+                    sim = self._similarity(remaining[i], relation)
                     if sim >= MIN_MATCH and (best is None or (sim, memory.index) > (best[0], best[1].index)):
                         best = (sim, memory, triple, i)
                 if best is not None:
