@@ -140,8 +140,9 @@ class LettaAgent:
         items: list[StoredItem] = []
         after = None
         while len(items) < STORED_LIMIT:
-            page = self.client.agents.passages.list(self.agent_id, limit=STORED_PAGE, ascending=True,
-                                                    **({"after": after} if after else {}))
+            listing = self.client.agents.passages
+            page = (listing.list(self.agent_id, limit=STORED_PAGE, ascending=True, after=after) if after
+                    else listing.list(self.agent_id, limit=STORED_PAGE, ascending=True))
             if not page:
                 break
             items += [StoredItem(p.text, p.id, [t[len(TAG):] for t in p.tags or () if t.startswith(TAG)],

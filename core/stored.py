@@ -44,9 +44,9 @@ def _item(value: Any) -> dict[str, Any]:
         out = {"text": value.text, "id": None, "message_ids": list(value.message_ids)}
     elif isinstance(value, str):
         out = {"text": value, "id": None, "message_ids": []}
-    elif isinstance(value, dict) and isinstance(value.get("text", value.get("memory")), str):
-        out = StoredItem(value.get("text", value.get("memory")), _str_or_none(value.get("id")),
-                         tuple(value.get("message_ids") or ()), value.get("meta") or {}).as_dict()
+    elif isinstance(value, dict) and isinstance(text := value.get("text", value.get("memory")), str):
+        out = StoredItem(text, _str_or_none(value.get("id")), tuple(value.get("message_ids") or ()),
+                         value.get("meta") or {}).as_dict()
     else:
         raise TypeError(f"stored() listed a {type(value).__name__}, expected memplug.StoredItem or str")
     out["text"] = str(out["text"])
