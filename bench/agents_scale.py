@@ -186,15 +186,26 @@ def generate(n: int, seed: int = 0) -> list:
     day, dmonth, dyear = rng.integers(1, 29, size=n), rng.integers(12, size=n), rng.integers(2015, 2026, size=n)
     year, hour, minute = rng.integers(1950, 2025, size=n), rng.integers(7, 20, size=n), rng.integers(4, size=n)
     price, num = rng.integers(5, 3000, size=n), rng.integers(2, 60, size=n)
+    import string
+
     start = datetime(2020, 1, 1)
+    # only the slots a template names are filled (all are drawn, so the texts do not depend on it)
+    fields = [[f for _, f, _, _ in string.Formatter().parse(t) if f] for t in TEMPLATES]
+    drawn_lists = {k: [idx.tolist() for idx in v] for k, v in drawn.items()}
+    computed = {
+        "date": lambda i: f"{MONTHS[dmonth[i]]} {day[i]}, {dyear[i]}", "year": lambda i: str(year[i]),
+        "hour": lambda i: f"{hour[i]}:{('00', '15', '30', '45')[minute[i]]}", "price": lambda i: str(price[i]),
+        "num": lambda i: str(num[i]),
+    }
     out = []
-    for i in range(n):
-        slots = {k: " ".join(seq[int(idx[i])] for seq, idx in zip(pools[k], drawn[k])) for k in pools}
-        slots.update(
-            date=f"{MONTHS[dmonth[i]]} {day[i]}, {dyear[i]}", year=str(year[i]),
-            hour=f"{hour[i]}:{('00', '15', '30', '45')[minute[i]]}", price=str(price[i]), num=str(num[i]),
-        )
-        text = TEMPLATES[tpl[i]].format(**slots)
+    for i, t in enumerate(tpl.tolist()):
+        slots = {}
+        for k in fields[t]:
+            if k in computed:
+                slots[k] = computed[k](i)
+            else:
+                slots[k] = " ".join(seq[idx[i]] for seq, idx in zip(pools[k], drawn_lists[k]))
+        text = TEMPLATES[t].format(**slots)
         out.append(Message(str(i), text, time=(start + timedelta(minutes=i)).isoformat()))
     return out
 
