@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from memplug.adapters.emg.answer import GraphAnswerer
-from memplug.adapters.emg.extract import LLMExtractor, extract_triple
+from memplug.adapters.emg.extract import LLMExtractor, Triple, extract_triple
 from memplug.adapters.emg.graph import MemoryGraph
 from memplug.adapters.retrieval.bm25_index import top_k
 from memplug.adapters.retrieval.embedders import is_remote
@@ -71,6 +72,7 @@ class EMGAgent:
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.opts = resolve(self.options, config.options, "emg")
         self.blocking = self.opts["extractor"] == "llm" or is_remote(config.embedder)
+        extractor: Callable[[str], Triple | None]
         if self.opts["extractor"] == "llm":
             if config.llm is None:
                 raise MemplugError("emg: -o extractor=llm needs an LLM (--llm)")

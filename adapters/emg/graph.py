@@ -135,7 +135,7 @@ class MemoryGraph:
             return self.memories[found] if found is not None else None
         postings = self._postings[memory.partition]
         lists = [hits for token in set(tokenize(memory.text))
-                 if 0 < len(hits := postings.get(token, ())) <= MAX_POSTINGS]
+                 if (hits := postings.get(token)) is not None and 0 < len(hits) <= MAX_POSTINGS]
         if sum(map(len, lists)) > _VOTE_IN_NUMPY:
             return self._top1_numpy(lists)
         votes: dict[int, int] = defaultdict(int)
@@ -166,7 +166,7 @@ class MemoryGraph:
         self.memories.append(memory)
         if len(self._current) < len(self.memories):  # grown by doubling
             self._current = np.concatenate([self._current, np.ones(max(len(self._current), 1024), dtype=bool)])
-        if memory.key is not None:
+        if memory.key is not None and memory.triple is not None:  # a key is made of the triple
             self._by_key[(memory.partition, memory.key)] = memory.index
             self.by_subject[memory.key[0]].append(memory.index)
             self.by_value[normalise(memory.triple.value)].append(memory.index)
@@ -189,7 +189,7 @@ class MemoryGraph:
 
     def neighbours(self, memory: Memory) -> list[int]:
         """Memories incident to this memory's entity nodes: value node first, then subject."""
-        if memory.triple is None:
+        if memory.triple is None or memory.key is None:
             return []
         value, subject = normalise(memory.triple.value), memory.key[0]
         out = self.by_subject.get(value, []) + self.by_value.get(subject, []) + self.by_subject.get(subject, [])
