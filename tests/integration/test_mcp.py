@@ -201,7 +201,7 @@ def test_search_results_of_common_shapes_become_items():
         ("a cat", 0.9, ()), ("a dog", None, ())]
     assert result_items(text({"results": [{"content": "x", "similarity": 1, "metadata": {"message_ids": [3]}}]})) == [
         ("x", 1.0, ("3",))]
-    assert result_items(text("Found:\n1. first memory\n2. second memory\n")) == [
+    assert result_items(text("Found:\n1. first memory\n2. second memory\n")) == [  # one item per line
         ("Found:", None, ()), ("first memory", None, ()), ("second memory", None, ())]
     # the official knowledge-graph server's entities: their observations are the text
     graph = {"entities": [{"name": "m1", "entityType": "message", "observations": ["Item 0-1 is lamp."]}],
@@ -291,3 +291,46 @@ def test_official_knowledge_graph_server_from_npm(testkit, tmp_path, kg_command)
         assert agent.recall(AgentQuestion("q", "Where is the violin?", "default")).items == ()
     finally:
         agent.close()
+
+
+def test_plain_text_listings_keep_their_memory_lines_only(tmp_path):
+    """mcp-memory-service answers a text listing: a header, then each memory with hash and date lines."""
+    from memplug.adapters.mcp import McpAgent
+
+    agent = McpAgent.__new__(McpAgent)
+    agent.config = type("C", (), {"top_k": 2})()
+    agent.ids = {"[t] user: the lamp is red.": ["m1"], "[t] user: the cat sleeps.": ["m2"]}
+    listing = ("Found 2 memories for query: 'lamp'\n1. [t] user: the lamp is red.\n   Hash: 9f2c\n"
+               "   Created: 2026-01-01 [untagged]\n2. [t] user: the cat sleeps.\n   Hash: 77ab\n")
+    recall = agent._recall({"content": [{"type": "text", "text": listing}]})
+    assert [(i.text, i.message_ids) for i in recall.items] == [("[t] user: the lamp is red.", ("m1",)),
+                                                               ("[t] user: the cat sleeps.", ("m2",))]
+
+
+# -- mcp-memory-service (PyPI), a semantic memory server on sqlite-vec ---------------------------------
+
+#: where .ci/run installs it: a venv of its own (it pins mcp<2), on a Python whose sqlite3 loads extensions
+MMS_SERVER = ROOT / ".mcp-memory-service" / "bin" / "memory"
+
+
+def test_mcp_memory_service_from_pypi(testkit, tmp_path):
+    """mcp-memory-service 12.4.0 over stdio, offline: without its ML extra it embeds with hashes
+    (it says so in its log), one sqlite-vec database per sample through MCP_MEMORY_BASE_DIR."""
+    import os
+
+    script = Path(os.environ.get("MEMPLUG_MCP_MEMORY_SERVICE") or MMS_SERVER)
+    if not script.is_file():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{script} is missing: .ci/run installs mcp-memory-service into .mcp-memory-service")
+        pytest.skip("mcp-memory-service not installed (see docs/agents/mcp.md)")
+    rd, evaluation = run(tmp_path, command=f"{shlex.quote(str(script))} server",
+                         env="MCP_MEMORY_BASE_DIR={workdir}/mms", timeout="120")
+    records = rd.records()
+    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    assert (evaluation.agent_values["add"], evaluation.agent_values["search"]) == ("memory_store", "memory_search")
+    assert evaluation.agent_values["isolation"] == "server"  # {workdir} names its store: a server per sample
+    assert "memory_store(content, agent_id, metadata)" in evaluation.agent_note
+    assert all((rd.path / "work" / s / "mms").is_dir() for s in ("s0", "s1"))
+    assert_isolated(records)
+    recalled = [i for r in records for i in r["recalled"]]
+    assert recalled and all(i["message_ids"] for i in recalled)  # its listing's memory lines, with their ids
