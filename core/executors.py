@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 EXECUTORS = ("local", "ray")
 #: times a sample is sent again after its worker died, before its questions are recorded as failed
 SAMPLE_RETRIES = 3
+#: seconds the workers of a Ray executor may take to start
+START_TIMEOUT_S = float(os.environ.get("MEMPLUG_RAY_START_TIMEOUT", "180"))
 #: what the driver hands to workers through Ray's runtime environment: memplug's own
 #: settings (plugins to load, cache folder, default model) and the providers' keys
 FORWARDED_PREFIXES = ("MEMPLUG_",)
@@ -340,15 +342,11 @@ def _work_dir(work: str) -> Path:
     """The agents' folder of a run: the run directory's ``work`` where this node can write it
     (one machine, or a shared filesystem), else one under this node's temporary folder."""
     path = Path(work)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
+    if os.access(path.parent, os.W_OK):  # made by the agents that store something (as locally)
         return path
-    except OSError:
-        import tempfile
+    import tempfile
 
-        fallback = Path(tempfile.gettempdir()) / "memplug-work" / path.parent.name / path.name
-        fallback.mkdir(parents=True, exist_ok=True)
-        return fallback
+    return Path(tempfile.gettempdir()) / "memplug-work" / path.parent.name / path.name
 
 
 class RayExecutor(Executor):
@@ -401,6 +399,14 @@ class RayExecutor(Executor):
         self._actor_cls = ray.remote(_SampleWorker)
         for _ in range(n):
             self._add_actor()
+        # wait for them here: a cluster whose CPUs other jobs hold would leave them pending forever
+        try:
+            ray.get([a.pid.remote() for a in self.actors], timeout=START_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            free = ray.available_resources().get("CPU", 0)
+            self.close()
+            raise MemplugError(f"Ray could not start {n} workers in {START_TIMEOUT_S:g} s ({free:g} of {cpus} CPUs "
+                               "free: other jobs may hold them); try fewer --workers") from None
         log.info("ray executor: %d workers on %d CPUs", n, cpus)
 
     def _add_actor(self, index: int | None = None) -> None:

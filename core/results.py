@@ -302,7 +302,11 @@ def summarize(
     the reason ("1 sample"; shown as "n/a (1 sample)"), since resampling one cluster can
     only give [mean, mean].
     """
-    answered = [r for r in records if not r.get("error")]
+    # in a fixed order, not the order the records were written in (which samples finished first
+    # with --concurrency, a resume, a sharded run): the bootstrap draws whole samples by their
+    # order of appearance, so the same records always give the same intervals
+    answered = sorted((r for r in records if not r.get("error")),
+                      key=lambda r: (str(r["sample_id"]), str(r["question_id"])))
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in answered:
         by_category[r["category"]].append(r)

@@ -300,15 +300,16 @@ class Evaluation:
             "chunk_size": self.chunk_size,
         }
 
-    def new_run_dir(self, output: Path, started: str | None = None) -> tuple[str, Path]:
-        """Create ``<output>/<stamp>-<agent>-<dataset>`` (with -1, -2 ... when taken), holding
-        its run.json from the first moment; its id and path.
+    def new_run_dir(self, output: Path, started: str | None = None, name: str | None = None) -> tuple[str, Path]:
+        """Create ``<output>/<stamp>-<agent>-<dataset>`` (or ``<output>/<name>``; with -1, -2 ...
+        when taken), holding its run.json from the first moment; its id and path. A sweep names
+        its cells itself: a second stamp can collide across processes and nodes.
 
         The directory is filled under a hidden name and renamed into place, so a kill at
         any moment leaves either nothing or a directory that ``--resume`` accepts.
         """
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = safe_name(f"{stamp}-{self.spec.agent}-{self.spec.dataset}")
+        base = safe_name(name or f"{stamp}-{self.spec.agent}-{self.spec.dataset}")
         try:
             output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -385,14 +386,16 @@ class Evaluation:
 
     # -- running --------------------------------------------------------------
     def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable | None = None,
-            capture_logs: bool = False, verbose: bool = False) -> Path:
+            capture_logs: bool = False, verbose: bool = False, executor: Any = None, name: str | None = None) -> Path:
         """Run (or resume) and return the run directory.
 
         Raises :class:`RunStopped` when a failure stopped the run (the directory is kept
         and resumable) and :class:`RunInterrupted` on Ctrl-C. Questions that failed on
         their own do not raise: the outcome is in run.json and summary.json (``status``,
         ``n_errors``, ``first_error``). ``capture_logs`` sends every log line to
-        ``memplug.log`` in the run directory (and stderr too when ``verbose``).
+        ``memplug.log`` in the run directory (and stderr too when ``verbose``). ``executor``
+        (:mod:`memplug.executors`) runs the samples, in this process by default; ``name``: the
+        new run's id (see :meth:`new_run_dir`).
         """
         samples = self.samples()
         for metric in self.metrics:  # the judges of these questions, named in run.json from the start
@@ -404,16 +407,17 @@ class Evaluation:
         else:
             if output is None:
                 raise MemplugError("no --output directory given")
-            run_id, path = self.new_run_dir(Path(output))
+            run_id, path = self.new_run_dir(Path(output), name=name)
             run_dir = RunDir(path)
             lock = RunLock(path).acquire()
         try:
             with logs_to(run_dir.path, verbose) if capture_logs else contextlib.nullcontext():
-                return self._run_in(run_dir, samples, resume is not None, progress)
+                return self._run_in(run_dir, samples, resume is not None, progress, executor)
         finally:
             lock.release()
 
-    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None) -> Path:
+    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None,
+                executor: Any = None) -> Path:
         path = run_dir.path
         stored = run_dir.spec()
         if resuming:
@@ -451,8 +455,11 @@ class Evaluation:
         # MemSim run took ~50 ms otherwise, a quarter of a warm rerun.
         gc.freeze()
         try:
-            asyncio.run(self._run_samples(run, pending, writer, progress, total=n_expected,
-                                          finished=sum(len(s.questions) for s in samples if s.id in done)))
+            finished = sum(len(s.questions) for s in samples if s.id in done)
+            if executor is None:
+                asyncio.run(self._run_samples(run, pending, writer, progress, total=n_expected, finished=finished))
+            else:  # e.g. Ray: the samples spread over workers, their records written here
+                executor.run_samples(self, run, pending, writer, progress, total=n_expected, finished=finished)
             ran = True
         except (FatalLLMError, OutputError, _SetupFailed) as exc:
             stop = exc

@@ -31,7 +31,7 @@ The config (see docs/scale.md)::
     llms = ["openai/gpt-4o-mini"]
     readers = ["llm"]
     judges = ["openai/gpt-4o-mini"]
-    options = [{ k1 = "1.2" }, { k1 = "1.5" }]
+    options = [{ feedback = "0.5" }, { feedback = "0" }]
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -16,6 +17,7 @@ from memplug.errors import MemplugError
 from memplug.secrets import is_redacted
 from memplug.options import parse_pairs, split_for
 from memplug.files import read_json
+from memplug.cli.sweep import build_executor, executor_options
 from memplug.results import RunDir, write_json_atomic
 
 
@@ -94,9 +96,12 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N times with seeds S, S+1, ... and report mean, spread and each repeat.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@executor_options
 @click.pass_context
 def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
-                 from_run: Path | None, output: Path, repeats: int, verbose: bool, **given: Any) -> None:
+                 from_run: Path | None, output: Path, repeats: int, verbose: bool, executor: str | None,
+                 address: str | None, workers: int | None, llm_limit: str | None, ray_runtime_env: str | None,
+                 **given: Any) -> None:
     """Evaluate a memory agent on a dataset.
 
     Bad configuration (an unknown name, a missing key, a server that does not answer)
@@ -116,6 +121,7 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
       memplug eval --agent bm25 --dataset memsim -o n=50 --repeats 5
       memplug eval --resume runs/20250101-120000-bm25-memsim
       memplug eval --from runs/20250101-120000-mem0-locomo --llm openai/gpt-4o-mini
+      memplug eval --agent bm25 --dataset memsim -o n=200 --executor ray
     """
     from memplug.runner import Evaluation, RunSpec
 
@@ -158,20 +164,11 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
                            f"({fields['api_base']}): pass --api-base again to resume")
     known = {a.name for a in RunSpec.__attrs_attrs__}
     spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
-    paths = []
-    for i in range(repeats):
-        evaluation = Evaluation(attrs.evolve(spec, seed=spec.seed + i))
-        if evaluation.agent_note and i == 0:
-            click.echo(f"memplug: {evaluation.agent_note}", err=True)
-        if i == 0:
-            _say_data_warnings(evaluation)
-        if quiet:
-            paths.append(evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose))
-        else:
-            bar, start = _progress_factory()
-            with bar:
-                paths.append(evaluation.run(output=output, resume=resume, progress=start, capture_logs=True,
-                                            verbose=verbose))
+    # --executor ray: the samples spread over Ray workers, the records written here (memplug.executors)
+    runner = (build_executor(executor, address, workers, llm_limit, ray_runtime_env)
+              if executor or address or workers or llm_limit or ray_runtime_env else None)
+    with runner or contextlib.nullcontext():
+        paths = _run_repeats(spec, repeats, output, resume, quiet, verbose, runner)
     if not quiet:
         from memplug.cli.report import print_tables
 
@@ -189,6 +186,29 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         click.echo(outcome_line(path, summary), err=True)
     if failed:
         ctx.exit(1)
+
+
+def _run_repeats(spec: Any, repeats: int, output: Path, resume: Path | None, quiet: bool, verbose: bool,
+                 runner: Any) -> list[Path]:
+    """Run (or resume) the spec, ``repeats`` times with seeds S, S+1, ...; the run directories."""
+    from memplug.runner import Evaluation
+
+    paths = []
+    for i in range(repeats):
+        evaluation = Evaluation(attrs.evolve(spec, seed=spec.seed + i))
+        if evaluation.agent_note and i == 0:
+            click.echo(f"memplug: {evaluation.agent_note}", err=True)
+        if i == 0:
+            _say_data_warnings(evaluation)
+        if quiet:
+            paths.append(evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose,
+                                        executor=runner))
+        else:
+            bar, start = _progress_factory()
+            with bar:
+                paths.append(evaluation.run(output=output, resume=resume, progress=start, capture_logs=True,
+                                            verbose=verbose, executor=runner))
+    return paths
 
 
 def _say_data_warnings(evaluation: Any) -> None:

@@ -111,7 +111,8 @@ def _paired_table(console: Any, metrics: dict[str, dict[str, Any]]) -> Any:
     return stacked
 
 
-def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None) -> None:
+def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
+                 pairs: list[dict[str, Any]] | None = None) -> None:
     """The scores overall and per category, then efficiency and LLM usage, then the protocols
     and the paired comparisons; all readable on an 80-column terminal.
 
@@ -200,7 +201,8 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None)
 
         for usage in in_blocks(console, range(1, len(summaries) + 1), usage_table, whole=False):
             console.print(usage)
-    for comparison in compare.comparisons(paths):
+    # pairs: a sweep's comparisons (within cells of the same data and seed) instead of the first run's
+    for comparison in compare.comparisons(paths) if pairs is None else pairs:
         if comparison.get("skipped") or not comparison["metrics"]:
             why = comparison.get("skipped") or "no scored question in common"
             if comparison.get("judges_differ"):
@@ -228,6 +230,12 @@ def _is_repeats(path: Path) -> bool:
     return path.is_file() and path.name.startswith("repeats-") and path.suffix == ".json"
 
 
+def _is_sweep(path: Path) -> bool:
+    from memplug.sweep import Sweep
+
+    return Sweep.is_sweep(path)
+
+
 def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]]]:
     """The run directories to report, and the repeats-*.json files among the arguments.
 
@@ -239,6 +247,11 @@ def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]
     paths: list[Path] = []
     repeats: list[dict[str, Any]] = []
     for arg in args:
+        if _is_sweep(arg):  # a sweep directory: its finished cells
+            from memplug.sweep import expand
+
+            paths.extend(expand(arg))
+            continue
         if not _is_repeats(arg):
             paths.append(RunDir(arg).check().path)
             continue
@@ -280,8 +293,14 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
       memplug report runs/RUN_A runs/RUN_B
       memplug report runs/* --html report.html
       memplug report runs/RUN_A runs/RUN_B --format latex > table.tex
+      memplug report sweeps/SWEEP_DIR
     """
     paths, repeats = _runs_and_repeats(list(runs))
+    pairs = None
+    if any(_is_sweep(r) for r in runs):  # a sweep's cells are paired where they asked the same questions
+        from memplug.sweep import sweep_comparisons
+
+        pairs = sweep_comparisons(paths)
     if html is not None:
         from memplug.htmlreport import write_html
 
@@ -295,9 +314,9 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
         out = {"runs": [{"path": str(p), **RunDir(p).summary(),
                          "judge": dict(zip(("name", "model", "prompt_sha256"), j)) if (j := compare.judge_identity(p))
                          else None} for p in paths],
-               "paired": compare.comparisons(paths)}
+               "paired": compare.comparisons(paths) if pairs is None else pairs}
         if repeats:
             out["repeats"] = repeats
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
     elif html is None:
-        print_tables(paths, repeats)
+        print_tables(paths, repeats, pairs)

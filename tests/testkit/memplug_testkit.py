@@ -6,6 +6,7 @@ point in a throw-away dist-info folder (subprocesses, e.g. the SIGKILL tests).
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Iterable
@@ -53,6 +54,8 @@ class LookupAgent:
         Option("fail_sample", str, "", "raise on ingest in this sample"),
         Option("answer", bool, True, "write the answer itself instead of leaving it to the reader"),
         Option("wrong", str, "", "answer this question id wrongly (in every sample)"),
+        Option("die_once", str, "", "kill this process on the first ingest when this file does not exist yet "
+               "(it is created first): a worker dies mid-run once"),
     )
     active = 0
     peak = 0
@@ -67,6 +70,10 @@ class LookupAgent:
 
     def ingest(self, chunk: Chunk) -> None:
         time.sleep(self.options["delay"])
+        marker = self.options["die_once"]
+        if marker and not Path(marker).exists():
+            Path(marker).write_text(self.sample_id)
+            os._exit(1)
         if self.options["fail_sample"] == self.sample_id:
             raise RuntimeError(f"ingest refused in {self.sample_id}")
         for m in chunk.messages:

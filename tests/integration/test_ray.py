@@ -1,0 +1,158 @@
+"""The Ray executor on a local 2-CPU Ray bound to loopback (one cluster for the session:
+starting Ray costs 4-8 s): a sharded run and a sweep give the records and scores of an
+in-process run (timings apart), a resumed sharded run and a run whose worker is killed
+mid-sample finish with every question once, and --llm-limit holds across workers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from plugin_dists import write_dist  # noqa: E402
+
+from memplug.executors import RayExecutor  # noqa: E402
+from memplug.results import RunDir, read_records  # noqa: E402
+from memplug.runner import Evaluation, RunSpec  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TESTKIT = Path(__file__).resolve().parents[1] / "testkit"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory):
+    """A local Ray with 2 CPUs, on 127.0.0.1 only, no dashboard; its workers find the testkit
+    plugin (agent `lookup`, dataset `counting`) through a real entry point."""
+    site = tmp_path_factory.mktemp("ray-site")
+    write_dist(site, "memplug-testkit", "0.0.1", {"testkit": "memplug_testkit"})
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _node_ip_address="127.0.0.1",
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(TESTKIT), str(site)])}})
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster):  # (the tests using it come last: its workers hold the cluster's 2 CPUs)
+    """Two workers shared by the tests that need no settings of their own (a worker's start
+    costs seconds); they load the testkit by its entry point, as a cluster's workers would
+    load an installed plugin."""
+    with RayExecutor(runtime_env={"env_vars": {"MEMPLUG_LOAD_PLUGINS": "memplug-testkit"}}) as executor:
+        yield executor
+
+
+def _records(path: Path) -> list[dict]:
+    records = RunDir(path).records()
+    for r in records:
+        r.pop("timings")
+    return sorted(records, key=lambda r: (r["sample_id"], r["question_id"]))
+
+
+def _same_summary(a: Path, b: Path) -> None:
+    sa, sb = RunDir(a).summary(), RunDir(b).summary()
+    for key in ("metrics", "ci", "n", "n_questions", "n_errors", "status", "llm", "unanswerable"):
+        assert sa[key] == sb[key], key
+
+
+def _keys(path: Path) -> list[tuple[str, str]]:
+    return [(r["sample_id"], r["question_id"]) for r in read_records(path / "samples.jsonl")[0]]
+
+
+# first the tests with executors of their own: the pool's workers below hold both CPUs
+
+
+def test_sweep_cli_on_ray_matches_local(ray_cluster, tmp_path):
+    """`memplug sweep --executor ray`: each cell's records and summary as a local sweep's."""
+    from click.testing import CliRunner
+
+    from memplug.cli import cli
+    from memplug.executors import LocalExecutor
+    from memplug.sweep import Sweep, run_sweep
+
+    config = tmp_path / "sweep.toml"
+    config.write_text('name = "small"\n[base]\nconcurrency = 2\noptions = { n = "6" }\n'
+                      '[grid]\nagents = ["bm25", "recent"]\ndatasets = ["memsim"]\nseeds = [0, 1]\n')
+    result = CliRunner().invoke(cli, ["sweep", str(config), "--output", str(tmp_path / "ray"), "--quiet",
+                                      "--executor", "ray", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    on_ray = Sweep(Path(result.output.strip().splitlines()[-1]))
+    manifest = on_ray.read()
+    assert manifest["status"] == "finished" and manifest["executor"]["name"] == "ray"
+    assert ray.is_initialized()  # an executor never shuts down a Ray it did not start
+    local = Sweep.create(config, tmp_path / "local", {"name": "local"})
+    run_sweep(local, LocalExecutor())
+    ids = [c["run_id"] for c in manifest["cells"]]
+    assert len(ids) == len(set(ids)) == 4
+    assert manifest["sweep_id"] != local.read()["sweep_id"]
+    for a, b in zip(on_ray.run_dirs(), local.run_dirs()):
+        assert _records(a) == _records(b)
+        _same_summary(a, b)
+
+
+def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, tmp_path):
+    """Two workers of 4 samples each, but at most one LLM call in flight in the cluster."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    openai_stub.latency = 0.02
+    spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "12"}, llm="openai/stub",
+                   api_base=openai_stub.base_url, reader="llm", concurrency=4, cache=False)
+    with RayExecutor(llm_limit={"*": 1}) as executor:
+        path = Evaluation(spec).run(output=tmp_path, executor=executor)
+        stats = executor.limiter_stats()
+    assert RunDir(path).summary()["status"] == "finished"
+    assert len(openai_stub.chat_requests) >= 12
+    assert openai_stub.max_in_flight == 1
+    assert stats["peak"] == {"openai/stub": 1}
+
+
+def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
+    spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "16"}, concurrency=2)
+    local = Evaluation(spec).run(output=tmp_path / "local")
+    executor = pool
+    if True:
+        assert len(executor.actors) == 2
+        sharded = Evaluation(spec).run(output=tmp_path / "ray", executor=executor)
+        assert _records(sharded) == _records(local)
+        _same_summary(sharded, local)
+        for name in ("run.json", "samples.jsonl", "summary.json"):
+            assert (sharded / name).is_file() and (local / name).is_file()
+        assert not (sharded / "work").exists()  # bm25 stores nothing on disk, locally or on a worker
+
+        # a run killed half-way: its last records and its summary lost; --resume on Ray finishes it
+        lines = (sharded / "samples.jsonl").read_bytes().splitlines(keepends=True)
+        (sharded / "samples.jsonl").write_bytes(b"".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:7])
+        (sharded / "summary.json").unlink()
+        resumed = Evaluation(spec).run(resume=sharded, executor=executor)
+    keys = _keys(resumed)
+    assert len(keys) == len(set(keys)) == 16
+    assert _records(resumed) == _records(local)
+    _same_summary(resumed, local)
+    assert RunDir(resumed).spec()["status"] == "finished"
+
+
+def test_killed_worker_is_replaced_and_its_samples_rerun(pool, testkit, tmp_path):
+    marker = tmp_path / "died"
+    base = dict(agent="lookup", dataset="counting", dataset_options={"samples": "8", "questions": "3"},
+                concurrency=2, agent_options={"delay": "0.05"})
+    local = Evaluation(RunSpec(**base)).run(output=tmp_path / "local")
+    spec = RunSpec(**{**base, "agent_options": {"delay": "0.05", "die_once": str(marker)}})
+    before = pool.worker_pids()
+    path = Evaluation(spec).run(output=tmp_path / "ray", executor=pool)
+    after = pool.worker_pids()
+    assert pool.retried >= 1
+    assert marker.exists()  # a worker did die (os._exit) in the middle of a sample
+    assert set(before) != set(after)  # and was replaced
+    keys = _keys(path)
+    assert len(keys) == len(set(keys)) == 24  # every question once: nothing lost, nothing twice
+    assert RunDir(path).spec()["status"] == "finished"
+    assert _records(path) == _records(local)
+    _same_summary(path, local)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,164 @@
+"""`memplug sweep` with the local executor: cells, unique run ids, the manifest, resume of
+unfinished cells, `memplug report SWEEP_DIR`; the executor options of `memplug eval`.
+(The Ray executor: tests/integration/test_ray.py.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memplug.cli import cli
+from memplug.errors import MemplugError
+from memplug.executors import LocalExecutor, make_executor, parse_llm_limit
+from memplug.results import RunDir, read_records
+from memplug.sweep import Sweep, cell_state, load_config, plan_cells, run_sweep
+
+CONFIG = """
+name = "tiny"
+[base]
+concurrency = 2
+options = { n = "4" }
+[grid]
+agents = ["bm25", "recent"]
+datasets = ["memsim"]
+seeds = [0, 1]
+"""
+
+
+@pytest.fixture
+def config(tmp_path) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+def _records(path: Path) -> list[dict]:
+    records = RunDir(path).records()
+    for r in records:
+        r.pop("timings")
+    return sorted(records, key=lambda r: (r["sample_id"], r["question_id"]))
+
+
+def test_cells_and_run_ids(config):
+    cells = plan_cells(load_config(config), "tiny-20250101-000000-abcdef")
+    assert [(c["axes"]["agent"], c["axes"]["seed"]) for c in cells] == [("bm25", 0), ("bm25", 1), ("recent", 0),
+                                                                          ("recent", 1)]
+    assert cells[0]["run_id"] == "tiny-20250101-000000-abcdef-c000-bm25-memsim-s0"
+    assert cells[3]["spec"] == {"concurrency": 2, "agent": "recent", "dataset": "memsim", "seed": 1,
+                                "agent_options": {}, "dataset_options": {"n": "4"}}
+
+
+def test_option_sets_go_to_agent_or_dataset(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[grid]\nagents = ["bm25"]\ndatasets = [{ name = "memsim", options = { n = "3" } }]\n'
+                    'options = [{ feedback = "0.5" }, { feedback = "0" }]\n')
+    cells = plan_cells(load_config(path), "x")
+    assert [c["spec"]["agent_options"] for c in cells] == [{"feedback": "0.5"}, {"feedback": "0"}]
+    assert all(c["spec"]["dataset_options"] == {"n": "3"} for c in cells)
+
+
+@pytest.mark.parametrize("text, error", [
+    ('[grid]\nagentz = ["bm25"]\n', "no axis agentz"),
+    ('[grid]\nagents = []\ndatasets = ["memsim"]\n', "non-empty list"),
+    ('colour = 1\n[grid]\nagents = ["bm25"]\n', "unknown key"),
+    ('[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\noptions = [{ nope = "1" }]\n', "nope"),
+    ('[grid]\nagents = ["nosuch"]\ndatasets = ["memsim"]\n', "nosuch"),
+    ('[base]\ntopk = 3\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n', "topk"),
+])
+def test_bad_config_is_one_error_before_any_directory(tmp_path, text, error):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(MemplugError, match=error):
+        Sweep.create(path, tmp_path / "out", {"name": "local"})
+    assert not (tmp_path / "out").exists()
+
+
+class _StopAfter(LocalExecutor):
+    """Runs ``n`` cells, then is interrupted (Ctrl-C, a killed driver)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def map_cells(self, cells, run_cell, on_done):
+        for cell in cells[: self.n]:
+            on_done(cell, run_cell(cell, None))
+        raise KeyboardInterrupt
+
+
+def test_sweep_resume_runs_only_unfinished_cells(config, tmp_path):
+    sweep = Sweep.create(config, tmp_path, {"name": "local"})
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(sweep, _StopAfter(2))
+    manifest = sweep.read()
+    assert [c["status"] for c in manifest["cells"]] == ["finished", "finished", "pending", "pending"]
+    assert manifest["status"] == "running"
+    first = sweep.path / manifest["cells"][0]["path"] / "samples.jsonl"
+    before = first.stat().st_mtime_ns
+    # the second cell was killed half-way: its last record and summary lost, run.json still running
+    second = sweep.path / manifest["cells"][1]["path"]
+    lines = (second / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (second / "samples.jsonl").write_bytes(b"".join(lines[:-1]))
+    (second / "summary.json").unlink()
+    run = json.loads((second / "run.json").read_text())
+    (second / "run.json").write_text(json.dumps({**run, "status": "running"}))
+    assert [cell_state(sweep.path, c) for c in manifest["cells"]] == ["finished", "resume", "new", "new"]
+
+    result = CliRunner().invoke(cli, ["sweep", "--resume", str(sweep.path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    manifest = sweep.read()
+    assert manifest["status"] == "finished"
+    assert all(c["status"] == "finished" for c in manifest["cells"])
+    assert first.stat().st_mtime_ns == before  # a finished cell is not run again
+    for cell in manifest["cells"]:
+        keys = [(r["sample_id"], r["question_id"]) for r in read_records(sweep.path / cell["path"] / "samples.jsonl")[0]]
+        assert len(keys) == len(set(keys)) == 4
+    assert sorted(p.name for p in (sweep.path / "runs").iterdir()) == sorted(c["run_id"] for c in manifest["cells"])
+
+
+def test_resume_with_another_config_is_refused(config, tmp_path):
+    sweep = Sweep.create(config, tmp_path, {"name": "local"})
+    other = tmp_path / "other.toml"
+    other.write_text(CONFIG.replace("seeds = [0, 1]", "seeds = [0, 2]"))
+    result = CliRunner().invoke(cli, ["sweep", str(other), "--resume", str(sweep.path)])
+    assert result.exit_code == 2 and "plans other cells" in result.output
+
+
+def test_process_pool_sweep_matches_sequential_and_report_reads_the_sweep(config, tmp_path):
+    pooled = Sweep.create(config, tmp_path / "pool", {"name": "local"})
+    assert run_sweep(pooled, LocalExecutor(workers=2))["status"] == "finished"
+    sequential = Sweep.create(config, tmp_path / "seq", {"name": "local"})
+    run_sweep(sequential, LocalExecutor())
+    for a, b in zip(pooled.run_dirs(), sequential.run_dirs()):
+        assert _records(a) == _records(b)
+        assert RunDir(a).summary()["metrics"] == RunDir(b).summary()["metrics"]
+    result = CliRunner().invoke(cli, ["report", str(pooled.path), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert len(out["runs"]) == 4
+    # paired within the cells that asked the same questions: bm25 vs recent, per seed
+    assert sorted((p["a"][-14:], p["b"][-16:]) for p in out["paired"]) == [
+        ("c000-bm25-memsim-s0"[-14:], "c002-recent-memsim-s0"[-16:]),
+        ("c001-bm25-memsim-s1"[-14:], "c003-recent-memsim-s1"[-16:])]
+
+
+def test_eval_executor_options(tmp_path):
+    result = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=3", "--quiet",
+                                      "--output", str(tmp_path), "--executor", "local"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=3", "--quiet",
+                                      "--output", str(tmp_path), "--llm-limit", "8"])
+    assert result.exit_code == 2 and "--executor ray" in result.output
+
+
+def test_parse_llm_limit():
+    assert parse_llm_limit("16") == {"*": 16}
+    assert parse_llm_limit("openai/gpt-4o-mini=8,*=32") == {"openai/gpt-4o-mini": 8, "*": 32}
+    assert parse_llm_limit({"a": 2}) == {"a": 2} and parse_llm_limit(4) == {"*": 4} and parse_llm_limit(None) == {}
+    with pytest.raises(MemplugError):
+        parse_llm_limit("x=0")
+    with pytest.raises(MemplugError, match="unknown executor"):
+        make_executor("dask")
