@@ -23,7 +23,7 @@ def memplug_json(env: dict, *args: str) -> dict:
 def test_builtins_register_through_entry_points(plugins):
     agents = plugins.registry("agents")
     assert {"full", "recent", "embedding", "bm25", "none", "noisy", "oracle", "decay", "emg",
-            "mem0", "letta", "cognee", "llamaindex"} <= set(agents.names())
+            "mem0", "letta", "cognee", "llamaindex", "graphiti"} <= set(agents.names())
     assert agents.get("bm25").plugin == "memplug"
     assert {"memsim", "memdaily", "factcon", "perltqa"} <= set(plugins.registry("datasets").names())
     assert {"extractive", "llm"} <= set(plugins.registry("readers").names())
@@ -206,14 +206,14 @@ def test_bad_hooks_make_a_broken_plugin_and_every_command_still_works(testkit_en
 
 def test_an_agent_of_a_plugin_that_failed_to_load_says_so(testkit_env, tmp_path):
     site = tmp_path / "broken-site"
-    write_dist(site, "memplug-graphiti", "0.3", {"graphiti": "memplug_graphiti_missing_module"})
-    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-graphiti",
+    write_dist(site, "memplug-hindsight", "0.3", {"hindsight": "memplug_hindsight_missing_module"})
+    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-hindsight",
            "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
-    result = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "graphiti", "--dataset",
+    result = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "hindsight", "--dataset",
                              "memsim"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert ("agent 'graphiti' is not available: it is installed by memplug-graphiti 0.3 but failed to load: "
-            "ModuleNotFoundError: No module named 'memplug_graphiti_missing_module'") in result.stderr
+    assert ("agent 'hindsight' is not available: it is installed by memplug-hindsight 0.3 but failed to load: "
+            "ModuleNotFoundError: No module named 'memplug_hindsight_missing_module'") in result.stderr
 
 
 def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp_path):
@@ -229,9 +229,9 @@ def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp
         return subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", name, "--dataset", "memsim"],
                               env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
 
-    result = eval_agent("graphiti")
+    result = eval_agent("hindsight")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert "unknown agent 'graphiti'" in result.stderr
+    assert "unknown agent 'hindsight'" in result.stderr
     assert "; 2 installed plugin(s) failed to load: " in result.stderr and "(see `memplug list`)" in result.stderr
     assert "acme-memory-tools 1.2: ImportError: needs vendorlib>=2 (found 1.4)" in result.stderr
     assert "memplug-zep 0.1: ModuleNotFoundError: No module named 'memplug_zep_missing_module'" in result.stderr
