@@ -288,6 +288,8 @@ class _SampleWorker:
     def __init__(self, holder: str, limiter: Any = None) -> None:
         self.holder = holder
         self.evaluations: dict[str, tuple[Any, ThreadPoolExecutor]] = {}
+        #: stored.jsonl lines of the samples running, by sample id, until returned
+        self.stored: dict[str, list[dict[str, Any]]] = {}
         self.building: asyncio.Lock | None = None
         if limiter is not None:
             from memplug import llm
@@ -312,8 +314,30 @@ class _SampleWorker:
                 width = max(evaluation.spec.concurrency, 1)
                 while len(self.evaluations) >= self.KEEP:
                     self._drop(next(iter(self.evaluations)))
+                self._stage_stored(evaluation)
                 self.evaluations[key] = (evaluation, ThreadPoolExecutor(width, thread_name_prefix="memplug-agent"))
         return self.evaluations[key]
+
+    def _stage_stored(self, evaluation: Any) -> None:
+        """What an agent stored (the run's stored.jsonl) goes back with the records, for the
+        driver to write: the runner's own function writes it into a folder of this worker."""
+        original = getattr(evaluation, "_list_stored", None)
+        if original is None:
+            return
+        import json
+        import tempfile
+
+        from memplug import stored as stored_file
+
+        async def staged(pool: Any, agent: Any, sample_id: str, run_path: Path) -> None:
+            with tempfile.TemporaryDirectory(prefix="memplug-stored-") as folder:
+                await original(pool, agent, sample_id, Path(folder))
+                written = Path(folder) / stored_file.STORED_FILE
+                if written.is_file():
+                    self.stored[sample_id] = [json.loads(line) for line in
+                                              written.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+        evaluation._list_stored = staged
 
     def _drop(self, key: str) -> None:
         evaluation, pool = self.evaluations.pop(key)
@@ -324,11 +348,16 @@ class _SampleWorker:
         with contextlib.suppress(Exception):
             evaluation.token_counts.save()
 
-    async def run_sample(self, spec_fields: dict[str, Any], work: str, sample: Any) -> list[dict[str, Any]]:
+    async def run_sample(self, spec_fields: dict[str, Any], work: str, sample: Any) -> dict[str, Any]:
+        """The sample's records, and its lines of stored.jsonl."""
         evaluation, pool = await self._evaluation(spec_fields)
         collect = _Collect()
-        await evaluation._run_sample(_work_dir(work), sample, pool, collect, lambda n=1: None)
-        return collect.written
+        self.stored.pop(sample.id, None)
+        try:
+            await evaluation._run_sample(_work_dir(work), sample, pool, collect, lambda n=1: None)
+        finally:
+            stored = self.stored.pop(sample.id, [])
+        return {"records": collect.written, "stored": stored}
 
     def pid(self) -> int:
         return os.getpid()
@@ -464,6 +493,8 @@ class RayExecutor(Executor):
         ray = self.ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError, WorkerCrashedError
 
+        from memplug import stored as stored_file
+
         tick = progress(total, finished) if progress else (lambda n=1: None)
         fields = attrs.asdict(evaluation.spec)
         work = str(run.path / "work")
@@ -490,8 +521,10 @@ class RayExecutor(Executor):
                 for ref in ready:
                     i, actor, sample = inflight.pop(ref)
                     load[i] -= 1
+                    stored: list[dict[str, Any]] = []
                     try:
-                        records = ray.get(ref)
+                        result = ray.get(ref)
+                        records, stored = result["records"], result["stored"]
                     except (RayActorError, WorkerCrashedError) as exc:
                         if self.actors[i] is actor:  # the first of its samples to tell: a fresh worker
                             log.warning("worker %d died (%s); its samples are sent again", i, type(exc).__name__)
@@ -509,6 +542,8 @@ class RayExecutor(Executor):
                     except RayTaskError as exc:  # the run's own stop (a bad key, a set-up failure): as locally
                         cause = getattr(exc, "cause", None)
                         raise (cause if isinstance(cause, Exception) else exc) from None
+                    for line in stored:  # what the agent stored, as the runner writes it locally
+                        stored_file.append(run.path, line)
                     for record in records:
                         writer.write(record)
                         tick()

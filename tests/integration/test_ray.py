@@ -122,6 +122,9 @@ def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
         for name in ("run.json", "samples.jsonl", "summary.json"):
             assert (sharded / name).is_file() and (local / name).is_file()
         assert not (sharded / "work").exists()  # bm25 stores nothing on disk, locally or on a worker
+        # what the agent stored: written by the driver from what the workers returned, as locally
+        assert sorted((sharded / "stored.jsonl").read_text().splitlines()) == \
+            sorted((local / "stored.jsonl").read_text().splitlines())
 
         # a run killed half-way: its last records and its summary lost; --resume on Ray finishes it
         lines = (sharded / "samples.jsonl").read_bytes().splitlines(keepends=True)
