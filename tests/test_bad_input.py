@@ -75,6 +75,25 @@ LOCOMO = [{
 }]
 LOCOMO_FILE = "locomo10.json"
 
+LONGMEMEVAL = [{
+    "question_id": "q1", "question_type": "single-session-user", "question": "What degree did I graduate with?",
+    "answer": "Business Administration", "question_date": "2023/05/30 (Tue) 23:40",
+    "haystack_dates": ["2023/05/22 (Mon) 14:05"], "haystack_session_ids": ["answer_1"],
+    "haystack_sessions": [[{"role": "user", "content": "I graduated in Business Administration.", "has_answer": True},
+                           {"role": "assistant", "content": "Great background!", "has_answer": False}]],
+    "answer_session_ids": ["answer_1"],
+}]
+LONGMEMEVAL_FILE = "longmemeval_oracle.json"
+
+CONVERSATION = {
+    "id": "trip",
+    "sessions": [{"id": "S1", "date": "2024-03-02T10:00", "turns": [
+        {"speaker": "Ana", "text": "We land in Lisbon on Friday."}, {"speaker": "Ben", "text": "I'll book a tour."}]}],
+    "qa": [{"id": "q1", "question": "Which city do they fly to?", "answers": ["Lisbon"], "evidence": ["S1:1"],
+            "category": "single-hop", "date": "2024-03-12"}],
+}
+CONVERSATIONS_FILE = "conversations.jsonl"
+
 
 def dump(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -302,6 +321,45 @@ CASES = [
          (LOCOMO_FILE, "UTF-16")),
     Case("locomo-nested-too-deeply", "locomo", lambda: {LOCOMO_FILE: b"[" * 100_000 + b"]" * 100_000},
          (LOCOMO_FILE, "nested too deeply")),
+    # ---- longmemeval (the LongMemEval release layout) --------------------------------------------
+    Case("longmemeval-truncated", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(LONGMEMEVAL)[:-30]},
+         (LONGMEMEVAL_FILE, "line 1 column", "invalid JSON")),
+    Case("longmemeval-empty-file", "longmemeval", lambda: {LONGMEMEVAL_FILE: b""}, (LONGMEMEVAL_FILE, "invalid JSON")),
+    Case("longmemeval-dates-fewer-than-sessions", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(edited(
+        LONGMEMEVAL, lambda d: d[0].update(haystack_dates=[])))}, (LONGMEMEVAL_FILE, "[0] (q1)", "'haystack_dates' has 0")),
+    Case("longmemeval-turn-without-content", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(edited(
+        LONGMEMEVAL, lambda d: d[0]["haystack_sessions"][0][0].pop("content")))},
+         (LONGMEMEVAL_FILE, "haystack_sessions[0][0]", "'content'")),
+    Case("longmemeval-question-a-number", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(edited(
+        LONGMEMEVAL, lambda d: d[0].update(question=5)))}, (LONGMEMEVAL_FILE, "[0]", "'question'")),
+    Case("longmemeval-repeated-question-id", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(LONGMEMEVAL * 2)},
+         (LONGMEMEVAL_FILE, "[1]", "question_id q1 repeats")),
+    Case("longmemeval-unknown-question-type", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(edited(
+        LONGMEMEVAL, lambda d: d[0].update(question_type="weird")))}, (LONGMEMEVAL_FILE, "question_type 'weird'")),
+    Case("longmemeval-utf16", "longmemeval", lambda: {LONGMEMEVAL_FILE: UTF16 + json.dumps(LONGMEMEVAL).encode(
+        "utf-16-le")}, (LONGMEMEVAL_FILE, "UTF-16")),
+    Case("longmemeval-nested-too-deeply", "longmemeval", lambda: {LONGMEMEVAL_FILE: b"[" * 100_000 + b"]" * 100_000},
+         (LONGMEMEVAL_FILE, "nested too deeply")),
+    # ---- conversations (bring your own, JSON lines) -----------------------------------------------
+    Case("conversations-truncated-line", "conversations", lambda: {CONVERSATIONS_FILE: dump(CONVERSATION)[:-20] + b"\n"},
+         (CONVERSATIONS_FILE, "line 1", "not JSON")),
+    Case("conversations-empty-file", "conversations", lambda: {CONVERSATIONS_FILE: b""},
+         (CONVERSATIONS_FILE, "no samples")),
+    Case("conversations-line-a-list", "conversations", lambda: {CONVERSATIONS_FILE: b"[1, 2]\n"},
+         (CONVERSATIONS_FILE, "line 1", "expected an object")),
+    Case("conversations-repeated-id", "conversations", lambda: {CONVERSATIONS_FILE: jsonl(CONVERSATION, CONVERSATION)},
+         (CONVERSATIONS_FILE, "line 2", "'trip' is also the id of line 1")),
+    Case("conversations-turn-without-text", "conversations", lambda: {CONVERSATIONS_FILE: jsonl(edited(
+        CONVERSATION, lambda d: d["sessions"][0]["turns"][0].pop("text")))},
+         (CONVERSATIONS_FILE, "line 1", "sessions[0].turns[0]", "'text'")),
+    Case("conversations-answers-an-object", "conversations", lambda: {CONVERSATIONS_FILE: jsonl(edited(
+        CONVERSATION, lambda d: d["qa"][0].update(answers={"a": 1})))}, (CONVERSATIONS_FILE, "qa[0].answers")),
+    Case("conversations-unknown-field", "conversations", lambda: {CONVERSATIONS_FILE: jsonl(edited(
+        CONVERSATION, lambda d: d.update(colour="red")))}, (CONVERSATIONS_FILE, "line 1", "unknown key 'colour'")),
+    Case("conversations-utf16", "conversations", lambda: {CONVERSATIONS_FILE: UTF16 + json.dumps(CONVERSATION).encode(
+        "utf-16-le") + "\n".encode("utf-16-le")}, (CONVERSATIONS_FILE, "UTF-16")),
+    Case("conversations-nested-too-deeply", "conversations", lambda: {
+        CONVERSATIONS_FILE: b"[" * 100_000 + b"]" * 100_000 + b"\n"}, (CONVERSATIONS_FILE, "nested too deeply")),
     # ---- -o values of the wrong type ----------------------------------------------------------
     Case("option-int-given-text", "memdaily", md(lambda d: None), ("eta='two'", "expected int"), args=("-o", "eta=two")),
     Case("option-bool-given-text", "memdaily", md(lambda d: None), ("stamp='maybe'", "expected bool"),
