@@ -13,7 +13,7 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, TextIO
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 import orjson
 
@@ -285,7 +285,7 @@ def _percentiles(values: Iterable[float | None]) -> dict[str, float] | None:
 
 
 def summarize(
-    records: list[dict[str, Any]],
+    records: Sequence[Mapping[str, Any]],
     agent: str,
     dataset: str,
     run_id: str,
@@ -307,11 +307,11 @@ def summarize(
     # order of appearance, so the same records always give the same intervals
     answered = sorted((r for r in records if not r.get("error")),
                       key=lambda r: (str(r["sample_id"]), str(r["question_id"])))
-    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_category: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in answered:
         by_category[r["category"]].append(r)
 
-    def block(rows: list[dict[str, Any]]) -> tuple[dict, dict, dict, dict]:
+    def block(rows: list[Mapping[str, Any]]) -> tuple[dict, dict, dict, dict]:
         """Means, intervals (None where not estimable), counts, and why an interval is None."""
         means: dict[str, float] = {}
         intervals: dict[str, list[float] | None] = {}
@@ -344,13 +344,12 @@ def summarize(
             entry["n"] += 1
     cats = {c: block(rows) for c, rows in sorted(by_category.items())}
 
-    per_sample: dict[str, dict[str, Any]] = {}
+    per_sample: dict[str, Mapping[str, Any]] = {}
     for r in records:
         per_sample.setdefault(r["sample_id"], r)
     ingest_s = sum((r.get("timings") or {}).get("ingest_s") or 0.0 for r in per_sample.values())
     n_messages = sum((r.get("timings") or {}).get("n_messages") or 0 for r in per_sample.values())
-    recall_times = [(r.get("timings") or {}).get("recall_s") for r in answered]
-    recall_times = [t for t in recall_times if t is not None]
+    recall_times = [t for r in answered if (t := (r.get("timings") or {}).get("recall_s")) is not None]
     llm = _sum_usage(
         [r.get("usage") for r in records] + [r.get("ingest_usage") for r in per_sample.values()]
     )

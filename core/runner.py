@@ -35,7 +35,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -544,6 +544,7 @@ class Evaluation:
         return getattr(self.agent_factory, "blocking", True)
 
     def _build_agent(self, config: AgentConfig, workdir: Path) -> Any:
+        assert self.agent_factory is not None  # None only with --from, which builds no agent
         if self.blocking:  # in-memory agents (blocking = False) store nothing: spare the mkdir
             workdir.mkdir(parents=True, exist_ok=True)
         return self.agent_factory(config, workdir)
@@ -759,7 +760,7 @@ def _describe(exc: BaseException) -> str:
     return scrub(f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}")
 
 
-def _outcome(records: list[dict[str, Any]], n_expected: int, stop: BaseException | None) -> dict[str, Any]:
+def _outcome(records: Sequence[Mapping[str, Any]], n_expected: int, stop: BaseException | None) -> dict[str, Any]:
     """The run's status and what it rests on: ``finished`` only when every expected
     question has a record without an error; ``failed`` when none has; else ``partial``."""
     answered = sum(1 for r in records if not r.get("error"))
