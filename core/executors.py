@@ -287,6 +287,8 @@ class _SampleWorker:
 
     def __init__(self, holder: str, limiter: Any = None) -> None:
         self.holder = holder
+        import memplug.runner  # noqa: F401  (the imports while the pool starts, not in a run's time)
+
         self.evaluations: dict[str, tuple[Any, ThreadPoolExecutor]] = {}
         #: stored.jsonl lines of the samples running, by sample id, until returned
         self.stored: dict[str, list[dict[str, Any]]] = {}
