@@ -147,3 +147,50 @@ def open_cache(path: Path | None) -> ResponseCache | None:
     except (sqlite3.Error, OSError) as exc:
         cache_unwritable(Path(path) if path else default_cache_path(), exc)
         return None
+
+
+def merge(into: Path | str, sources: Iterable[Path | str]) -> int:
+    """Copy into the cache file ``into`` the entries of each of ``sources`` (caches of other
+    nodes, e.g. after a Ray sweep) that it lacks; returns how many were added.
+
+    A key is the hash of the whole request, so two caches never hold different answers to
+    one key that both are right to keep: the entry already in ``into`` wins. Each source is
+    copied in one transaction; the sources are only read. Also works for ``tokens.sqlite3``.
+    """
+    target = ResponseCache(into)
+    conn = target._connect()
+    before = len(target)
+    for source in sources:
+        source = Path(source)
+        if not source.is_file():
+            raise FileNotFoundError(f"no cache file {source}")
+        conn.execute("ATTACH DATABASE ? AS source", (str(source),))
+        try:
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT OR IGNORE INTO main.responses (key, value, created) "
+                             "SELECT key, value, created FROM source.responses")
+        finally:
+            conn.execute("DETACH DATABASE source")
+    added = len(target) - before
+    target.close()
+    return added
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """``python -m memplug.cache merge INTO SOURCE...``: see :func:`merge`."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 3 or args[0] != "merge":
+        sys.stderr.write("usage: python -m memplug.cache merge INTO.sqlite3 SOURCE.sqlite3 [SOURCE ...]\n")
+        return 2
+    try:
+        added = merge(args[1], args[2:])
+    except (sqlite3.Error, OSError) as exc:
+        sys.stderr.write(f"memplug: error: {exc}\n")
+        return 2
+    print(f"{added} entries added to {args[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
