@@ -106,50 +106,50 @@ class BM25Index:
         return top_k(self.scores(query), k)
 
 
-#: from this many scores on, top_k looks for the k best among a few candidates first
-_FAST_TOP_K = 32_768
+#: from this many scores on, top_k takes the k best without partitioning everything
+_LONG = 32_768
 _SAMPLE = 4_096
 
 
 def top_k(scores: np.ndarray, k: int, keep_zero: bool = False) -> list[tuple[int, float]]:
     """Indices and values of the k largest scores, best first (ties: earlier index first).
 
-    Which of several scores tied at the k-th place are kept is ``np.argpartition``'s
-    choice. On long arrays the k best are first looked for among the scores at least as
-    high as the k-th best of a strided sample (they include the k best); when the k-th
-    best is not tied with a score left out, those k are the answer whatever the method,
-    so the result is the same as partitioning everything, only faster. Otherwise (ties
-    at the boundary, e.g. zeros filling a list) it partitions everything as before.
+    On long arrays (a memory of 32,768 items or more) the k best are found among the
+    scores at least as high as the k-th best of a strided sample, which include them,
+    and of scores tied at the k-th place the earliest are kept. Shorter arrays go
+    through ``np.argpartition``, whose pick among scores tied at the k-th place is its
+    own (it is kept there so that results on the datasets measured so far do not move).
     """
     n = len(scores)
     if n == 0 or k <= 0:
         return []
     k = min(k, n)
-    order = _top_k_fast(scores, k) if n >= _FAST_TOP_K else None
-    if order is None:
+    if n >= _LONG:
+        order = _top_k_long(scores, k)
+    else:
         part = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
         order = part[np.lexsort((part, -scores[part]))]
     return [(int(i), float(scores[i])) for i in order if keep_zero or scores[i] > 0]
 
 
-def _top_k_fast(scores: np.ndarray, k: int) -> np.ndarray | None:
-    """The k best, ordered, when they are unambiguous; None when the k-th is tied or candidates are many."""
+def _top_k_long(scores: np.ndarray, k: int) -> np.ndarray:
+    """The first k of all indices ordered by (score descending, index); NaN counts as lowest."""
     if k == 1:
-        best = int(np.argmax(scores))
-        top = scores[best]
-        return np.array([best]) if np.isfinite(top) and np.count_nonzero(scores == top) == 1 else None
+        best = int(np.argmax(scores))  # the first of the highest
+        if not np.isnan(scores[best]):
+            return np.array([best])
     sample = scores[:: max(1, len(scores) // _SAMPLE)]
-    if len(sample) <= k:
-        return None
-    threshold = np.partition(sample, len(sample) - k)[len(sample) - k]
-    if not np.isfinite(threshold):
-        return None
-    candidates = np.flatnonzero(scores >= threshold)
-    if len(candidates) > len(scores) // 8:
-        return None
-    values = scores[candidates]
-    kth = np.partition(values, len(values) - k)[len(values) - k]
-    chosen = candidates[values >= kth]
-    if len(chosen) != k:  # the k-th best is tied with another score: let argpartition choose
-        return None
+    if len(sample) > k:
+        threshold = np.partition(sample, len(sample) - k)[len(sample) - k]
+        if np.isfinite(threshold):
+            candidates = np.flatnonzero(scores >= threshold)
+            if len(candidates) <= len(scores) // 8:
+                return candidates[np.lexsort((candidates, -scores[candidates]))[:k]]
+    # most scores are candidates (e.g. a list filled with zeros): the k-th value, the
+    # scores above it, then the earliest of those equal to it
+    if np.isnan(scores).any():
+        scores = np.where(np.isnan(scores), -np.inf, scores)
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    above = np.flatnonzero(scores > kth)
+    chosen = np.concatenate([above, np.flatnonzero(scores == kth)[: k - len(above)]])
     return chosen[np.lexsort((chosen, -scores[chosen]))]
