@@ -194,3 +194,15 @@ def test_recall_through_a_hub_returns_at_most_max_items() -> None:
         sizes[limit] = agent.recall(question).items
     assert len(sizes[100]) == 100 and len(sizes[0]) > 100
     assert sizes[100] == sizes[0][:100]  # the cap keeps the order and cuts the tail
+
+
+@pytest.mark.parametrize("text, expires", [
+    ("The pass expires on 2024-05-01.", 1714521600.0), ("VALID UNTIL 2024-01-01", 1704067200.0),
+    ("membership EXPIRING 2025-01-01;", 1735689600.0), ("有效期至2024年5月1日。", 1714521600.0),
+    ("untıl 2023-02-02", 1675296000.0),  # dotless i: Unicode case folding, so the expression decides
+    ("Eugene moved from Paris to Oslo in 1963.", None),
+])
+def test_expiry_with_and_without_the_ascii_shortcut(text: str, expires: float | None) -> None:
+    from memplug.adapters.emg.graph import expiry_of
+
+    assert expiry_of(text) == expires

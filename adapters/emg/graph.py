@@ -72,7 +72,16 @@ class Memory:
         return self.current and (self.expires is None or when is None or when <= self.expires)
 
 
+#: every match of _EXPIRY in ASCII text holds one of these, lower-cased (for other text,
+#: case-insensitive matching is Unicode's, so the expression itself decides)
+_EXPIRY_CUES = ("expir", "until", "valid")
+
+
 def expiry_of(text: str) -> float | None:
+    if text.isascii():
+        lowered = text.lower()
+        if not any(cue in lowered for cue in _EXPIRY_CUES):
+            return None  # the expression costs ~8 us a memory; most memories never expire
     match = _EXPIRY.search(text)
     return parse_time((match.group(1) or match.group(2) or "").strip()) if match else None
 

@@ -22,7 +22,7 @@ def parse_time(text: str | None) -> float | None:
     text = text.strip()
     if _NUMERIC.match(text):
         return float(text)
-    match = _ZH.search(text)
+    match = _ZH.search(text) if "年" in text else None  # the expression needs a 年
     if match:
         y, mo, d, h, mi, s = (int(g) if g else 0 for g in match.groups())
         return datetime(y, mo, d, h, mi, s, tzinfo=timezone.utc).timestamp()
