@@ -104,9 +104,12 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
         settings = stored.get("config") or {}
     else:
         settings = load_config(config)  # type: ignore[arg-type]
-    runner = build_executor(executor or settings.get("executor"), address or settings.get("address"),
+    chosen = executor or settings.get("executor") or "local"
+    on_ray = chosen == "ray"  # the file's Ray settings do not apply when --executor local overrides it
+    runner = build_executor(chosen, address or (settings.get("address") if on_ray else None),
                             workers or settings.get("workers"),
-                            llm_limit if llm_limit is not None else settings.get("llm_limit"), ray_runtime_env)
+                            llm_limit if llm_limit is not None else (settings.get("llm_limit") if on_ray else None),
+                            ray_runtime_env)
     if resume is None:
         sweep = Sweep.create(config, output, runner.describe())  # type: ignore[arg-type]
 
