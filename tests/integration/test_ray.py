@@ -15,6 +15,9 @@ ray = pytest.importorskip("ray")
 
 from plugin_dists import write_dist  # noqa: E402
 
+import attrs  # noqa: E402
+
+from memplug.errors import RunStopped  # noqa: E402
 from memplug.executors import RayExecutor  # noqa: E402
 from memplug.results import RunDir, read_records  # noqa: E402
 from memplug.runner import Evaluation, RunSpec  # noqa: E402
@@ -104,10 +107,19 @@ def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, t
     with RayExecutor(llm_limit={"*": 1}) as executor:
         path = Evaluation(spec).run(output=tmp_path, executor=executor)
         stats = executor.limiter_stats()
-    assert RunDir(path).summary()["status"] == "finished"
-    assert len(openai_stub.chat_requests) >= 12
-    assert openai_stub.max_in_flight == 1
-    assert stats["peak"] == {"openai/stub": 1}
+        assert RunDir(path).summary()["status"] == "finished"
+        assert len(openai_stub.chat_requests) >= 12
+        assert openai_stub.max_in_flight == 1
+        assert stats["peak"] == {"openai/stub": 1}
+
+        # a failure no question can get past (the key refused), met in a worker, stops the run as locally
+        stopped = Evaluation(attrs.evolve(spec, seed=1))
+        openai_stub.fail_next(1000, "401")
+        with pytest.raises(RunStopped) as caught:
+            stopped.run(output=tmp_path / "stopped", executor=executor)
+    assert "401" in str(caught.value) and "Traceback" not in str(caught.value)
+    run = RunDir(caught.value.run_dir).spec()
+    assert run["status"] in ("failed", "partial") and "401" in run["stopped"]
 
 
 def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
