@@ -1,4 +1,4 @@
-"""The Ray executor on a local 2-CPU Ray bound to loopback (one cluster for the session:
+"""The Ray executor on a local 2-CPU Ray bound to loopback (one cluster for the module:
 starting Ray costs 4-8 s): a sharded run and a sweep give the records and scores of an
 in-process run (timings apart), a resumed sharded run and a run whose worker is killed
 mid-sample finish with every question once, and --llm-limit holds across workers."""
@@ -27,18 +27,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TESTKIT = Path(__file__).resolve().parents[1] / "testkit"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory):
-    """A local Ray with 2 CPUs, on 127.0.0.1 only, no dashboard; its workers find the testkit
-    plugin (agent `lookup`, dataset `counting`) through a real entry point."""
+    """A local Ray with 2 CPUs, on 127.0.0.1 only, no dashboard, for this module's tests (shut
+    down after them: the suite's other tests do not run beside Ray's processes); its workers
+    find the testkit plugin (agent `lookup`, dataset `counting`) through a real entry point."""
     site = tmp_path_factory.mktemp("ray-site")
     write_dist(site, "memplug-testkit", "0.0.1", {"testkit": "memplug_testkit"})
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    env = pytest.MonkeyPatch()
+    env.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # nothing beyond loopback
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              _node_ip_address="127.0.0.1",
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(TESTKIT), str(site)])}})
     yield ray
     ray.shutdown()
+    env.undo()
 
 
 @pytest.fixture(scope="module")
