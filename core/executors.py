@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -181,18 +182,25 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
     """Connect to Ray: the cluster at ``address`` (or ``RAY_ADDRESS``), else a local instance
     on loopback only (no dashboard, ``num_cpus`` CPUs). An instance already started in this
     process (a test's, a notebook's) is used as it is."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is None and "ray" not in sys.modules:
+        # read when ray is imported: without it Ray's servers listen on every interface
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     ray = _ray()
     if ray.is_initialized():
         return ray
-    address = address or os.environ.get("RAY_ADDRESS") or None
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": bool(os.environ.get("MEMPLUG_RAY_LOGS")),
                               "configure_logging": False}
     if runtime_env:
         kwargs["runtime_env"] = dict(runtime_env)
     if address is None:
-        # on one machine, nothing listens beyond loopback: Ray binds to the host's address
-        # unless told otherwise
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        # on one machine nothing listens beyond loopback (checked by tests/integration/test_ray.py):
+        # the variable above, or where ray was imported before it, the constant it sets
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        with contextlib.suppress(ImportError, AttributeError):
+            from ray._private import ray_constants
+
+            ray_constants.ENABLE_RAY_CLUSTER = False
         kwargs.update(num_cpus=num_cpus, _node_ip_address="127.0.0.1")
     else:
         kwargs["address"] = address

@@ -18,7 +18,7 @@ from plugin_dists import write_dist  # noqa: E402
 import attrs  # noqa: E402
 
 from memplug.errors import RunStopped  # noqa: E402
-from memplug.executors import RayExecutor  # noqa: E402
+from memplug.executors import RayExecutor, ray_init  # noqa: E402
 from memplug.results import RunDir, read_records  # noqa: E402
 from memplug.runner import Evaluation, RunSpec  # noqa: E402
 
@@ -35,13 +35,45 @@ def ray_cluster(tmp_path_factory):
     site = tmp_path_factory.mktemp("ray-site")
     write_dist(site, "memplug-testkit", "0.0.1", {"testkit": "memplug_testkit"})
     env = pytest.MonkeyPatch()
-    env.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # nothing beyond loopback
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             _node_ip_address="127.0.0.1",
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(TESTKIT), str(site)])}})
+    env.delenv("RAY_ADDRESS", raising=False)
+    env.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # (ray_init sets it too; undone after the module)
+    ray_init(num_cpus=2, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(TESTKIT), str(site)])}})
     yield ray
     ray.shutdown()
     env.undo()
+
+
+def _listening_outside_loopback() -> list[str]:
+    """The TCP sockets listening on an address other than loopback that a Ray process holds
+    (from /proc: no tool needed)."""
+    outside = set()
+    for name in ("tcp", "tcp6"):
+        path = Path("/proc/net") / name
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            address = local.split(":")[0]
+            loopback = address in ("0100007F", "00000000000000000000000001000000",
+                                   "0000000000000000FFFF00000100007F")
+            if state == "0A" and not loopback:  # 0A: LISTEN
+                outside.add(inode)
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if not any(k in cmdline for k in ("gcs_server", "raylet", "ray::", "default_worker", "ray/_private")):
+                continue
+            for fd in (proc / "fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:[") and target[8:-1] in outside:
+                    found.append(f"{cmdline[:60]} (pid {proc.name})")
+        except OSError:
+            continue
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +103,11 @@ def _keys(path: Path) -> list[tuple[str, str]]:
 
 
 # first the tests with executors of their own: the pool's workers below hold both CPUs
+
+
+def test_ray_listens_on_loopback_only(ray_cluster):
+    assert ray.nodes()[0]["NodeManagerAddress"] == "127.0.0.1"
+    assert _listening_outside_loopback() == []
 
 
 def test_sweep_cli_on_ray_matches_local(ray_cluster, tmp_path):
