@@ -60,6 +60,17 @@ def test_option_sets_go_to_agent_or_dataset(tmp_path):
     assert all(c["spec"]["dataset_options"] == {"n": "3"} for c in cells)
 
 
+def test_model_reader_and_judge_axes(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[base]\napi_base = "http://127.0.0.1:9/v1"\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n'
+                    'llms = ["openai/a", "openai/b"]\nreaders = ["llm"]\njudges = ["openai/j"]\n')
+    cells = plan_cells(load_config(path), "x")
+    assert [(c["spec"]["llm"], c["spec"]["reader"], c["spec"]["judge"]) for c in cells] == [
+        ("openai/a", "llm", "openai/j"), ("openai/b", "llm", "openai/j")]
+    assert all(c["spec"]["api_base"] == "http://127.0.0.1:9/v1" for c in cells)
+    assert len({c["run_id"] for c in cells}) == 2
+
+
 @pytest.mark.parametrize("text, error", [
     ('[grid]\nagentz = ["bm25"]\n', "no axis agentz"),
     ('[grid]\nagents = []\ndatasets = ["memsim"]\n', "non-empty list"),
