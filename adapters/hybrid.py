@@ -56,7 +56,7 @@ from memplug.adapters.retrieval.embedders import Embedder, embed_batched, get_em
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.adapters.retrieval.tokenizer import _CJK, _IS_CJK
 from memplug.adapters.retrieval.weighted_bm25 import WeightedBM25
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Message, Recall, Recalled
 from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
@@ -153,7 +153,8 @@ def date_intervals(text: str) -> list[tuple[datetime | None, int | None, datetim
     return out
 
 
-def date_mask(intervals, times: list[datetime | None]) -> np.ndarray:
+def date_mask(intervals: list[tuple[datetime | None, int | None, datetime | None]],
+              times: list[datetime | None]) -> np.ndarray:
     """Which message times fall in one of the intervals, or up to DATE_SLACK after."""
     mask = np.zeros(len(times), dtype=bool)
     for start, month, end in intervals:
@@ -162,8 +163,8 @@ def date_mask(intervals, times: list[datetime | None]) -> np.ndarray:
                 continue
             if month is not None:
                 hit = t.month == month or (t - DATE_SLACK).month == month
-            else:
-                hit = start <= t < end + DATE_SLACK
+            else:  # without a month an interval has both ends (see date_intervals)
+                hit = start is not None and end is not None and start <= t < end + DATE_SLACK
             mask[i] |= hit
     return mask
 
@@ -173,7 +174,7 @@ def _minmax(x: np.ndarray) -> np.ndarray:
     return (x - lo) / (hi - lo) if hi - lo > 1e-12 else np.zeros_like(x)
 
 
-def _session(message) -> str | None:
+def _session(message: Message) -> str | None:
     session = message.meta.get("session") if message.meta else None
     if session:
         return str(session)

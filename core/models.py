@@ -27,6 +27,10 @@ def _strings(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
+def _ids(values: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(str(x) for x in values)
+
+
 def _messages(values: Iterable[Message]) -> tuple[Message, ...]:
     return tuple(values)
 
@@ -69,7 +73,7 @@ class Question:
     choices: Mapping[str, str] | None = None
     correct_choice: str | None = None
     #: ids of the messages that hold the answer
-    targets: tuple[str, ...] = attrs.field(default=(), converter=lambda v: tuple(str(x) for x in v))
+    targets: tuple[str, ...] = attrs.field(default=(), converter=_ids)
     #: key spans of the answer (PerLTQA memory anchors)
     anchors: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     time: str | None = None

@@ -317,8 +317,8 @@ class Plugins:
                 ep = self._entry_points.get(id(impl.plugin))
                 shown = f"{dist} ({ep})" if ep and ep != dist else dist
 
-                def register(name: str, target: Any, _d=dist, _v=version, _k=kind, _s=shown, _ep=ep,
-                             **info: Any) -> None:
+                def register(name: str, target: Any, _d: str = dist, _v: str | None = version, _k: str = kind,
+                             _s: str = shown, _ep: str | None = ep, **info: Any) -> None:
                     try:
                         clash = registries[_k].add(Entry(_k, name, target, _d, _v, info))
                     except MemplugError as exc:  # a bad name or target: that one is left out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -39,7 +40,7 @@ class MemplugGroup(click.Group):
             command = super().get_command(ctx, name)
         return command
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MemplugError as exc:

@@ -15,7 +15,7 @@ import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import attrs
 import click
@@ -28,6 +28,9 @@ from memplug.models import DatasetInfo, Question, Recalled
 from memplug.plugins import Entry, Plugins, get_plugins
 from memplug.protocols import MetricConfig, ScoreContext
 from memplug.results import OUTCOME_KEYS, RunDir, summarize, write_json_atomic, write_records_atomic
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
 
 #: a metric parameterised by K ("recall@K") is asked for by its instance name ("recall@5")
 _AT_K = re.compile(r"^(?P<base>.+)@(?P<k>\d+)$")
@@ -43,7 +46,7 @@ def dataset_info(spec: dict[str, Any], plugins: Plugins) -> DatasetInfo:
     return protocols.dataset_info(builder, values, data)
 
 
-def make_llm(model: str, api_base: str | None, cache: bool):
+def make_llm(model: str, api_base: str | None, cache: bool) -> LLM:
     """An LLM client configured like the runner's judge (temperature 0, on-disk cache)."""
     from memplug.llm import LLM
 

@@ -10,7 +10,8 @@ targets. The QA score is the LLM judge with the official per-type prompts
 
 from __future__ import annotations
 
-from typing import Iterable
+from pathlib import Path
+from typing import Any, Iterable, Mapping
 
 from memplug.answering import AnswerProtocol
 from memplug.datasets.longmemeval.release import load_release
@@ -96,7 +97,7 @@ class LongMemEvalBuilder:
                 raise MemplugError(f"option {key}={values[key]!r}: expected one of {', '.join(allowed)}")
         return values
 
-    def info_for(self, values: dict, data=None) -> DatasetInfo:
+    def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
         import attrs
 
         values = self._values(dict(values))

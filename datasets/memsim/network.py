@@ -58,7 +58,8 @@ class _Builder:
         self.nodes.append(Node(name, parents, sampler))
 
     # --- conditional samplers shared by several entities ---------------------------
-    def name_sampler(self, gender: str, rel: str | None, taken: tuple[str, ...]):
+    def name_sampler(self, gender: str, rel: str | None,
+                     taken: tuple[str, ...]) -> Callable[[random.Random, Mapping[str, Any]], str]:
         s = self.s
 
         def sample(rng: random.Random, p: Mapping[str, Any]) -> str:
