@@ -44,6 +44,26 @@ class GraphAnswerer:
         #: (word, relation) -> similarity: a hub entity's facts repeat a few relations
         #: thousands of times, and every question tries each of them
         self._similarities: dict[tuple[str, str], float] = {}
+        #: entity -> (graph size when made, {relation: its facts' indices, latest first})
+        self._groups: dict[str, tuple[int, dict[str, list[int]]]] = {}
+
+    def _relations(self, entity: str) -> dict[str, list[int]]:
+        """The entity's facts grouped by normalised relation, latest first; made again when
+        the graph has grown (an edit may also have changed which facts are current)."""
+        size = len(self.graph.memories)
+        cached = self._groups.get(entity)
+        if cached is None or cached[0] != size:
+            groups: dict[str, list[int]] = {}
+            for index in self.graph.by_subject.get(entity, []):
+                triple = self.graph.memories[index].triple
+                if triple is not None:
+                    groups.setdefault(normalise(triple.relation), []).append(index)
+            for indices in groups.values():
+                indices.sort(reverse=True)
+            if len(self._groups) >= 10_000:
+                self._groups.clear()
+            cached = self._groups[entity] = (size, groups)
+        return cached[1]
 
     def _embed_one(self, text: str) -> np.ndarray:
         return self._embed([text])[0]
@@ -88,18 +108,18 @@ class GraphAnswerer:
         value = ""  # the last hop's value
         seen: set[int] = set()
         for _ in range(MAX_HOPS):
-            # (memory, its triple): every memory indexed by subject has one
-            memories = [self.graph.memories[i] for i in self.graph.by_subject.get(entity, [])]
-            facts = [(m, m.triple) for m in memories if m.triple is not None and m.valid_at(when) and m.index not in seen]
-            if not facts or not remaining:
-                break
-            # facts with one relation match a word equally, so the best of them is the latest:
-            # each relation is compared once (a hub such as "I" has thousands of facts, few relations)
+            # facts with one relation match a word equally, so the best of them is the latest
+            # valid one: each relation is compared once (a hub such as "I" has thousands of
+            # facts and far fewer relations)
             latest: dict[str, tuple[Memory, Triple]] = {}
-            for memory, triple in facts:
-                relation = normalise(triple.relation)
-                if relation not in latest or memory.index > latest[relation][0].index:
-                    latest[relation] = (memory, triple)
+            for relation, indices in self._relations(entity).items():
+                for index in indices:
+                    m = self.graph.memories[index]
+                    if m.triple is not None and m.valid_at(when) and index not in seen:
+                        latest[relation] = (m, m.triple)
+                        break
+            if not latest or not remaining:
+                break
             # the nearest remaining word that some fact matches decides the hop
             best: tuple[float, Memory, Triple, int] | None = None
             for i in sorted(remaining, key=lambda i: _distance(i, start, end)):
