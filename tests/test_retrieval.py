@@ -90,6 +90,17 @@ def test_dense_index_grows_and_returns_cosine_top_k():
     assert best[0][1] == pytest.approx(1.0)
 
 
+def test_dense_index_reserve_keeps_rows_and_allocates_once():
+    index = DenseIndex(2)
+    index.add(np.array([[1.0, 0.0]]))
+    index.reserve(10)
+    matrix = index._matrix
+    for _ in range(9):
+        index.add(np.array([[0.0, 1.0]]))
+    assert index._matrix is matrix and len(index) == 10
+    assert index.vectors[0].tolist() == [1.0, 0.0] and index.vectors[9].tolist() == [0.0, 1.0]
+
+
 def test_wordllama_loads_offline_from_memplug_cache(tmp_path, monkeypatch):
     import wordllama.wordllama as wl
 

@@ -24,6 +24,14 @@ class DenseIndex:
     def __len__(self) -> int:
         return self._n
 
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` vectors in all, allocated once (a caller that knows how many
+        are coming avoids the doubling's copy and its spare half)."""
+        if rows > len(self._matrix):
+            grown = np.zeros((rows, self.dim), dtype=np.float32)
+            grown[: self._n] = self._matrix[: self._n]
+            self._matrix = grown
+
     def add(self, vectors: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         need = self._n + len(vectors)

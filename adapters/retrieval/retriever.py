@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from memplug.llm import LLM
 
 
+#: texts embedded per call when the queue is flushed (embed_batched's batch)
+EMBED_BATCH = 4096
+
+
 def _minmax(scores: np.ndarray) -> np.ndarray:
     if len(scores) == 0:
         return scores
@@ -78,10 +82,15 @@ class Retriever:
         """Embed the queued texts (dense part only); BM25 rebuilds itself on search."""
         if self.dense > 0 and self._pending:
             new = self._texts[len(self._texts) - self._pending :]
-            vectors = embed_batched(self.embedder, new)
-            if self._dense is None:
-                self._dense = DenseIndex(vectors.shape[1])
-            self._dense.add(vectors)
+            # batch by batch into room reserved once: the vectors are never held twice
+            # (a million messages: 1 GB of float32 rows, not 2 GB)
+            for start in range(0, len(new), EMBED_BATCH):
+                vectors = embed_batched(self.embedder, new[start : start + EMBED_BATCH])
+                if self._dense is None:
+                    self._dense = DenseIndex(vectors.shape[1])
+                if start == 0:
+                    self._dense.reserve(len(self._dense) + len(new))
+                self._dense.add(vectors)
         self._pending = 0
 
     def embed_query(self, text: str) -> np.ndarray:
