@@ -183,7 +183,8 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
     on loopback only (no dashboard, ``num_cpus`` CPUs). An instance already started in this
     process (a test's, a notebook's) is used as it is."""
     address = address or os.environ.get("RAY_ADDRESS") or None
-    if address is None and "ray" not in sys.modules:
+    local = address is None or _is_loopback(address)
+    if local and "ray" not in sys.modules:
         # read when ray is imported: without it Ray's servers listen on every interface
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     ray = _ray()
@@ -193,14 +194,15 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
                               "configure_logging": False}
     if runtime_env:
         kwargs["runtime_env"] = dict(runtime_env)
-    if address is None:
-        # on one machine nothing listens beyond loopback (checked by tests/integration/test_ray.py):
-        # the variable above, or where ray was imported before it, the constant it sets
+    if local:  # (a `ray start` on this machine's loopback too: Ray would turn 127.0.0.1 into the host's address)
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
         with contextlib.suppress(ImportError, AttributeError):
             from ray._private import ray_constants
 
             ray_constants.ENABLE_RAY_CLUSTER = False
+    if address is None:
+        # on one machine nothing listens beyond loopback (checked by tests/integration/test_ray.py):
+        # the variable above, or where ray was imported before it, the constant it sets
         kwargs.update(num_cpus=num_cpus, _node_ip_address="127.0.0.1")
     else:
         kwargs["address"] = address
@@ -211,6 +213,12 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
         raise MemplugError(f"cannot start or reach {where}: {str(exc).splitlines()[0] if str(exc) else exc}") \
             from None
     return ray
+
+
+def _is_loopback(address: str) -> bool:
+    """Whether a Ray address names this machine's loopback (127.x, localhost, ::1)."""
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
 class _Limiter:
