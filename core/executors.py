@@ -203,7 +203,9 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
     if address is None:
         # on one machine nothing listens beyond loopback (checked by tests/integration/test_ray.py):
         # the variable above, or where ray was imported before it, the constant it sets
-        kwargs.update(num_cpus=num_cpus, _node_ip_address="127.0.0.1")
+        # address "local": a Ray of this process's own, even where a `ray start` cluster runs
+        # here (ray.init() would join that one); --address auto joins it
+        kwargs.update(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1")
     else:
         kwargs["address"] = address
     try:
