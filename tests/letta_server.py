@@ -5,9 +5,11 @@ It runs the server as its users do, as Letta's Docker image does: a PostgreSQL c
 with the ``vector`` extension in a ``letta`` schema (the image's init.sql), the release's
 alembic migrations (``alembic upgrade head``), then ``letta server``. Here the cluster is
 a throwaway one (``initdb`` into a temporary folder, ``pg_ctl start`` on a free loopback
-port, as the ``postgres`` user when run as root), and the server's LLM and embeddings are
+port and a Unix socket in that folder, which the server uses; run as the ``postgres`` user
+when you are root), and the server's LLM and embeddings are
 an OpenAI-compatible URL (tests/openai_stub.py in the tests). Nothing else is reached:
-no telemetry exporter is configured, and the server's home is a temporary folder.
+no telemetry exporter is configured, the server's HTTP proxy is a closed loopback port
+(only loopback bypasses it), and the server's home is a temporary folder.
 
 tests/letta_server_setup.sh installs what it needs (Debian's PostgreSQL 15, pgvector,
 and the server's own virtual environment). By hand, for trying the adapter:
@@ -36,6 +38,8 @@ PG_BIN = Path(os.environ.get("MEMPLUG_PG_BIN") or "/usr/lib/postgresql/15/bin")
 VENV = Path(os.environ.get("MEMPLUG_LETTA_SERVER")
             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memplug" / f"letta-server-{VERSION}")
 SETUP = "bash tests/letta_server_setup.sh"
+#: the server's HTTP proxy: a loopback port nothing listens on (the discard port)
+NO_NETWORK = "http://127.0.0.1:9"
 
 
 def missing() -> str | None:
@@ -74,6 +78,11 @@ class Postgres:
         self.data = folder / "data"
         self.log = folder / "postgres.log"
         self.uri = f"postgresql://letta:letta@127.0.0.1:{self.port}/letta"
+        #: the same database through its Unix socket, for the server (asyncpg takes the socket's
+        #: folder as ?host=). Over loopback TCP, the server opens one connection per session
+        #: (its default NullPool, about 30 a second), and on the machines here one connect in a
+        #: few hundred hung until asyncpg's 60 s timeout (docs/agents/letta.md).
+        self.socket_uri = f"postgresql://letta:letta@localhost:{self.port}/letta?host={folder}"
         # initdb and postgres refuse to run as root: then the cluster is the postgres user's
         self.user = "postgres" if os.geteuid() == 0 else None
 
@@ -135,7 +144,7 @@ class LettaServer:
         #: seconds each step took: postgres, migrations, server
         self.timings: dict[str, float] = {}
 
-    def env(self) -> dict[str, str]:
+    def env(self, migrations: bool = False) -> dict[str, str]:
         """The server's environment: made from scratch, so no key or endpoint of the caller leaks in."""
         home = self.folder / "home"
         home.mkdir(exist_ok=True)
@@ -144,11 +153,17 @@ class LettaServer:
             "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
             "HOME": str(home),  # Letta writes ~/.letta (its config, its tool sandbox folder)
             "LANG": "C.UTF-8",
-            "LETTA_PG_URI": self.postgres.uri,
+            # alembic's driver (pg8000) takes no socket folder: it connects over loopback TCP
+            "LETTA_PG_URI": self.postgres.uri if migrations else self.postgres.socket_uri,
             # the OpenAI provider, at the given OpenAI-compatible URL: its models are then
             # named openai-proxy/<id> (the adapter's -o model=)
             "OPENAI_API_KEY": "sk-letta-test",
             "OPENAI_BASE_URL": self.llm_base_url,
+            # Outbound HTTP goes to a closed loopback port, so it fails at once and never leaves
+            # the machine. The one attempt seen is at start-up: nltk.download("punkt_tab"),
+            # which Letta logs as an error before it goes on.
+            **{name: NO_NETWORK for name in ("http_proxy", "https_proxy", "all_proxy",
+                                             "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")},
             "no_proxy": loopback,
             "NO_PROXY": loopback,
             "PYTHONUNBUFFERED": "1",
@@ -161,7 +176,8 @@ class LettaServer:
         t1 = time.monotonic()
         migrations = VENV / "letta-migrations"
         with open(self.folder / "alembic.log", "w") as out:
-            done = subprocess.run([str(VENV / "bin" / "alembic"), "upgrade", "head"], cwd=migrations, env=env,
+            done = subprocess.run([str(VENV / "bin" / "alembic"), "upgrade", "head"], cwd=migrations,
+                                  env=self.env(migrations=True),
                                   stdout=out, stderr=subprocess.STDOUT, timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"alembic upgrade head failed ({done.returncode}):\n{tail(self.folder / 'alembic.log')}")
@@ -198,10 +214,14 @@ class LettaServer:
         self.postgres.stop()
 
     def close(self) -> None:
+        """Stop both servers and remove their folder (kept, with its logs, if MEMPLUG_LETTA_KEEP=1)."""
         try:
             self.stop()
         finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            if os.environ.get("MEMPLUG_LETTA_KEEP") == "1":
+                print(f"letta server logs kept in {self.folder}")
+            else:
+                shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> "LettaServer":
         try:
