@@ -563,7 +563,10 @@ class RayExecutor(Executor):
                         cause = getattr(exc, "cause", None)
                         raise (cause if isinstance(cause, Exception) else exc) from None
                     for line in stored:  # what the agent stored, as the runner writes it locally
-                        stored_file.append(run.path, line)
+                        try:
+                            stored_file.append(run.path, line)
+                        except OSError as exc:  # a diagnostic: never the run's failure (as locally)
+                            log.warning("sample %s: what the agent stored is not recorded (%s)", sample.id, exc)
                     for record in records:
                         writer.write(record)
                         tick()
