@@ -58,7 +58,7 @@ if [ ! -f "$sharedir/extension/vector.control" ]; then
 fi
 
 # 3. the server's virtual environment
-stamp="letta $version $(sha256sum "$constraints" | cut -c1-16)"
+stamp="letta $version $(grep -v '^#' "$constraints" | sha256sum | cut -c1-16)"  # the pins, not the comments
 if [ "$(cat "$venv/.memplug-ready" 2>/dev/null)" != "$stamp" ]; then
   say "installing letta[server,postgres]==$version into $venv"
   rm -rf "$venv"

@@ -1,5 +1,6 @@
 """Start the real Letta server (PyPI ``letta==0.16.8``) on SQLite, for checking the letta
-adapter by hand against the real thing (CI uses tests/letta_stub.py instead).
+adapter by hand without PostgreSQL. CI runs the real server on PostgreSQL
+(tests/letta_server.py) and tests/letta_stub.py for the fast tests.
 
 Letta 0.12 to 0.16.8 always build their database engine from ``LETTA_PG_URI``
 (defaulting to a local Postgres), although their ORM still supports SQLite (letta issue
