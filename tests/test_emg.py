@@ -147,9 +147,10 @@ def _naive_expand(agent: EMGAgent, start: int, scores, depth: int, out: dict) ->
             _naive_expand(agent, i, scores, depth - 1, out)
 
 
-def test_expansion_through_a_hub_skips_lists_already_read_and_keeps_the_same_memories() -> None:
-    """A hub entity ("I", 300 facts) is read once per recall, not once per member; same result."""
-    texts = [f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(["chess", "yoga", "tennis"] * 100)]
+@pytest.mark.parametrize("per_hobby", [100, 400])  # 300 facts: lists in Python; 1,200: in numpy
+def test_expansion_through_a_hub_skips_lists_already_read_and_keeps_the_same_memories(per_hobby: int) -> None:
+    """A hub entity ("I") is read once per recall, not once per member; same result."""
+    texts = [f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(["chess", "yoga", "tennis"] * per_hobby)]
     texts += [f"Anna Berg{i} is married to Ben Cruz{i}." for i in range(0, 300, 7)]
     agent = EMGAgent(AgentConfig(), Path("."))
     agent.ingest(Chunk(0, [Message(str(i), t) for i, t in enumerate(texts)]))

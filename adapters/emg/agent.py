@@ -12,6 +12,7 @@ by walking the graph (:mod:`.answer`), a short span.
 from __future__ import annotations
 
 import re
+from itertools import chain
 from pathlib import Path
 from typing import Callable
 
@@ -35,6 +36,8 @@ from memplug.protocols import AgentConfig
 #: not "D.C. is"); CJK text is left whole (MemDaily's messages are one sentence and a stamp)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 _LIST_NUMBER = re.compile(r"^\d+\.$")
+#: neighbour lists longer than this (together) are filtered in numpy during expansion
+_EXPAND_IN_NUMPY = 512
 
 
 def sentences(text: str) -> list[str]:
@@ -83,6 +86,8 @@ class EMGAgent:
         self.graph = MemoryGraph(extractor)
         self.retriever = Retriever(1.0, self.opts["dense"], 0.0, embedder=config.embedder, llm=config.llm)
         # the walk compares words with relations using the retriever's embedder, loaded on first use
+        self._arrays: dict[tuple[str, str], np.ndarray] = {}
+        self._arrays_size = 0
         self.answerer = GraphAnswerer(self.graph, lambda texts: self.retriever.embedder.embed(texts))
 
     def ingest(self, chunk: Chunk) -> None:
@@ -108,11 +113,43 @@ class EMGAgent:
             return
         memory = self.graph.memories[start]
         lists = [(name, ids) for name, ids in self.graph.neighbour_lists(memory) if name not in done]
-        for i in dict.fromkeys(i for _, ids in lists for i in ids):
-            if i != start and i not in out and question_scores[i] > 0:
+        # the neighbours in order, without repeats, that the question touches (score > 0)
+        if sum(len(ids) for _, ids in lists) > _EXPAND_IN_NUMPY:
+            flat = np.concatenate([self._array(name, ids) for name, ids in lists])
+            _, first = np.unique(flat, return_index=True)  # first occurrences
+            flat = flat[np.sort(first)]
+            touched = flat[question_scores[flat] > 0].tolist()
+        else:
+            touched = [i for i in dict.fromkeys(chain.from_iterable(ids for _, ids in lists)) if question_scores[i] > 0]
+        for i in touched:
+            if i != start and i not in out:
                 out[i] = float(question_scores[i])
                 self._expand(i, question_scores, depth - 1, out, done)
         done.update(name for name, _ in lists)
+
+    def _array(self, name: tuple[str, str], ids: list[int]) -> np.ndarray:
+        """A neighbour list as a numpy array, kept until the graph grows."""
+        if self._arrays_size != len(self.graph):
+            self._arrays, self._arrays_size = {}, len(self.graph)
+        array = self._arrays.get(name)
+        if array is None or len(array) != len(ids):
+            array = self._arrays[name] = np.asarray(ids, dtype=np.int64)
+        return array
+
+    def _current_first(self, chosen: dict[int, float], when: float | None, cap: int | None) -> list[int]:
+        """``sorted(chosen, key=not valid)[:cap]``: current facts first, each part in order,
+        without testing more memories than the cap needs."""
+        valid: list[int] = []
+        stale: list[int] = []
+        for i in chosen:
+            if self.graph.memories[i].valid_at(when):
+                valid.append(i)
+                if cap is not None and len(valid) >= cap:
+                    break
+            elif cap is None or len(stale) < cap:
+                stale.append(i)
+        order = valid + stale
+        return order[:cap] if cap is not None else order
 
     def recall(self, question: AgentQuestion) -> Recall:
         if not len(self.graph):
@@ -131,19 +168,18 @@ class EMGAgent:
                 answer, path = walked
                 lead = {m.index: float(scores[m.index]) for m in path}
                 chosen = {**lead, **{i: s for i, s in chosen.items() if i not in lead}}
+        # expansion through a hub entity ("I" in a long first-person history) reaches every
+        # fact about it: tens of thousands of items for a reader's prompt at a million messages
+        limit = self.opts["max_items"]
+        cap = max(limit, self.top_k) if limit > 0 else None
         # current facts outrank replaced ones; then the walk, activation and expansion order
-        order = sorted(chosen, key=lambda i: not self.graph.memories[i].valid_at(when))
+        order = self._current_first(chosen, when, cap)
         for i, s in top_k(scores, self.top_k, keep_zero=True):
             if len(order) >= self.top_k:
                 break
             if i not in chosen:
                 order.append(i)
                 chosen[i] = s
-        # expansion through a hub entity ("I" in a long first-person history) reaches every
-        # fact about it: tens of thousands of items for a reader's prompt at a million messages
-        limit = self.opts["max_items"]
-        if limit > 0:
-            order = order[: max(limit, self.top_k)]
         items = tuple(self._item(i, chosen[i]) for i in order)
         return Recall(items, answer=answer, meta={"emg_answered": answer is not None})
 
