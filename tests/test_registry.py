@@ -23,7 +23,7 @@ def memplug_json(env: dict, *args: str) -> dict:
 def test_builtins_register_through_entry_points(plugins):
     agents = plugins.registry("agents")
     assert {"full", "recent", "embedding", "bm25", "none", "noisy", "oracle", "decay", "emg",
-            "mem0", "letta", "cognee", "llamaindex", "graphiti"} <= set(agents.names())
+            "mem0", "letta", "cognee", "llamaindex", "graphiti", "mcp", "hybrid"} <= set(agents.names())
     assert agents.get("bm25").plugin == "memplug"
     assert {"memsim", "memdaily", "factcon", "perltqa"} <= set(plugins.registry("datasets").names())
     assert {"extractive", "llm"} <= set(plugins.registry("readers").names())
@@ -33,7 +33,7 @@ def test_entry_points_from_an_installed_distribution(testkit_env):
     listed = memplug_json(testkit_env)
     lookup = next(a for a in listed["agents"] if a["name"] == "lookup")
     assert lookup["plugin"] == "memplug-testkit" and lookup["version"] == "0.0.1"
-    assert [o["name"] for o in lookup["options"]] == ["delay", "fail_question", "fail_sample", "answer", "wrong"]
+    assert [o["name"] for o in lookup["options"]] == ["delay", "fail_question", "fail_sample", "answer", "wrong", "die_once"]
     counting = next(d for d in listed["datasets"] if d["name"] == "counting")
     assert counting["dataset_version"] == "1"
 

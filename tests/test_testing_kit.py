@@ -122,7 +122,7 @@ def test_the_example_plugin_installed_like_a_third_party_one(tmp_path: Path) -> 
                             cwd=tmp_path, check=True)
     assert "memplug-hello" in listed.stdout
     own_tests = ROOT / "plugins" / "memplug-hello" / "tests"
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(own_tests)],
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", str(own_tests)],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout[-3000:]
     assert re.search(r"\b3 passed", ran.stdout), ran.stdout
