@@ -21,6 +21,9 @@ Cognee's relational catalogue of users and datasets.
 Message ids: Cognee re-chunks what it is given and its chunks keep no caller
 metadata, so a recalled chunk is credited with the ids of the ingested messages whose
 text it contains (or that contain it, for a message Cognee split).
+
+What it stored (``stored()``, the run's stored.jsonl): the nodes of the sample's graph
+(chunks, summaries, entities), read with Cognee's graph engine; see :meth:`CogneeAgent.astored`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import os
 import re
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from memplug.adapters.external import (
     RunEmbedder,
@@ -43,7 +46,7 @@ from memplug.adapters.external import (
     require_llm,
 )
 from memplug.errors import MemplugError
-from memplug.models import AgentQuestion, Chunk, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
@@ -52,6 +55,10 @@ from memplug.protocols import AgentConfig
 COMPLETION_TYPES = ("RAG_COMPLETION", "GRAPH_COMPLETION", "GRAPH_COMPLETION_COT",
                     "GRAPH_SUMMARY_COMPLETION", "HYBRID_COMPLETION")
 USAGE_NOTE = "cognee calls litellm itself: its LLM calls are not in memplug's cache or usage counts"
+#: graph node types stored() lists, in this order: what was kept of the text, then what was drawn from it
+STORED_TYPES = ("DocumentChunk", "TextSummary", "Entity")
+#: items stored() lists at most (the stored.jsonl line keeps the first 200 and counts these)
+STORED_LIMIT = 10_000
 
 
 def dataset_name(sample_id: str) -> str:
@@ -187,15 +194,85 @@ class CogneeAgent:
             answer = "\n".join(str(r) for r in _results(written)).strip()
         return Recall(items=items, answer=answer, meta={"usage": USAGE_NOTE})
 
-    def _item(self, hit: Any) -> Recalled:
-        text = hit.get("text", "") if isinstance(hit, dict) else str(hit)
+    def _ids(self, text: str) -> tuple[str, ...]:
+        """The ingested messages whose text ``text`` contains (or that contain it)."""
         ids = [i for rendered, group in self._texts.items() if rendered in text or (text and text in rendered)
                for i in group]
+        return tuple(dict.fromkeys(ids))
+
+    def _item(self, hit: Any) -> Recalled:
+        text = hit.get("text", "") if isinstance(hit, dict) else str(hit)
         score = hit.get("score") if isinstance(hit, dict) else None
-        return Recalled(text=text, score=score, message_ids=tuple(dict.fromkeys(ids)))
+        return Recalled(text=text, score=score, message_ids=self._ids(text))
+
+    async def astored(self) -> list[StoredItem]:
+        """The nodes of the sample's Cognee graph (its dataset's graph database, read whole
+        with the graph engine's ``get_graph_data``; no LLM call): its chunks, in order, with
+        the message ids whose text they hold; their summaries; then the entities cognify
+        drew from them, as ``name: description``. A summary or an entity carries no message
+        ids of its own (an LLM wrote it): the message ids of the chunks it is linked to are
+        in ``meta["sources"]``, as Mem0's extracted facts have theirs. Each item has Cognee's
+        node id and its node type in ``meta``; at most :data:`STORED_LIMIT` of them.
+
+        With ``-o cognify=end`` the graph is built at the first question, after the runner
+        asks: that raises, and the run records nothing for the sample (a graph listed
+        before cognify would say that Cognee stored nothing).
+        """
+        from cognee.context_global_variables import set_database_global_context_variables
+        from cognee.infrastructure.databases.graph import get_graph_engine
+        from cognee.modules.data.methods import get_authorized_dataset_by_name
+        from cognee.modules.users.methods import get_default_user
+
+        if not self._texts:
+            return []
+        if self._pending:
+            raise MemplugError("cognee builds its graph at the first question with -o cognify=end: "
+                               "nothing to list before it")
+        user = await get_default_user()
+        dataset = await get_authorized_dataset_by_name(self.dataset, user, "read")
+        if dataset is None:
+            raise MemplugError(f"cognee has no dataset {self.dataset!r} for the default user")
+        async with set_database_global_context_variables(dataset.id, dataset.owner_id):
+            nodes, edges = await (await get_graph_engine()).get_graph_data()
+        return stored_items(nodes, edges, self._ids)
 
     def close(self) -> None:
         """Nothing to release per sample: Cognee pools its engines and closes those its LRU evicts."""
+
+
+def stored_items(nodes: list[Any], edges: list[Any],
+                 message_ids: Callable[[str], tuple[str, ...]]) -> list[StoredItem]:
+    """:meth:`CogneeAgent.astored`'s items from a graph's ``(id, properties)`` nodes and
+    ``(source, target, relation, properties)`` edges (the first :data:`STORED_LIMIT`);
+    ``message_ids(text)`` credits a chunk."""
+    by_type: dict[str, list[tuple[str, dict[str, Any]]]] = {kind: [] for kind in STORED_TYPES}
+    for node_id, props in nodes:
+        if isinstance(props, dict) and props.get("type") in by_type:
+            by_type[props["type"]].append((str(node_id), props))
+    by_type["DocumentChunk"].sort(key=lambda node: (str(node[1].get("document_id") or ""),
+                                                    int(node[1].get("chunk_index") or 0)))
+    chunk_ids = {node_id: message_ids(str(props.get("text") or "")) for node_id, props in by_type["DocumentChunk"]}
+    sources: dict[str, list[str]] = {}
+    for edge in edges:
+        source, target = str(edge[0]), str(edge[1])
+        for chunk, other in ((source, target), (target, source)):
+            if chunk in chunk_ids:
+                sources.setdefault(other, []).extend(chunk_ids[chunk])
+    items = []
+    for kind in STORED_TYPES:
+        for node_id, props in by_type[kind]:
+            meta: dict[str, Any] = {"type": kind}
+            if kind == "DocumentChunk":
+                items.append(StoredItem(str(props.get("text") or ""), node_id, chunk_ids[node_id], meta))
+                continue
+            if kind == "Entity":
+                name, description = str(props.get("name") or ""), str(props.get("description") or "")
+                text = f"{name}: {description}" if name and description and description != name else name or description
+            else:
+                text = str(props.get("text") or "")
+            meta["sources"] = list(dict.fromkeys(sources.get(node_id, ())))
+            items.append(StoredItem(text, node_id, (), meta))
+    return items[:STORED_LIMIT]
 
 
 def _results(found: Any) -> list[Any]:

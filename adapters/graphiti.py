@@ -25,6 +25,10 @@ Message ids: Graphiti keeps, on every fact, the uuids of the episodes it came fr
 (``EntityEdge.episodes``); the agent maps each episode uuid to its chunk's message ids,
 so a recalled fact carries the ids of the messages of every episode that stated it.
 With one message per chunk (MemSim's protocol) that is the message itself.
+
+What it stored (``stored()``, the run's stored.jsonl): the sample's facts (Graphiti's
+``EntityEdge.get_by_group_ids`` for its group id), oldest first, with Graphiti's edge
+uuids, the message ids of their episodes, and the relation name and dates in ``meta``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from memplug.adapters.external import RunEmbedder, prepare_offline, require_llm
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.errors import MemplugError
-from memplug.models import AgentQuestion, Chunk, Message, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Message, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
@@ -59,6 +63,8 @@ if TYPE_CHECKING:
 NO_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
 #: graphiti's search recipes that need no cross encoder, by the reranker they use
 RERANKERS = ("rrf", "mmr", "episode_mentions")
+#: facts stored() lists at most (the stored.jsonl line keeps the first 200 and counts these)
+STORED_LIMIT = 10_000
 
 
 def group_id(sample_id: str) -> str:
@@ -337,8 +343,36 @@ class GraphitiAgent:
                                   message_ids=tuple(dict.fromkeys(ids))))
         return Recall(items=tuple(items))
 
+    async def astored(self) -> list[StoredItem]:
+        """The sample's facts (Graphiti's entity edges for its group id), oldest first, at most
+        :data:`STORED_LIMIT`, each with its edge uuid, the message ids of the episodes that
+        stated it, and its relation name and dates (those Graphiti set) in ``meta``."""
+        from graphiti_core.edges import EntityEdge
+        from graphiti_core.errors import GroupsEdgesNotFoundError
+
+        if not self.episode_ids:
+            return []
+        try:
+            edges = await EntityEdge.get_by_group_ids(self.driver, [self.group_id], limit=STORED_LIMIT)
+        except GroupsEdgesNotFoundError:  # episodes from which no fact was extracted
+            return []
+        edges.sort(key=lambda e: (e.created_at, e.uuid))
+        items = []
+        for edge in edges:
+            ids = [i for episode in edge.episodes for i in self.episode_ids.get(episode, ())]
+            meta: dict[str, Any] = {"name": edge.name}
+            for key in ("created_at", "valid_at", "invalid_at", "expired_at"):
+                when = getattr(edge, key, None)
+                if when is not None:
+                    meta[key] = when.isoformat()
+            items.append(StoredItem(edge.fact, edge.uuid, tuple(dict.fromkeys(ids)), meta))
+        return items
+
     def ingest(self, chunk: Chunk) -> None:
         asyncio.run(self.aingest(chunk))
+
+    def stored(self) -> list[StoredItem]:
+        return asyncio.run(self.astored())
 
     def recall(self, question: AgentQuestion) -> Recall:
         return asyncio.run(self.arecall(question))

@@ -38,6 +38,7 @@ downloaded) by general means, each measured on the whole of LoCoMo's locomo10.js
    "D3:5"); messages without one are plain top-K.
 
 Everything is in memory; wordllama's weights ship in its wheel, so nothing is downloaded.
+``stored()`` lists every ingested turn (the run's stored.jsonl).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from memplug.adapters.retrieval.embedders import Embedder, embed_batched, get_em
 from memplug.adapters.retrieval.timestamps import parse_time
 from memplug.adapters.retrieval.tokenizer import _CJK, _IS_CJK
 from memplug.adapters.retrieval.weighted_bm25 import WeightedBM25
-from memplug.models import AgentQuestion, Chunk, Message, Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Message, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
@@ -364,6 +365,14 @@ class HybridAgent:
             return Recall(())
         ranked = self.select(self.scores(question.text), self.config.top_k)
         return Recall(tuple(Recalled(self.texts[i], s, (self.ids[i],)) for i, s in ranked))
+
+    def stored(self) -> list[StoredItem]:
+        """Every ingested turn, in ingestion order, as it is returned (its text, its message id),
+        with its session and speaker in ``meta`` when it has them."""
+        return [StoredItem(text, str(i), (message_id,),
+                           {k: v for k, v in (("session", session), ("speaker", speaker)) if v})
+                for i, (text, message_id, session, speaker)
+                in enumerate(zip(self.texts, self.ids, self.sessions, self.speakers))]
 
     def close(self) -> None:
         """Everything lives in memory; nothing to release."""

@@ -96,6 +96,19 @@ def test_messages_without_sessions_are_plain_top_k_and_empty_memory_recalls_noth
     assert len(_ask(agent, "What is my sister's job?")) == 2
 
 
+def test_stored_lists_every_turn_with_its_message_id():
+    """stored() lists the turns as recall returns them, in the form stored.jsonl takes."""
+    from memplug import stored
+
+    items = _agent().stored()
+    assert [item.message_ids for item in items] == [(m.id,) for m in _messages()]
+    assert [item.text for item in items] == [m.text for m in _messages()]
+    assert items[3].meta == {"session": "D2", "speaker": "Ben"} and items[3].id == "3"
+    assert HybridAgent(AgentConfig(options={}, sample_id="s"), Path(".")).stored() == []
+    line = stored.entry("s", items)
+    assert line["total"] == len(TURNS) and line["items"][0]["message_ids"] == ["D1:1"]
+
+
 @pytest.mark.skipif(not CONV26.exists(), reason="the shared LoCoMo conversation is not here")
 def test_conv26_figures():
     import sys

@@ -30,6 +30,34 @@ def test_cognee_cognifies_each_chunk_and_recalls_its_chunks(testkit_env, llm_stu
     assert (root / "system" / "databases").is_dir() and (root / "data").is_dir()
 
 
+def test_cognee_lists_what_it_stored(testkit_env, llm_stub, tmp_path):
+    """stored.jsonl holds the nodes of each sample's Cognee graph: its chunks with the message ids
+    whose text they hold, then what cognify drew from them, their chunks' ids under meta.sources.
+    With cognify=end the graph is not built yet when the runner asks: nothing is recorded, the run is fine."""
+    from memplug import stored
+
+    rd = cli_evaluate(tmp_path / "each", testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER, "--concurrency", "2")
+    assert not any(r["error"] for r in rd.records())
+    lines = stored.read(rd.path)
+    assert set(lines) == {"s0", "s1"}
+    for sample, line in lines.items():
+        assert line["total"] == len(line["items"])
+        assert all(item["id"] for item in line["items"])  # Cognee's node ids
+        # Cognee's 4096-token chunks: the sample's four messages are one chunk, listed first
+        (chunk,) = [item for item in line["items"] if item["meta"]["type"] == "DocumentChunk"]
+        assert line["items"][0] == chunk and chunk["message_ids"] == ["m0", "m1", "m2", "m3"]
+        assert chunk["text"].startswith(f"Item {sample.removeprefix('s')}-0 is ")
+        drawn = line["items"][1:]  # its summary and entities: no ids of their own, their chunk's as sources
+        assert {item["meta"]["type"] for item in drawn} == {"TextSummary", "Entity"}
+        assert all(not item["message_ids"] and item["meta"]["sources"] == ["m0", "m1", "m2", "m3"] for item in drawn)
+        other = "Item 1-" if sample == "s0" else "Item 0-"
+        assert not any(other.lower() in item["text"].lower() for item in line["items"])  # no other sample's nodes
+
+    rd = cli_evaluate(tmp_path / "end", testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER, "-o", "cognify=end")
+    assert not any(r["error"] for r in rd.records())
+    assert stored.read(rd.path) == {}
+
+
 def test_cognee_completion_search_writes_the_answer(testkit_env, llm_stub, tmp_path):
     rd = cli_evaluate(tmp_path, testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER,
                       "-o", "cognify=end", "-o", "search=GRAPH_COMPLETION")

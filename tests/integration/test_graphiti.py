@@ -70,6 +70,26 @@ def test_graphiti_extracts_facts_and_recalls_them_with_their_message_ids(testkit
         assert (rd.path / "work" / sample / "kuzu").exists()
 
 
+def test_graphiti_lists_what_it_stored(testkit, graphiti_stub, tmp_path):
+    """stored.jsonl holds each sample's facts (EntityEdge.get_by_group_ids for its group id), with
+    Graphiti's edge uuids and the message ids of the episodes that stated them."""
+    from memplug import stored
+
+    rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12)
+    assert not any(r["error"] for r in rd.records())
+    lines = stored.read(rd.path)
+    assert set(lines) == {"s0", "s1"}
+    for sample, line in lines.items():
+        assert line["total"] == len(line["items"]) >= 4  # a fact per message, at least
+        seen = set()
+        for item in line["items"]:
+            (owner, index), = ITEM.findall(item["text"])
+            assert f"s{owner}" == sample and item["message_ids"] == [f"m{index}"], item  # no other sample's facts
+            assert item["id"] and item["meta"]["name"] and item["meta"]["created_at"]
+            seen.add(item["message_ids"][0])
+        assert seen == {"m0", "m1", "m2", "m3"}
+
+
 def test_graphiti_chunk_episodes_credit_every_message_of_the_chunk(testkit, graphiti_stub, tmp_path):
     # 64 tokens a chunk hold all four messages: one episode, whose facts carry all four ids
     rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=64, agent_options={"dates": "false"})
