@@ -232,6 +232,9 @@ def open_kuzu(driver_class: Any, path: Path, buffer_pool_mb: int) -> Any:
     import kuzu
     from graphiti_core.driver import kuzu_driver
 
+    if "Ladybug" in (kuzu.__doc__ or ""):  # cognee 1.6 writes this shim over kuzu/ when installed after it
+        raise MemplugError("the installed `kuzu` is cognee's shim over its Ladybug fork, without the full-text "
+                           "search graphiti needs: pip install --force-reinstall --no-deps kuzu==0.11.3")
     bounded = functools.partial(kuzu.Database, buffer_pool_size=buffer_pool_mb << 20,
                                 max_db_size=KUZU_MAX_DB_SIZE, max_num_threads=KUZU_THREADS)
     shim = SimpleNamespace(Database=bounded, Connection=kuzu.Connection, AsyncConnection=kuzu.AsyncConnection)

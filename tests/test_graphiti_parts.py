@@ -108,3 +108,17 @@ def test_stub_answers_other_schemas_minimally_and_reads_schemas_from_the_prompt(
     plain = {"messages": [{"role": "user", "content": "What is item 0-1?"}]}
     assert graphiti_reply(plain) == "What is item 0-1?"
     assert graphiti_reply(plain, fallback=lambda body: "lamp") == "lamp"
+
+
+def test_cognees_kuzu_shim_is_one_line_naming_the_fix(monkeypatch, tmp_path):
+    """cognee 1.6 installs a kuzu/ over Kùzu's own: graphiti would fail every ingest (no FTS) or crash."""
+    import sys
+    import types
+
+    from memplug.adapters.graphiti import open_kuzu
+    from memplug.errors import MemplugError
+
+    shim = types.ModuleType("kuzu", "Compatibility shim exposing Ladybug under the legacy Kuzu module name.")
+    monkeypatch.setitem(sys.modules, "kuzu", shim)
+    with pytest.raises(MemplugError, match=r"pip install --force-reinstall --no-deps kuzu==0\.11\.3"):
+        open_kuzu(object, tmp_path / "kuzu", 64)
