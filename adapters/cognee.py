@@ -69,7 +69,10 @@ def dataset_name(sample_id: str) -> str:
 
 def configure_cognee(config: AgentConfig, root: Path) -> None:
     """Hand the run's LLM, embedder and storage roots to Cognee (process-wide settings)."""
-    import cognee
+    from memplug.logs import keeping_handlers
+
+    with keeping_handlers():  # the first import of cognee replaces the root logger's handlers
+        import cognee
 
     llm = require_llm(config, "cognee", "cognify and completion search")
     kind, _, embed_model = config.embedder.partition(":")

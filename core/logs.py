@@ -82,3 +82,20 @@ def logs_to(run_dir: Path, verbose: bool = False) -> Iterator[Path]:
             handler.close()
         except OSError:  # a full disk: the log is the least of it
             pass
+
+
+@contextlib.contextmanager
+def keeping_handlers() -> Iterator[None]:
+    """Undo what a library's import does to the root logger.
+
+    Importing cognee runs its ``setup_logging()``, which removes every root handler
+    (memplug.log's among them) and adds a console handler of its own: after it, memplug's
+    warnings were lost and cognee's errors reached the terminal.
+    """
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        root.handlers = saved[0]
+        root.setLevel(saved[1])

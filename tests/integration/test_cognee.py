@@ -72,3 +72,24 @@ def test_cognee_names_the_option_to_set_for_an_embedder(testkit, llm_stub, tmp_p
     # (in-process is safe here: the error comes before Cognee runs anything asynchronous)
     with pytest.raises(RunStopped, match=r"agent 'cognee' could not be set up: .*--embedder litellm:<model>"):
         evaluate(tmp_path, "cognee", llm_stub)
+
+
+def test_importing_cognee_keeps_memplugs_log_handlers(tmp_path):
+    """cognee's setup_logging() at import drops every root handler; memplug.log must survive it."""
+    import logging
+    import sys
+
+    from memplug.adapters.cognee import configure_cognee
+    from memplug.logs import logs_to
+    from memplug.protocols import AgentConfig
+
+    sys.modules.pop("cognee", None)
+    with logs_to(tmp_path) as log:
+        before = logging.getLogger().handlers[:]
+        try:
+            configure_cognee(AgentConfig(), tmp_path / "cognee")  # fails after the import: no --llm
+        except Exception:  # noqa: BLE001 - only the import's side effect matters here
+            pass
+        assert logging.getLogger().handlers == before
+        logging.getLogger("memplug.test").warning("still logged")
+    assert "still logged" in log.read_text()
