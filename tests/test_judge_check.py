@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from memplug.cli import cli
-from memplug.cli.judge_check import check_run, compare, judge_check_command, question_kind
+from memplug.cli.judge_check import judge_check_command
+from memplug.judge_checks import check_run, compare, question_kind
 from memplug.results import summarize, write_json_atomic
 from test_rescore import record as counting_record
 from test_rescore import scripted_judge  # noqa: F401 (fixture)

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from memplug import judges
 from memplug.cli import cli
-from memplug.cli.judge_check import check_leniency, leniency_set
+from memplug.judge_checks import check_leniency, leniency_set
 from memplug.errors import MemplugError
 from memplug.judge import JUDGE_ENV, MEMPLUG, Judge, judge_registry, judge_set, read_label
 from memplug.models import Question

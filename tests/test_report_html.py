@@ -259,7 +259,7 @@ def _edit_json(path: Path, edit: Any) -> None:
 
 
 def _judge_check(model: str, agreement: float, kappa: float | None, n: int) -> dict[str, Any]:
-    """judge-check.json's shape (memplug.cli.judge_check.check_run) with one judge's figures."""
+    """judge-check.json's shape (memplug.judge_checks.check_run) with one judge's figures."""
     return {"judges": {model: {"vs_exact": {"all": {"n": n, "agreement": agreement, "kappa": kappa}}}}}
 
 

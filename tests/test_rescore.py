@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from memplug.cli import cli
-from memplug.cli import judge_check, rescore
-from memplug.cli.rescore import rescore_command, rescore_run, summary_changes
+from memplug import judge_checks, rescoring
+from memplug.cli.rescore import rescore_command
+from memplug.rescoring import rescore_run, summary_changes
 from memplug.results import RunDir, record_line, summarize, write_json_atomic
 
 WORDS = ["apple", "river", "lamp"]
@@ -49,8 +50,8 @@ def scripted_judge(testkit, monkeypatch) -> dict[str, set[str]]:
     module = types.ModuleType("memplug.judge")
     module.Judge = type("Judge", (ScriptedJudge,), {"verdicts": verdicts})
     monkeypatch.setitem(sys.modules, "memplug.judge", module)
-    for cli_module in (rescore, judge_check):
-        monkeypatch.setattr(cli_module, "make_llm", lambda model, api_base, cache: FakeLLM(model))
+    for module in (rescoring, judge_checks):
+        monkeypatch.setattr(module, "make_llm", lambda model, api_base, cache: FakeLLM(model))
     return verdicts
 
 

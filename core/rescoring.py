@@ -1,0 +1,244 @@
+"""Rescoring: metrics and judge verdicts recomputed from a run's records (`memplug rescore`).
+
+Changing a metric or the judge should not mean re-running the memory agent and the
+answering LLM. Every record in samples.jsonl keeps the prediction, the gold and the
+recalled items, which is all a metric sees, so scores can be recomputed from it alone.
+The run's own files are never changed: the rescored records and summary are written
+next to them under a timestamp, with a ``rescore-<stamp>.json`` that says what was
+recomputed, with which judge, and which numbers moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+import attrs
+
+from memplug import options as opts
+from memplug import protocols
+from memplug.errors import MemplugError, did_you_mean
+from memplug.metrics import score_with
+from memplug.models import DatasetInfo, Question, Recalled
+from memplug.plugins import Entry, Plugins, get_plugins
+from memplug.protocols import MetricConfig, ScoreContext
+from memplug.results import OUTCOME_KEYS, RunDir, summarize, write_json_atomic, write_records_atomic
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
+
+#: a metric parameterised by K ("recall@K") is asked for by its instance name ("recall@5")
+_AT_K = re.compile(r"^(?P<base>.+)@(?P<k>\d+)$")
+
+
+def dataset_info(spec: dict[str, Any], plugins: Plugins) -> DatasetInfo:
+    """The run's DatasetInfo (language, metric list), built as the run built it: from the
+    stored dataset options and ``--data`` path (a loader may read its language there)."""
+    builder = plugins.registry("datasets").get(spec["dataset"]).load()()
+    values = opts.resolve(getattr(builder, "options", ()), spec.get("dataset_options") or {},
+                          f"dataset {spec['dataset']!r}")
+    data = Path(spec["data"]).expanduser() if spec.get("data") else None
+    return protocols.dataset_info(builder, values, data)
+
+
+def make_llm(model: str, api_base: str | None, cache: bool) -> LLM:
+    """An LLM client configured like the runner's judge (temperature 0, on-disk cache)."""
+    from memplug.llm import LLM
+
+    return LLM(model, api_base=api_base, use_cache=cache)
+
+
+def metric_entry(name: str, plugins: Plugins) -> tuple[Entry, int | None]:
+    """The registry entry for a metric name and, for "name@K" metrics, the K asked for."""
+    registry = plugins.registry("metrics")
+    if name in registry:
+        return registry.get(name), None
+    match = _AT_K.match(name)
+    if match and f"{match['base']}@K" in registry:
+        return registry.get(f"{match['base']}@K"), int(match["k"])
+    raise MemplugError(f"unknown metric {name!r}{did_you_mean(name, registry.names())}")
+
+
+def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins,
+                  recalled_k: int | None = None) -> list[Any]:
+    """The metrics called ``names``; "recall@K" style names get their K. ``recalled_k``: how
+    many items the run kept per question, above which a "@K" metric would silently be
+    computed on fewer items (recall@20 of a top-5 run is recall@5)."""
+    metrics = []
+    for name in names:
+        entry, k = metric_entry(name, plugins)
+        if k is not None and recalled_k is not None and k > recalled_k:
+            raise MemplugError(f"{name}: the run recalled {recalled_k} items per question (--top-k {recalled_k}), "
+                               f"so {name} cannot be computed from it; use K <= {recalled_k}, or run again "
+                               f"with --top-k {k}")
+        metrics.append(entry.load()(config if k is None else attrs.evolve(config, top_k=k)))
+    return metrics
+
+
+def score_context(record: dict[str, Any], language: str) -> ScoreContext:
+    """What a metric saw when the run scored this record, rebuilt from the record.
+
+    ``question_meta`` matters to the judge, which picks its prompt by the dataset family
+    in the question's meta.
+    """
+    question = Question(
+        id=record["question_id"], text=record["question"], answers=tuple(record.get("gold") or ()),
+        category=record["category"], choices=record.get("choices"), correct_choice=record.get("correct_choice"),
+        targets=record.get("targets") or (), anchors=record.get("anchors") or (),
+        time=record.get("question_time"), meta=record.get("question_meta") or {},
+    )
+    items = tuple(Recalled(i["text"], i.get("score"), i.get("message_ids") or ()) for i in record.get("recalled") or ())
+    return ScoreContext(question, record["prediction"], items, language, record.get("meta") or {})
+
+
+def scorable(record: dict[str, Any]) -> bool:
+    """A record the run scored: answered, without an error (errors stay errors)."""
+    return not record.get("error") and record.get("prediction") is not None
+
+
+async def score_records(records: list[dict[str, Any]], metrics: list[Any], language: str,
+                        score_raw_too: bool = False) -> list[dict[str, Any] | None]:
+    """{metric name: score} per record (None for unscorable ones); async metrics run concurrently.
+    ``score_raw_too``: the run's protocol also scored the raw reply (see memplug.metrics.score_with).
+
+    A metric that fails stops the rescore with the question it failed on: a summary
+    with some verdicts missing would not be the same set of numbers.
+    """
+
+    async def one(record: dict[str, Any]) -> dict[str, Any]:
+        ctx = score_context(record, language)
+        out: dict[str, Any] = {}
+        for metric in metrics:
+            try:
+                out[metric.name] = await score_with(metric, ctx, record.get("reply") if score_raw_too else None)
+            except MemplugError:
+                raise
+            except Exception as exc:
+                raise MemplugError(f"metric {metric.name!r} failed on question {record['question_id']!r} of sample "
+                                   f"{record['sample_id']!r}: {type(exc).__name__}: {exc}") from exc
+        return out
+
+    todo = [r for r in records if scorable(r)]
+    results = iter(await asyncio.gather(*(one(r) for r in todo)))
+    return [next(results) if scorable(r) else None for r in records]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def summary_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every number that differs between two summaries, by dotted key (absent = None)."""
+    old, new = _flatten(before), _flatten(after)
+    return [{"key": k, "before": old.get(k), "after": new.get(k)}
+            for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+
+
+def _stamp(folder: Path) -> str:
+    """A timestamp no earlier rescore of this run has used."""
+    base = datetime.now().strftime("%Y%m%d-%H%M%S")
+    n = 0
+    while (folder / f"rescore-{base if n == 0 else f'{base}-{n}'}.json").exists():
+        n += 1
+    return base if n == 0 else f"{base}-{n}"
+
+
+@attrs.frozen
+class Rescore:
+    """What `memplug rescore` wrote and found."""
+
+    summary_path: Path
+    samples_path: Path
+    changes_path: Path
+    changes: dict[str, Any]
+
+
+def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None = None,
+                api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None,
+                judge_prompt: str | None = None) -> Rescore:
+    """Recompute ``metrics`` (default: the run's own) for every answered record of a run.
+
+    Scores of metrics not recomputed are kept. A new ``judge`` model or ``judge_prompt``
+    (a judge's name) rescores every verdict, so one summary never mixes two judges; without
+    them, the run's judge model and judge are used.
+    """
+    plugins = plugins or get_plugins()
+    run = RunDir(path).check()
+    stored = run.spec()
+    spec = stored.get("spec", {})
+    old_summary = run.summary()
+    records = run.records()
+    info = dataset_info(spec, plugins)
+
+    names = list(dict.fromkeys(metrics or stored.get("resolved", {}).get("metrics") or []))
+    if (judge or judge_prompt) and "judge" not in names:
+        names.append("judge")
+    if not names:
+        raise MemplugError(f"{path}: run.json lists no metrics; name them with --metrics")
+    judge_model = judge or spec.get("judge")
+    if "judge" in names and not judge_model:
+        raise MemplugError(f"{path}: the run had no judge; pass --judge MODEL to add judge verdicts")
+    judge_name = judge_prompt or spec.get("judge_prompt")
+    if "judge" in names:
+        from memplug import preflight
+
+        preflight.check_judge(judge_model, judge_name, plugins)
+    judge_llm = make_llm(judge_model, api_base or spec.get("api_base"), cache) if "judge" in names else None
+    config = MetricConfig(top_k=run.top_k(), language=info.language, judge=judge_llm, judge_name=judge_name)
+    instances = build_metrics(names, config, plugins, recalled_k=run.top_k())
+
+    raw_too = bool(((stored.get("resolved") or {}).get("protocol") or {}).get("score_raw_too"))
+    new_scores = asyncio.run(score_records(records, instances, info.language, raw_too))
+    rescored: list[dict[str, Any]] = []
+    changed = {m.name: 0 for m in instances}
+    for record, scores in zip(records, new_scores):
+        if scores is None:
+            rescored.append(record)
+            continue
+        old = record.get("scores") or {}
+        for name, value in scores.items():
+            changed[name] += old.get(name) != value
+        rescored.append({**record, "scores": {**old, **scores}})
+
+    ci = old_summary.get("ci") or {}
+    new_summary = summarize(
+        rescored, spec.get("agent", old_summary.get("agent")), spec.get("dataset", old_summary.get("dataset")),
+        stored.get("run_id") or old_summary.get("run_id") or Path(path).name, old_summary.get("efficiency", {}).get("wall_s") or 0.0,
+        **{k: ci[k] for k in ("resamples", "level") if k in ci},
+    )
+    # which questions were answered is the run's, not the metrics': its outcome carries over
+    new_summary.update({k: old_summary[k] for k in OUTCOME_KEYS if k in old_summary})
+    diff = summary_changes(old_summary, new_summary)
+    judge_metric = next((m for m in instances if m.name == "judge"), None)
+    stamp = _stamp(run.path)
+    summary_path = run.path / f"summary.rescored-{stamp}.json"
+    samples_path = run.path / f"samples.rescored-{stamp}.jsonl"
+    changes_path = run.path / f"rescore-{stamp}.json"
+    changes = {
+        "run_id": stored.get("run_id"),
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "from": {"summary": run.summary_json.name, "samples": run.samples.name},
+        "written": {"summary": summary_path.name, "samples": samples_path.name},
+        "metrics": {m.name: getattr(m, "version", None) for m in instances},
+        "judge": {
+            "run": stored.get("resolved", {}).get("judge") or spec.get("judge"),
+            "rescore": judge_metric.describe() if judge_metric is not None else None,
+        },
+        "llm": judge_llm.usage.as_dict() if judge_llm is not None else None,
+        "questions_rescored": sum(s is not None for s in new_scores),
+        "changed_scores": changed,
+        "changed_summary": diff,
+        "identical": not diff,
+    }
+    write_records_atomic(samples_path, rescored)
+    write_json_atomic(summary_path, new_summary)
+    write_json_atomic(changes_path, changes)
+    return Rescore(summary_path, samples_path, changes_path, changes)

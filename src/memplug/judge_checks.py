@@ -1,0 +1,1 @@
+../../core/judge_checks.py
