@@ -282,6 +282,13 @@ def test_a_new_run_directory_holds_its_run_json_from_the_start(testkit, tmp_path
     assert RunDir(path).spec()["status"] == "finished"
 
 
+def _before_memplug_ran(err: str) -> bool:
+    """A KeyboardInterrupt traceback whose only frame is the console script's import line."""
+    frames = [line.strip() for line in err.splitlines() if line.strip().startswith("File ")]
+    return (err.rstrip().endswith("KeyboardInterrupt") and len(frames) == 1
+            and frames[0].endswith("in <module>") and "/bin/memplug" in frames[0])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("after_s", [0.05, 0.2, 0.4, 0.7, 1.2])
 def test_ctrl_c_at_any_moment_is_one_line_without_a_traceback(env, tmp_path, after_s):
@@ -292,6 +299,9 @@ def test_ctrl_c_at_any_moment_is_one_line_without_a_traceback(env, tmp_path, aft
     time.sleep(after_s)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
+    if after_s < 0.1 and _before_memplug_ran(err):
+        pytest.skip("SIGINT arrived while Python was still starting (site, the console script's own import), "
+                    "before any line of memplug ran: no program can catch that; a loaded machine is that slow")
     assert "Traceback" not in err, err
     if process.returncode == 130:
         assert len(err.strip().splitlines()) == 1 and err.startswith("memplug: interrupted")
