@@ -328,11 +328,13 @@ class Evaluation:
                 staging.mkdir()
                 write_json_atomic(staging / "run.json", self.run_json(run_id, started or _now(), "running", 0.0))
                 os.replace(staging, path)  # replaces the empty directory in one step
-            except OSError as exc:
+            except BaseException as exc:  # a full disk, or Ctrl-C half way: leave no empty run directory
                 shutil.rmtree(staging, ignore_errors=True)
                 with contextlib.suppress(OSError):
                     path.rmdir()
-                raise OutputError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+                if isinstance(exc, OSError):
+                    raise OutputError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+                raise
             return run_id, path
         raise MemplugError(f"--output {output}: too many runs named {base}")
 

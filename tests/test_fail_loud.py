@@ -339,3 +339,17 @@ def test_no_secret_reaches_a_file_or_the_terminal(env, openai_stub, tmp_path):
     # resuming asks for the --api-base that run.json cannot keep whole
     again = memplug(run_env, "eval", "--resume", str(run.path), cwd=tmp_path)
     assert again.returncode == 2 and "pass --api-base again" in again.stderr
+
+
+def test_ctrl_c_while_the_run_directory_is_made_leaves_no_empty_directory(testkit, tmp_path, monkeypatch):
+    """The name is claimed by an empty directory, then filled by a rename: Ctrl-C in between left
+    a directory without run.json, which --resume refuses (seen once in the Ctrl-C test above)."""
+    import memplug.runner as runner_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_module, "write_json_atomic", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Evaluation(RunSpec(agent="lookup", dataset="counting")).new_run_dir(tmp_path)
+    assert list(tmp_path.iterdir()) == []
