@@ -15,7 +15,6 @@ import copy
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,7 +25,6 @@ from click.testing import CliRunner
 FIXTURES = Path(__file__).parent / "fixtures" / "perltqa"
 BIG = 50 * 1024 * 1024  # the "50 MB single line"
 MAX_LINE = 1000  # an error line quotes values, it never echoes a 50 MB one
-BIG_SECONDS = 5.0
 BIG_RSS_MB = 400  # measured: ~80 MB for the interpreter with memplug, 180-285 MB with a 50 MB line
 
 # --- well-formed inputs, each case breaks one thing -------------------------------------------
@@ -444,13 +442,9 @@ def test_bad_input_is_one_line_exit_2_and_touches_nothing(case: Case, earlier_ru
     data = write_case(case, tmp_path / "in")
     monkeypatch.chdir(data.parent if data.is_file() else data)
     before = snapshot(tmp_path)
-    start = time.perf_counter()
     result = CliRunner().invoke(cli, eval_args(case, data, earlier_run))
-    took = time.perf_counter() - start
     check_error(result.exit_code, result.stderr, case, data)
     assert snapshot(tmp_path) == before  # the earlier run and the input alike
-    if case.big:
-        assert took < BIG_SECONDS, f"{case.id} took {took:.1f} s"
 
 
 #: `python -m memplug.cli ARGS` that writes its peak resident memory (VmHWM, kB) to $MEMPLUG_TEST_PEAK on
@@ -483,15 +477,11 @@ def run_in_subprocess(case: Case, testkit_env: dict[str, str], earlier_run: Path
     data = write_case(case, tmp_path / "in")
     cwd = data.parent if data.is_file() else data
     before = snapshot(tmp_path)
-    start = time.perf_counter()
     code, stderr, peak_mb = run_cli(testkit_env, eval_args(case, data, earlier_run), cwd, measure=case.big)
-    took = time.perf_counter() - start
     check_error(code, stderr, case, data)
-    if case.big:
+    if case.big:  # a 50 MB line is read once, never held twice (time is bench/'s to measure, not a test's)
         assert peak_mb is not None and peak_mb < BIG_RSS_MB, f"{case.id}: peak memory {peak_mb:.0f} MB"
     assert snapshot(tmp_path) == before
-    if case.big:
-        assert took < BIG_SECONDS + 2, f"{case.id} took {took:.1f} s"  # + interpreter start-up
 
 
 @pytest.mark.parametrize("case", [c.param() for c in CASES if c.id in SUBPROCESS_ALWAYS])

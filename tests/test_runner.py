@@ -48,11 +48,9 @@ def test_run_files_have_the_contract_keys(testkit, tmp_path):
 
 
 def test_samples_run_side_by_side(testkit, tmp_path):
-    t0 = time.perf_counter()
+    # the agent counts the samples in its ingest or recall at once (no wall-clock bound: bench/ measures time)
     run(tmp_path, concurrency=3, agent_options={"delay": "0.1"}, dataset_options={"samples": "6", "questions": "2"})
-    wall = time.perf_counter() - t0
     assert testkit.LookupAgent.peak == 3
-    assert wall < 6 * 0.1 * 3 * 0.75  # sequential would need 6 samples x (1 ingest + 2 recalls) x 0.1 s
 
 
 def test_a_failing_question_is_an_error_not_a_wrong_answer(testkit, tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -101,16 +100,6 @@ def test_level_controls_the_width():
 def test_bad_input_is_refused(call, message):
     with pytest.raises(ValueError, match=message):
         call()
-
-
-def test_ten_thousand_questions_are_fast():
-    # Measured ~45 ms on a 2-core machine for continuous scores without clusters (the
-    # slowest path); the bound leaves room for a loaded CI runner.
-    values = list(np.random.default_rng(0).random(10_000))
-    bootstrap_ci(values)  # warm up numpy
-    start = time.perf_counter()
-    bootstrap_ci(values)
-    assert time.perf_counter() - start < 0.5
 
 
 def test_summarize_metric():
