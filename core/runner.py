@@ -236,6 +236,8 @@ class Evaluation:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
         #: what the agent's preflight changed and said (e.g. mem0 without an LLM: infer=false)
         self.agent_note: str | None = None
+        #: what runs the samples (memplug.executors; None: this process), set by run()
+        self.executor: Any = None
         if spec.from_run is None:
             self.agent_values, self.agent_note = preflight.agent(self.agent_factory, spec.agent, self.agent_values,
                                                                   spec.agent_options, self.llm)
@@ -347,6 +349,8 @@ class Evaluation:
         judge = self.metrics_by_name().get("judge")
         if judge is not None and hasattr(judge, "describe"):
             extra["judge"] = judge.describe()
+        #: what ran the samples: this process (local), or e.g. Ray workers with their address
+        extra["executor"] = self.executor.describe() if self.executor is not None else {"name": "local"}
         return _scrubbed({
             "run_id": run_id,
             "spec": spec,
@@ -403,6 +407,7 @@ class Evaluation:
         for metric in self.metrics:  # the judges of these questions, named in run.json from the start
             if hasattr(metric, "plan"):
                 metric.plan(q for s in samples for q in s.questions)
+        self.executor = executor
         if resume is not None:
             run_dir = RunDir(resume).check()
             lock = RunLock(run_dir.path).acquire()

@@ -173,3 +173,16 @@ def test_parse_llm_limit():
         parse_llm_limit("x=0")
     with pytest.raises(MemplugError, match="unknown executor"):
         make_executor("dask")
+
+
+def test_run_json_names_the_executor(testkit, tmp_path):
+    from memplug.executors import make_executor
+    from memplug.results import RunDir
+    from memplug.runner import Evaluation, RunSpec
+
+    local = RunDir(Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "a"))
+    assert local.spec()["resolved"]["executor"] == {"name": "local"}
+    with make_executor("local", workers=2) as pool:
+        pooled = RunDir(Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "b",
+                                                                                   executor=pool))
+    assert pooled.spec()["resolved"]["executor"] == {"name": "local", "workers": 2}
