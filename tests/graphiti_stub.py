@@ -177,12 +177,7 @@ def main() -> None:
     args = parser.parse_args()
     stub = OpenAIStub(reply=graphiti_reply, embed_dim=args.embed_dim, host=args.host, port=args.port)
     print(f"serving {stub.base_url} (graphiti replies)", flush=True)
-    try:
-        stub._server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stub._server.server_close()
+    stub.serve()
 
 
 if __name__ == "__main__":

@@ -131,6 +131,15 @@ class OpenAIStub:
         self._thread.start()
         return self
 
+    def serve(self) -> None:
+        """Serve in this thread until Ctrl-C (the scripts' way: ``python tests/openai_stub.py``)."""
+        try:
+            self._server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._server.server_close()
+
     def close(self) -> None:
         self._closing.set()  # wakes hanging and sleeping handlers
         self._server.shutdown()
@@ -315,12 +324,7 @@ def main() -> None:
     args = parser.parse_args()
     stub = OpenAIStub(reply=args.reply, latency=args.latency, embed_dim=args.embed_dim, host=args.host, port=args.port)
     print(f"serving {stub.base_url} (latency {args.latency}s)", flush=True)
-    try:
-        stub._server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stub._server.server_close()
+    stub.serve()
 
 
 if __name__ == "__main__":

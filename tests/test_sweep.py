@@ -15,6 +15,7 @@ from memplug.errors import MemplugError
 from memplug.executors import LocalExecutor, make_executor, parse_llm_limit
 from memplug.results import RunDir, read_records
 from memplug.sweep import Sweep, cell_state, load_config, plan_cells, run_sweep
+from memplug.testing import comparable_records
 
 CONFIG = """
 name = "tiny"
@@ -33,13 +34,6 @@ def config(tmp_path) -> Path:
     path = tmp_path / "sweep.toml"
     path.write_text(CONFIG)
     return path
-
-
-def _records(path: Path) -> list[dict]:
-    records = RunDir(path).records()
-    for r in records:
-        r.pop("timings")
-    return sorted(records, key=lambda r: (r["sample_id"], r["question_id"]))
 
 
 def test_cells_and_run_ids(config):
@@ -144,7 +138,7 @@ def test_process_pool_sweep_matches_sequential_and_report_reads_the_sweep(config
     sequential = Sweep.create(config, tmp_path / "seq", {"name": "local"})
     run_sweep(sequential, LocalExecutor())
     for a, b in zip(pooled.run_dirs(), sequential.run_dirs()):
-        assert _records(a) == _records(b)
+        assert comparable_records(a) == comparable_records(b)
         assert RunDir(a).summary()["metrics"] == RunDir(b).summary()["metrics"]
     result = CliRunner().invoke(cli, ["report", str(pooled.path), "--json"])
     assert result.exit_code == 0, result.output

@@ -12,19 +12,20 @@ than mocks.
 - :class:`TinyDataset` and :func:`tiny_samples`: three small conversations with one
   question per fact, known answers and targets, for tests that need data but not a benchmark.
 - :func:`run_cli`: ``memplug ...`` in process, returning the exit code, the output and the
-  run directory it wrote.
+  run directory it wrote; :func:`comparable_records`: a run's records as two runs of one
+  spec must agree on them.
 
 The loopback OpenAI-compatible server the project's tests use is ``tests/openai_stub.py``;
 see docs/writing-a-plugin.md for how a plugin's tests start one.
 """
 
-from memplug.testing.cli import CliResult, run_cli
+from memplug.testing.cli import CliResult, comparable_records, run_cli
 from memplug.testing.conformance import (
     ConformanceError, assert_agent_conforms, assert_dataset_conforms, check_agent, check_dataset,
 )
 from memplug.testing.tiny import TinyDataset, tiny_samples
 
 __all__ = [
-    "CliResult", "ConformanceError", "TinyDataset", "assert_agent_conforms", "assert_dataset_conforms",
+    "CliResult", "ConformanceError", "comparable_records", "TinyDataset", "assert_agent_conforms", "assert_dataset_conforms",
     "check_agent", "check_dataset", "run_cli", "tiny_samples",
 ]

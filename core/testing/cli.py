@@ -62,3 +62,14 @@ def run_cli(args: Sequence[str], cwd: Path | str | None = None, env: dict[str, s
         result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
     new = sorted(_runs(folder) - before)
     return CliResult(result.exit_code, result.stdout, result.stderr, new[-1] if new else None)
+
+
+def comparable_records(run_dir: Path) -> list[dict[str, Any]]:
+    """A run's records without their timings, in (sample, question) order: what two runs of
+    one spec must agree on, whatever ran them (in process, a pool, Ray) and in whatever order."""
+    from memplug.results import RunDir
+
+    records = RunDir(run_dir).records()
+    for r in records:
+        r.pop("timings")
+    return sorted(records, key=lambda r: (r["sample_id"], r["question_id"]))

@@ -21,6 +21,7 @@ from memplug.errors import RunStopped  # noqa: E402
 from memplug.executors import RayExecutor, ray_init  # noqa: E402
 from memplug.results import RunDir, read_records  # noqa: E402
 from memplug.runner import Evaluation, RunSpec  # noqa: E402
+from memplug.testing import comparable_records  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -85,13 +86,6 @@ def pool(ray_cluster):  # (the tests using it come last: its workers hold the cl
         yield executor
 
 
-def _records(path: Path) -> list[dict]:
-    records = RunDir(path).records()
-    for r in records:
-        r.pop("timings")
-    return sorted(records, key=lambda r: (r["sample_id"], r["question_id"]))
-
-
 def _same_summary(a: Path, b: Path) -> None:
     sa, sb = RunDir(a).summary(), RunDir(b).summary()
     for key in ("metrics", "ci", "n", "n_questions", "n_errors", "status", "llm", "unanswerable"):
@@ -134,7 +128,7 @@ def test_sweep_cli_on_ray_matches_local(ray_cluster, tmp_path):
     assert len(ids) == len(set(ids)) == 4
     assert manifest["sweep_id"] != local.read()["sweep_id"]
     for a, b in zip(on_ray.run_dirs(), local.run_dirs()):
-        assert _records(a) == _records(b)
+        assert comparable_records(a) == comparable_records(b)
         _same_summary(a, b)
 
 
@@ -169,7 +163,7 @@ def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
     if True:
         assert len(executor.actors) == 2
         sharded = Evaluation(spec).run(output=tmp_path / "ray", executor=executor)
-        assert _records(sharded) == _records(local)
+        assert comparable_records(sharded) == comparable_records(local)
         _same_summary(sharded, local)
         for name in ("run.json", "samples.jsonl", "summary.json"):
             assert (sharded / name).is_file() and (local / name).is_file()
@@ -185,7 +179,7 @@ def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
         resumed = Evaluation(spec).run(resume=sharded, executor=executor)
     keys = _keys(resumed)
     assert len(keys) == len(set(keys)) == 16
-    assert _records(resumed) == _records(local)
+    assert comparable_records(resumed) == comparable_records(local)
     _same_summary(resumed, local)
     assert RunDir(resumed).spec()["status"] == "finished"
 
@@ -205,7 +199,7 @@ def test_killed_worker_is_replaced_and_its_samples_rerun(pool, testkit, tmp_path
     keys = _keys(path)
     assert len(keys) == len(set(keys)) == 24  # every question once: nothing lost, nothing twice
     assert RunDir(path).spec()["status"] == "finished"
-    assert _records(path) == _records(local)
+    assert comparable_records(path) == comparable_records(local)
     _same_summary(path, local)
 
 
