@@ -419,12 +419,11 @@ class Evaluation:
             lock = RunLock(path).acquire()
         try:
             with logs_to(run_dir.path, verbose) if capture_logs else contextlib.nullcontext():
-                return self._run_in(run_dir, samples, resume is not None, progress, executor)
+                return self._run_in(run_dir, samples, resume is not None, progress)
         finally:
             lock.release()
 
-    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None,
-                executor: Any = None) -> Path:
+    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None) -> Path:
         path = run_dir.path
         stored = run_dir.spec()
         if resuming:
@@ -463,10 +462,10 @@ class Evaluation:
         gc.freeze()
         try:
             finished = sum(len(s.questions) for s in samples if s.id in done)
-            if executor is None:
+            if self.executor is None:
                 asyncio.run(self._run_samples(run, pending, writer, progress, total=n_expected, finished=finished))
             else:  # e.g. Ray: the samples spread over workers, their records written here
-                executor.run_samples(self, run, pending, writer, progress, total=n_expected, finished=finished)
+                self.executor.run_samples(self, run, pending, writer, progress, total=n_expected, finished=finished)
             ran = True
         except (FatalLLMError, OutputError, _SetupFailed) as exc:
             stop = exc
