@@ -51,46 +51,13 @@ def tame_loguru() -> None:
 
 
 @contextlib.contextmanager
-def logs_to(run_dir: Path, verbose: bool = False) -> Iterator[Path]:
-    """Send every log record to ``run_dir/memplug.log`` (and stderr when ``verbose``).
-
-    Because the root logger has a handler from here on, a library's own
-    ``logging.basicConfig()`` at import time adds none of its own.
-    """
-    path = Path(run_dir) / LOG_NAME
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-    handler.setFormatter(logging.Formatter(FORMAT))
-    handlers: list[logging.Handler] = [handler]
-    if verbose:
-        handlers.append(logging.StreamHandler(sys.stderr))
-    for h in handlers:
-        h.addFilter(_Scrub())
-    root.handlers = handlers
-    root.setLevel(logging.INFO)
-    logging.captureWarnings(True)
-    os.environ.setdefault("LOGURU_AUTOINIT", "False")  # a loguru imported from now on starts silent
-    tame_loguru()
-    try:
-        yield path
-    finally:
-        logging.captureWarnings(False)
-        root.handlers = saved[0]
-        root.setLevel(saved[1])
-        try:
-            handler.close()
-        except OSError:  # a full disk: the log is the least of it
-            pass
-
-
-@contextlib.contextmanager
 def keeping_handlers() -> Iterator[None]:
-    """Undo what a library's import does to the root logger.
+    """The root logger's handlers and level as they were on entry, put back on exit.
 
-    Importing cognee runs its ``setup_logging()``, which removes every root handler
-    (memplug.log's among them) and adds a console handler of its own: after it, memplug's
-    warnings were lost and cognee's errors reached the terminal.
+    :func:`logs_to` restores memplug's caller's logging so; and importing cognee runs its
+    ``setup_logging()``, which removes every root handler (memplug.log's among them) and
+    adds a console handler of its own: without this, memplug's warnings were lost and
+    cognee's errors reached the terminal.
     """
     root = logging.getLogger()
     saved = root.handlers[:], root.level
@@ -99,3 +66,35 @@ def keeping_handlers() -> Iterator[None]:
     finally:
         root.handlers = saved[0]
         root.setLevel(saved[1])
+
+
+@contextlib.contextmanager
+def logs_to(run_dir: Path, verbose: bool = False) -> Iterator[Path]:
+    """Send every log record to ``run_dir/memplug.log`` (and stderr when ``verbose``).
+
+    Because the root logger has a handler from here on, a library's own
+    ``logging.basicConfig()`` at import time adds none of its own.
+    """
+    path = Path(run_dir) / LOG_NAME
+    root = logging.getLogger()
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handlers: list[logging.Handler] = [handler]
+    if verbose:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for h in handlers:
+        h.addFilter(_Scrub())
+    with keeping_handlers():
+        root.handlers = handlers
+        root.setLevel(logging.INFO)
+        logging.captureWarnings(True)
+        os.environ.setdefault("LOGURU_AUTOINIT", "False")  # a loguru imported from now on starts silent
+        tame_loguru()
+        try:
+            yield path
+        finally:
+            logging.captureWarnings(False)
+            try:
+                handler.close()
+            except OSError:  # a full disk: the log is the least of it
+                pass
