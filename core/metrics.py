@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from memplug.protocols import Metric, MetricConfig, ScoreContext
+from memplug.protocols import Metric, MetricConfig, ScoreContext, reads_answer
 from memplug.text import normalize_answer, resolve_language, tokens
 
 
@@ -38,7 +38,7 @@ async def score_with(metric: Metric, ctx: ScoreContext, raw_reply: str | None = 
     better of the parsed and the raw reply, as MemoryAgentBench's ``default_post_process``
     keeps the max of both for each metric."""
     score = await score_metric(metric, ctx)
-    if raw_reply is None or raw_reply == ctx.prediction or not getattr(metric, "reads_answer", True):
+    if raw_reply is None or raw_reply == ctx.prediction or not reads_answer(metric):
         return score
     raw = await score_metric(metric, attrs.evolve(ctx, prediction=raw_reply))
     return raw if score is None else score if raw is None else max(score, raw)

@@ -109,7 +109,9 @@ class Entry:
                 out["available"] = False
                 out["error"] = str(exc)
             else:
-                out["options"] = [o.describe() for o in getattr(target, "options", ())]
+                from memplug.protocols import options_of
+
+                out["options"] = [o.describe() for o in options_of(target)]
                 info = getattr(target, "info", None)
                 if info is not None:
                     out["description"] = out["description"] or info.description

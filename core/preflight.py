@@ -13,7 +13,8 @@ fix (the CLI exits 2):
   answers one cheap request (``GET /models``) within :data:`PROBE_TIMEOUT_S`;
 - ``--judge-prompt NAME`` names an installed judge, and ``--judge MODEL`` is given with it;
 - the embedder can be built;
-- the agent's own needs, through its optional ``preflight`` (see :func:`agent`).
+- the agent's own needs, through its optional ``preflight`` (see :func:`agent`);
+- the optional capabilities each plugin declares are well formed (see :func:`plugin`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from memplug.secrets import redact_url, scrub
 
 if TYPE_CHECKING:
     from memplug.llm import LLM
+    from memplug.options import Option
     from memplug.plugins import Plugins
     from memplug.runner import RunSpec
 
@@ -96,11 +98,38 @@ def agent(factory: Any, name: str, values: Mapping[str, Any], given: Mapping[str
     none was given), or returns the values to run with: an agent that has an offline
     mode picks it when no LLM is configured and says so in ``note``.
     """
-    check: Callable[..., AgentPlan] | None = getattr(factory, "preflight", None)
-    if check is None:
+    from memplug.protocols import Preflights
+
+    if not isinstance(factory, Preflights):
         return dict(values), None
-    plan = check(values, given, llm)
+    plan = factory.preflight(values, given, llm)
+    if not isinstance(plan, AgentPlan):
+        raise MemplugError(f"agent {name!r}: its preflight returned {type(plan).__name__}, "
+                           "not a memplug.preflight.AgentPlan")
     return dict(plan.values), plan.note
+
+
+def plugin(obj: object, owner: str) -> None:
+    """The optional capabilities ``obj`` (an agent factory, a dataset builder, a reader or
+    metric factory) declares are well formed (:func:`memplug.protocols.capability_problems`):
+    a plugin that declares ``blocking = "yes"`` or ``default_chunk_size = -3`` is refused
+    here, in one line, not half way through a run."""
+    from memplug.protocols import capability_problems
+
+    problems = capability_problems(obj)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise MemplugError(f"{owner}: {problems[0]}{more}; see the table of optional capabilities "
+                           "in docs/writing-a-plugin.md")
+
+
+def declared_options(obj: object, owner: str) -> "tuple[Option, ...]":
+    """The options an agent factory or dataset builder declares, once :func:`plugin` has
+    found its declarations well formed (the CLI splits ``-o`` pairs between the two with them)."""
+    from memplug.protocols import options_of
+
+    plugin(obj, owner)
+    return options_of(obj)
 
 
 def _litellm_provider(model: str) -> str:

@@ -38,7 +38,7 @@ def dataset_info(spec: dict[str, Any], plugins: Plugins) -> DatasetInfo:
     """The run's DatasetInfo (language, metric list), built as the run built it: from the
     stored dataset options and ``--data`` path (a loader may read its language there)."""
     builder = plugins.registry("datasets").get(spec["dataset"]).load()()
-    values = opts.resolve(getattr(builder, "options", ()), spec.get("dataset_options") or {},
+    values = opts.resolve(protocols.options_of(builder), spec.get("dataset_options") or {},
                           f"dataset {spec['dataset']!r}")
     data = Path(spec["data"]).expanduser() if spec.get("data") else None
     return protocols.dataset_info(builder, values, data)

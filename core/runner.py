@@ -21,7 +21,6 @@ import contextvars
 import functools
 import gc
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -51,7 +50,9 @@ from memplug.answering import protocol_of
 from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import (
-    AgentConfig, BuildOptions, MetricConfig, ReaderConfig, ReferenceChannel, ScoreContext, dataset_info,
+    AgentConfig, BuildOptions, Describes, MetricConfig, PlansQuestions, ReaderConfig, ReferenceChannel, ScoreContext,
+    async_variant, dataset_info, default_chunk_size, is_blocking, lists_stored, options_of, reader_cannot,
+    reads_answer,
 )
 from memplug.results import RecordWriter, RunDir, RunLock, keep_complete_samples, summarize, write_json_atomic
 from memplug.secrets import scrub
@@ -207,10 +208,13 @@ class Evaluation:
         self.agent_factory = self.agent_entry.load() if spec.from_run is None else None
         builder_cls = self.dataset_entry.load()
         self.builder = builder_cls()
-        self.agent_values = (opts.resolve(getattr(self.agent_factory, "options", ()), spec.agent_options,
+        if self.agent_factory is not None:  # capabilities it declares but malformed: one line now, not mid-run
+            preflight.plugin(self.agent_factory, f"agent {spec.agent!r}")
+        preflight.plugin(self.builder, f"dataset {spec.dataset!r}")
+        self.agent_values = (opts.resolve(options_of(self.agent_factory), spec.agent_options,
                                           f"agent {spec.agent!r}") if spec.from_run is None
                              else dict(spec.agent_options))
-        self.dataset_values = opts.resolve(getattr(self.builder, "options", ()), spec.dataset_options,
+        self.dataset_values = opts.resolve(options_of(self.builder), spec.dataset_options,
                                            f"dataset {spec.dataset!r}")
         preflight.check_spec(spec)
         preflight.check_judge(spec.judge, spec.judge_prompt, self.plugins)
@@ -226,7 +230,7 @@ class Evaluation:
         self.per_message = spec.chunk_size is None and self.protocol.unit == "message"
         self.top_k: int = spec.top_k or self.protocol.top_k or DEFAULT_TOP_K
         self.chunk_size = (
-            spec.chunk_size or self.protocol.chunk_size or getattr(self.agent_factory, "default_chunk_size", None)
+            spec.chunk_size or self.protocol.chunk_size or default_chunk_size(self.agent_factory)
             or self.info.default_chunk_size
         )
         encoding()  # load the tokenizer now (set-up), not inside the first sample's timings
@@ -249,13 +253,17 @@ class Evaluation:
                     preflight.check_llm(llm, role)
             preflight.check_embedder(spec.embedder, self.llm)
         self.token_counts = TokenCounts.on_disk(spec.cache)
-        self.reader = self.reader_entry.load()(ReaderConfig(llm=self.llm, language=self.info.language))
+        reader_factory = self.reader_entry.load()
+        preflight.plugin(reader_factory, f"reader {self.reader_name!r}")
+        self.reader = reader_factory(ReaderConfig(llm=self.llm, language=self.info.language))
         metric_names = list(dict.fromkeys([*self.info.metrics, "recall@K", *(["judge"] if spec.judge else [])]))
         mconfig = MetricConfig(top_k=self.top_k, language=self.info.language, judge=self.judge_llm,
                                judge_name=spec.judge_prompt, choices=self.protocol.choices)
         entries = [reg("metrics").get(n) for n in metric_names]
         self.metric_entries = [e for e in entries if spec.judge or not e.info.get("needs_judge")]
         self.metrics = [e.load()(mconfig) for e in self.metric_entries]
+        for entry, metric in zip(self.metric_entries, self.metrics):
+            preflight.plugin(metric, f"metric {entry.name!r}")
 
     def _make_llm(self, model: str) -> LLM:
         return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
@@ -347,7 +355,7 @@ class Evaluation:
         spec = attrs.asdict(self.spec)
         extra: dict[str, Any] = {}
         judge = self.metrics_by_name().get("judge")
-        if judge is not None and hasattr(judge, "describe"):
+        if isinstance(judge, Describes):
             extra["judge"] = judge.describe()
         #: what ran the samples: this process (local), or e.g. Ray workers with their address
         extra["executor"] = self.executor.describe() if self.executor is not None else {"name": "local"}
@@ -405,7 +413,7 @@ class Evaluation:
         """
         samples = self.samples()
         for metric in self.metrics:  # the judges of these questions, named in run.json from the start
-            if hasattr(metric, "plan"):
+            if isinstance(metric, PlansQuestions):
                 metric.plan(q for s in samples for q in s.questions)
         self.executor = executor
         if resume is not None:
@@ -520,18 +528,20 @@ class Evaluation:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _method(self, pool: ThreadPoolExecutor, obj: Any, name: str) -> Callable[..., Awaitable[Any]]:
-        """``obj.a<name>`` if the agent has an async variant, else ``obj.<name>`` made awaitable.
+        """``obj.a<name>`` if the agent declares an async variant (protocols.IngestsAsync,
+        RecallsAsync, ClosesAsync, ListsStoredAsync), else ``obj.<name>`` made awaitable.
 
-        Sync calls run in the pool unless the agent (or factory) says ``blocking = False``:
-        quick in-memory agents run inline, because 64 threads contending for the GIL
-        over sub-millisecond calls cost more than the calls themselves. Looked up once per
-        agent, not per call: a sample ingests chunk after chunk through one method.
+        Sync calls run in the pool unless the agent (or factory) says ``blocking = False``
+        (protocols.DeclaresBlocking): quick in-memory agents run inline, because 64 threads
+        contending for the GIL over sub-millisecond calls cost more than the calls
+        themselves. Looked up once per agent, not per call: a sample ingests chunk after
+        chunk through one method.
         """
-        async_variant = getattr(obj, f"a{name}", None)
-        if async_variant is not None and inspect.iscoroutinefunction(async_variant):
-            return async_variant
+        declared = async_variant(obj, name)
+        if declared is not None:
+            return declared
         method = getattr(obj, name)
-        if not getattr(obj, "blocking", True):
+        if not is_blocking(obj):
 
             async def inline(*args: Any) -> Any:
                 return method(*args)
@@ -547,7 +557,7 @@ class Evaluation:
     @property
     def blocking(self) -> bool:
         """Whether building an agent may block (see :meth:`_method`)."""
-        return getattr(self.agent_factory, "blocking", True)
+        return is_blocking(self.agent_factory)
 
     def _build_agent(self, config: AgentConfig, workdir: Path) -> Any:
         assert self.agent_factory is not None  # None only with --from, which builds no agent
@@ -601,7 +611,7 @@ class Evaluation:
         base = {"setup_s": round(setup_s, 6), "ingest_s": round(ingest_s, 6), "n_messages": len(sample.messages)}
         records = []
         try:
-            lists = hasattr(agent, "stored") or hasattr(agent, "astored")  # optional (protocols.ListsStored)
+            lists = lists_stored(agent)  # optional (protocols.ListsStored, ListsStoredAsync)
             if agent is not None and ingest_error is None and lists:
                 await self._list_stored(pool, agent, sample.id, work.parent)
             recall = self._method(pool, agent, "recall") if agent is not None else None
@@ -645,7 +655,7 @@ class Evaluation:
         if ingest_error or recall_method is None:
             return record
         need = self.info.needs.get(question.category)
-        unable = need if need in getattr(self.reader, "cannot", ()) else None
+        unable = need if need in reader_cannot(self.reader) else None
         with usage_scope() as usage:
             try:
                 t0 = time.perf_counter()
@@ -672,7 +682,7 @@ class Evaluation:
                 ctx = ScoreContext(question, prediction or "", recall.items, self.info.language, recall.meta)
                 raw = reply if self.protocol.score_raw_too else None
                 for metric in self.metrics:
-                    if prediction is not None or not getattr(metric, "reads_answer", True):
+                    if prediction is not None or not reads_answer(metric):
                         record["scores"][metric.name] = await score_with(metric, ctx, raw)
             except FatalLLMError:
                 raise

@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 
 from memplug.errors import MemplugError, RunStopped
 from memplug.files import read_json
+from memplug.preflight import declared_options
 from memplug.results import RunDir, write_json_atomic
 
 MANIFEST = "sweep.json"
@@ -142,8 +143,8 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
             extra = {}
         option_set = {str(k): str(v) for k, v in (chosen["options"] or {}).items()}
         raw = {**base_options, **extra, **option_set}
-        agent_opts = getattr(reg("agents").get(fields["agent"]).load(), "options", ())
-        dataset_opts = getattr(reg("datasets").get(fields["dataset"]).load(), "options", ())
+        agent_opts = declared_options(reg("agents").get(fields["agent"]).load(), f"agent {fields['agent']!r}")
+        dataset_opts = declared_options(reg("datasets").get(fields["dataset"]).load(), f"dataset {fields['dataset']!r}")
         fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
         seed = fields.get("seed", 0)
         run_id = _safe(f"{sweep_id}-c{index:03d}-{fields['agent']}-{fields['dataset']}-s{seed}")

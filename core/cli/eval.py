@@ -16,6 +16,7 @@ from memplug.cli import one_line
 from memplug.errors import MemplugError
 from memplug.secrets import is_redacted
 from memplug.options import parse_pairs, split_for
+from memplug.preflight import declared_options
 from memplug.files import read_json
 from memplug.cli.sweep import build_executor, executor_options
 from memplug.results import RunDir, write_json_atomic
@@ -149,9 +150,9 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
 
         reg = get_plugins().registry
         # --from replays the stored recalls: no agent is built, and its options are the stored run's
-        agent_opts = () if fields.get("from_run") else getattr(reg("agents").get(fields["agent"]).load(),
-                                                                  "options", ())
-        dataset_opts = getattr(reg("datasets").get(fields["dataset"]).load(), "options", ())
+        agent_opts = () if fields.get("from_run") else declared_options(reg("agents").get(fields["agent"]).load(),
+                                                                         f"agent {fields['agent']!r}")
+        dataset_opts = declared_options(reg("datasets").get(fields["dataset"]).load(), f"dataset {fields['dataset']!r}")
         given_agent, given_dataset = split_for(raw, agent_opts, dataset_opts)
         if fields.get("from_run"):  # the same data as the stored run, with the protocol options given now
             fields["dataset_options"] = {**(fields.get("dataset_options") or {}), **given_dataset}

@@ -10,7 +10,7 @@ import click
 
 from memplug.errors import MemplugError
 from memplug.options import parse_pairs, resolve
-from memplug.protocols import BuildOptions
+from memplug.protocols import BuildOptions, ChecksData, ChecksSamples, options_of
 from memplug.results import write_lines_atomic
 from memplug.serialize import dumps_sample
 
@@ -45,20 +45,19 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Pa
     from memplug.plugins import get_plugins
 
     builder = get_plugins().registry("datasets").get(dataset).load()()
-    checker = getattr(builder, "check", None)
+    checker = builder if isinstance(builder, ChecksSamples) else None
     if check and checker is None:  # before any work, and before --out is written
         raise MemplugError(f"dataset {dataset!r} has no validator (--check)")
     raw = parse_pairs(pairs)
-    declared = getattr(builder, "options", ())
+    declared = options_of(builder)
     if n is not None:
         if "n" not in {o.name for o in declared}:
             raise MemplugError(f"dataset {dataset!r} has no option n; --n does not apply")
         raw["n"] = str(n)
     values = resolve(declared, raw, f"dataset {dataset!r}")
-    check_data = getattr(builder, "check_data", None)
-    if check and data is not None and check_data is not None:
+    if check and data is not None and isinstance(builder, ChecksData):
         # a file of the user's own: every problem with its line number, before anything is built
-        first = check_data(data, values)
+        first = builder.check_data(data, values)
         if not first.ok:
             click.echo(json.dumps({"ok": False, "problems": first.problems[:50], "n_problems": len(first.problems),
                                    "stats": first.stats}, indent=2, ensure_ascii=False, default=str))
@@ -78,7 +77,7 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Pa
     click.echo(f"wrote {len(samples)} samples, {n_questions} questions to {out}", err=True)
     if check:
         assert checker is not None  # refused above
-        report = checker(samples)
+        report = checker.check(samples)
         click.echo(json.dumps({"ok": report.ok, "problems": report.problems[:20],
                                "n_problems": len(report.problems), "stats": report.stats},
                               indent=2, ensure_ascii=False, default=str))

@@ -8,7 +8,6 @@ answers) and returns every broken promise as a line, so one test run lists them 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import tempfile
 from pathlib import Path
@@ -18,7 +17,9 @@ from memplug.chunking import chunk_messages
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, DatasetInfo, Recall, Recalled, Sample
 from memplug.options import Option, resolve
-from memplug.protocols import AgentConfig, BuildOptions
+from memplug.protocols import (
+    AgentConfig, BuildOptions, DeclaresBlocking, async_variant, capability_problems, options_of,
+)
 from memplug.testing.tiny import tiny_samples
 
 
@@ -27,19 +28,17 @@ class ConformanceError(AssertionError):
 
 
 def _declared(plugin: Any, problems: list[str]) -> tuple[Option, ...]:
-    declared = tuple(getattr(plugin, "options", ()))
-    for opt in declared:
-        if not isinstance(opt, Option):
-            problems.append(f"options: {opt!r} is not a memplug.Option")
-    return tuple(o for o in declared if isinstance(o, Option))
+    """The plugin's options; every malformed capability it declares (memplug.protocols) goes to ``problems``."""
+    problems.extend(capability_problems(plugin))
+    return tuple(o for o in options_of(plugin) if isinstance(o, Option))
 
 
-def _call(loop: asyncio.AbstractEventLoop, agent: Any, sync: str, asynchronous: str, *args: Any) -> Any:
-    """The agent's async method when it has one (as the runner prefers), else the sync one."""
-    method = getattr(agent, asynchronous, None)
-    if method is not None and inspect.iscoroutinefunction(method):
-        return loop.run_until_complete(method(*args))
-    return getattr(agent, sync)(*args)
+def _call(loop: asyncio.AbstractEventLoop, agent: Any, method: str, *args: Any) -> Any:
+    """The agent's declared async variant when it has one (as the runner prefers), else the sync method."""
+    declared = async_variant(agent, method)
+    if declared is not None:
+        return loop.run_until_complete(declared(*args))
+    return {"ingest": agent.ingest, "recall": agent.recall, "close": agent.close}[method](*args)
 
 
 def _check_recall(recall: Any, sample: Sample, others: set[str], top_k: int | None, where: str) -> list[str]:
@@ -89,17 +88,19 @@ def check_agent(
     agents that do not retrieve (``none``, ``recent``) or recall only above a threshold
     (``decay``). An agent returns at most ``top_k`` items unless it gives the whole
     history by design (``whole_history``, as ``full`` does). ``config`` sets other
-    AgentConfig fields (``llm``, ``embedder``, ``api_base``, ...).
+    AgentConfig fields (``llm``, ``embedder``, ``api_base``, ...). Every optional capability
+    the factory (or agent) declares must be well formed, as the runner's preflight demands
+    (:func:`memplug.protocols.capability_problems`: ``blocking`` True or False, a positive
+    ``default_chunk_size``, ``aingest``/``arecall``/``aclose``/``astored`` as ``async def``,
+    ``preflight`` and ``stored`` callable, ``options`` a tuple of Option); its declared
+    async variants are the methods driven, as the runner prefers them.
     """
     problems: list[str] = []
-    declared = _declared(factory, problems)
+    declared = _declared(factory, problems)  # and the optional capabilities (memplug.protocols)
     try:
         values = resolve(declared, options or {}, "agent")
     except MemplugError as exc:
         return [*problems, f"options: {exc}"]
-    blocking = getattr(factory, "blocking", True)
-    if not isinstance(blocking, bool):
-        problems.append(f"blocking is {blocking!r}, not True or False")
     samples = list(samples) if samples is not None else tiny_samples(filler=4)
     hits = asked = 0
     with tempfile.TemporaryDirectory(prefix="memplug-conformance-") as tmp:
@@ -112,20 +113,18 @@ def check_agent(
             loop = asyncio.new_event_loop()
             try:
                 agent = factory(agent_config, workdir)
-                for name in ("aingest", "arecall"):
-                    method = getattr(agent, name, None)
-                    if method is not None and not inspect.iscoroutinefunction(method):
-                        problems.append(f"{name} is not an async def (the runner awaits it)")
+                if isinstance(agent, DeclaresBlocking) and not isinstance(agent.blocking, bool):
+                    problems.append(f"{sample.id}: the agent set blocking = {agent.blocking!r}, not True or False")
                 for chunk in chunk_messages(sample.messages, chunk_size):
-                    _call(loop, agent, "ingest", "aingest", chunk)
+                    _call(loop, agent, "ingest", chunk)
                 for question in sample.questions:
-                    recall = _call(loop, agent, "recall", "arecall", AgentQuestion.of(question))
+                    recall = _call(loop, agent, "recall", AgentQuestion.of(question))
                     problems += _check_recall(recall, sample, others, None if whole_history else top_k, f"{sample.id}/{question.id}")
                     if isinstance(recall, Recall) and question.targets:
                         asked += 1
                         found = {i for item in recall.items if isinstance(item, Recalled) for i in item.message_ids}
                         hits += bool(found & set(question.targets))
-                agent.close()
+                _call(loop, agent, "close")
             except Exception as exc:  # noqa: BLE001 - a conformance check reports, it does not stop
                 problems.append(f"{sample.id}: {type(exc).__name__}: {exc}")
             finally:
