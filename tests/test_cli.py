@@ -1,4 +1,8 @@
-"""The command line: the happy path and one-line errors with exit code 2."""
+"""The command line: the happy path and one-line errors with exit code 2.
+
+The commands run in process through the console script's own entry (tests/inprocess.py);
+the first test runs `python -m memplug.cli` in a process of its own.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from inprocess import memplug_main
+
 
 def memplug(env, *args, cwd=None):
+    return memplug_main(args, env=env, cwd=cwd)
+
+
+def real_memplug(env, *args, cwd=None):
     return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, capture_output=True, text=True,
                           cwd=cwd, timeout=120)
 
@@ -25,7 +35,7 @@ def one_line_error(result, *needles):
 
 
 def test_eval_then_report(testkit_env, tmp_path):
-    res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--output", str(tmp_path))
+    res = real_memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--output", str(tmp_path))
     assert res.returncode == 0, res.stderr
     run_dir = Path(res.stdout.strip().splitlines()[-1])
     assert {p.name for p in run_dir.iterdir()} >= {"run.json", "samples.jsonl", "summary.json"}
