@@ -12,12 +12,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_MORE = ("--llm", "<run", "--resume", "pip ", "python -m venv", "pytest")
+#: agents that run a real external memory system (pyproject's `integration` marker): their
+#: README commands run with `pytest -m integration`, beside the other tests of those systems
+EXTERNAL_AGENTS = ("mem0", "letta", "cognee", "llamaindex", "graphiti", "mcp")
 
 
 def readme_commands() -> list[str]:
     blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
     return [line for line in lines if line.startswith("memplug ") and not any(m in line for m in NEEDS_MORE)]
+
+
+def readme_params() -> list:
+    return [pytest.param(c, marks=pytest.mark.integration) if re.search(rf"--agent ({'|'.join(EXTERNAL_AGENTS)})\b", c)
+            else c for c in readme_commands()]
 
 
 def test_the_readme_has_the_commands_this_test_runs():
@@ -28,7 +36,7 @@ def test_the_readme_has_the_commands_this_test_runs():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", readme_commands())
+@pytest.mark.parametrize("command", readme_params())
 def test_readme_command_runs(command, tmp_path, shared_data):
     argv = shlex.split(command.replace("../shared/data", str(shared_data)))[1:]
     res = subprocess.run([sys.executable, "-m", "memplug.cli", *argv], cwd=tmp_path, capture_output=True,
