@@ -4,7 +4,6 @@ fits in 40 lines, and numbers that cannot be estimated say so."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,10 +12,13 @@ from memplug.results import RunDir, summarize
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`memplug ARGS` at 80 columns, in process through the console script's entry
+    (tests/inprocess.py): the width is what rich reads from COLUMNS either way."""
     import os
 
-    return subprocess.run([sys.executable, "-m", "memplug.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {}), "COLUMNS": "80"}, timeout=120)
+    from inprocess import memplug_main
+
+    return memplug_main(args, env={**os.environ, **(env or {}), "COLUMNS": "80"}, cwd=cwd)
 
 
 def test_the_headline_run_fits_80_columns_and_40_lines(tmp_path):

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,11 @@ from memplug.results import RunDir
 
 
 def run(args: list[str], cwd: Path, columns: int = 80) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memplug.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": str(columns)}, timeout=120)
+    """`memplug ARGS` at ``columns`` wide, in process through the console script's entry
+    (tests/inprocess.py): the width is what rich reads from COLUMNS either way."""
+    from inprocess import memplug_main
+
+    return memplug_main(args, env={**os.environ, "COLUMNS": str(columns)}, cwd=cwd)
 
 
 def readable(text: str, width: int = 80) -> None:
