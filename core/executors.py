@@ -11,8 +11,9 @@ Two executors share one interface:
   or ``RAY_ADDRESS`` it joins a cluster (docs/scale.md).
 
 Workers rebuild everything from a plain spec: the :class:`~memplug.runner.RunSpec`'s
-fields and the samples pickle, the Evaluation and its LLM client (thread locals, an I/O
-thread, SQLite connections) do not. A worker runs the runner's own per-sample function
+fields, the driver's :class:`~memplug.runner.ResolvedSpec` (used as it is: a worker resolves
+no option and runs no agent preflight again) and the samples pickle, the Evaluation and its
+LLM client (thread locals, an I/O thread, SQLite connections) do not. A worker runs the runner's own per-sample function
 (``Evaluation._run_sample``) and *returns* the records; the driver, which holds the run's
 lock, is the only writer of samples.jsonl. So a sharded run directory is the same as a
 local one (records, summary, ``--resume``), a worker that dies has its samples run again
@@ -316,10 +317,10 @@ class _SampleWorker:
 
             llm.set_call_limiter(_RemoteLimit(limiter, holder))
 
-    async def _evaluation(self, spec_fields: dict[str, Any]) -> tuple[Any, ThreadPoolExecutor]:
+    async def _evaluation(self, spec_fields: dict[str, Any], resolved: Any) -> tuple[Any, ThreadPoolExecutor]:
         import orjson
 
-        key = orjson.dumps(spec_fields, option=orjson.OPT_SORT_KEYS).decode()
+        key = orjson.dumps({"spec": spec_fields, "resolved": resolved.to_json()}, option=orjson.OPT_SORT_KEYS).decode()
         if key in self.evaluations:
             return self.evaluations[key]
         if self.building is None:
@@ -328,9 +329,10 @@ class _SampleWorker:
             if key not in self.evaluations:
                 from memplug.runner import Evaluation, RunSpec
 
-                # check=False: the driver checked models, keys and endpoint before the first sample
+                # check=False: the driver checked models, keys and endpoint before the first sample;
+                # resolved: the driver's resolution (options, the agent's preflight), never redone here
                 evaluation = await asyncio.get_running_loop().run_in_executor(
-                    None, lambda: Evaluation(RunSpec(**spec_fields), check=False))
+                    None, lambda: Evaluation(RunSpec(**spec_fields), check=False, resolved=resolved))
                 width = max(evaluation.spec.concurrency, 1)
                 while len(self.evaluations) >= self.KEEP:
                     self._drop(next(iter(self.evaluations)))
@@ -368,9 +370,10 @@ class _SampleWorker:
         with contextlib.suppress(Exception):
             evaluation.token_counts.save()
 
-    async def run_sample(self, spec_fields: dict[str, Any], work: str, sample: Any) -> dict[str, Any]:
-        """The sample's records, and its lines of stored.jsonl."""
-        evaluation, pool = await self._evaluation(spec_fields)
+    async def run_sample(self, spec_fields: dict[str, Any], resolved: Any, work: str, sample: Any) -> dict[str, Any]:
+        """The sample's records, and its lines of stored.jsonl. ``resolved``: the driver's
+        :class:`memplug.runner.ResolvedSpec`, which the worker uses as it is."""
+        evaluation, pool = await self._evaluation(spec_fields, resolved)
         collect = _Collect()
         self.stored.pop(sample.id, None)
         try:
@@ -516,7 +519,7 @@ class RayExecutor(Executor):
         from memplug import stored as stored_file
 
         tick = progress(total, finished) if progress else (lambda n=1: None)
-        fields = attrs.asdict(evaluation.spec)
+        fields, resolved = attrs.asdict(evaluation.spec), evaluation.resolved
         work = str(run.path / "work")
         per_worker = max(evaluation.spec.concurrency, 1)
         pending = deque(samples)
@@ -530,7 +533,7 @@ class RayExecutor(Executor):
             for i in range(len(self.actors)):
                 while load[i] < per_worker and pending:
                     sample = pending.popleft()
-                    ref = self.actors[i].run_sample.remote(fields, work, sample)
+                    ref = self.actors[i].run_sample.remote(fields, resolved, work, sample)
                     inflight[ref] = (i, self.actors[i], sample)
                     load[i] += 1
 

@@ -107,6 +107,38 @@ class RunSpec:
         return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if stored.get(k) != mine[k]]
 
 
+@attrs.frozen
+class ResolvedSpec:
+    """What a :class:`RunSpec` resolved to: every value the runner derives from the spec, the
+    plugins' declarations and the dataset's protocol. Resolved once, by the driver's
+    :class:`Evaluation` (the agent's ``preflight`` included); the runner reads these values,
+    run.json records them as they are (``resolved``), and an executor's workers are handed
+    them rather than resolving the spec again."""
+
+    #: the reader's name (``--reader``, else llm with ``--llm``, else extractive)
+    reader: str
+    #: the agent's option values after its declarations and its preflight (``config.options``)
+    agent_options: dict[str, Any]
+    #: the dataset's option values (``BuildOptions.values``)
+    dataset_options: dict[str, Any]
+    #: items recalled per question (``config.top_k``; K of recall@K)
+    top_k: int
+    #: tokens per ingestion chunk (``config.chunk_size``)
+    chunk_size: int
+    #: "message" (one whole message a chunk) or "<chunk_size> tokens"
+    memory_unit: str
+    #: what the agent's preflight chose for the user, e.g. mem0 without an LLM: infer=false
+    agent_note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: _jsonable(v) for k, v in attrs.asdict(self, recurse=False).items()}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "ResolvedSpec":
+        """The resolved spec a run.json recorded (its ``resolved``; other keys there are ignored)."""
+        return cls(**{f.name: obj[f.name] for f in attrs.fields(cls) if f.name in obj})
+
+
 @attrs.define
 class Run:
     """A run in progress, handed to observer hooks."""
@@ -192,17 +224,19 @@ def _now() -> str:
 class Evaluation:
     """Resolves plugins for a spec, then runs or resumes it."""
 
-    def __init__(self, spec: RunSpec, plugins: Plugins | None = None, check: bool = True) -> None:
-        """Resolve every name and option of ``spec``; with ``check``, also the preflight of
-        :mod:`memplug.preflight` (models, keys, endpoint, embedder, the agent's needs), so
-        that bad configuration fails here, before the first question, as one line."""
+    def __init__(self, spec: RunSpec, plugins: Plugins | None = None, check: bool = True,
+                 resolved: ResolvedSpec | None = None) -> None:
+        """Resolve every name and option of ``spec`` into :attr:`resolved` (or take ``resolved``
+        as given: an executor's worker gets the driver's, and resolves nothing again); with
+        ``check``, also the preflight of :mod:`memplug.preflight` (models, keys, endpoint,
+        embedder), so that bad configuration fails here, before the first question, as one line."""
         self.spec = spec
         self.plugins = plugins or get_plugins()
         reg = self.plugins.registry
         self.agent_entry = reg("agents").get(spec.agent)
         self.dataset_entry = reg("datasets").get(spec.dataset)
-        self.reader_name = spec.reader or ("llm" if spec.llm else "extractive")
-        self.reader_entry = reg("readers").get(self.reader_name)
+        reader_name = resolved.reader if resolved else spec.reader or ("llm" if spec.llm else "extractive")
+        self.reader_entry = reg("readers").get(reader_name)
         #: the stored recalls of --from RUN, by (sample id, question id); None: a live agent
         self.replayed: dict[tuple[str, str], dict[str, Any]] | None = None
         self.agent_factory = self.agent_entry.load() if spec.from_run is None else None
@@ -211,11 +245,12 @@ class Evaluation:
         if self.agent_factory is not None:  # capabilities it declares but malformed: one line now, not mid-run
             preflight.plugin(self.agent_factory, f"agent {spec.agent!r}")
         preflight.plugin(self.builder, f"dataset {spec.dataset!r}")
-        self.agent_values = (opts.resolve(options_of(self.agent_factory), spec.agent_options,
-                                          f"agent {spec.agent!r}") if spec.from_run is None
-                             else dict(spec.agent_options))
-        self.dataset_values = opts.resolve(options_of(self.builder), spec.dataset_options,
-                                           f"dataset {spec.dataset!r}")
+        if resolved is None:
+            agent_values = (opts.resolve(options_of(self.agent_factory), spec.agent_options, f"agent {spec.agent!r}")
+                            if spec.from_run is None else dict(spec.agent_options))
+            dataset_values = opts.resolve(options_of(self.builder), spec.dataset_options, f"dataset {spec.dataset!r}")
+        else:
+            agent_values, dataset_values = dict(resolved.agent_options), dict(resolved.dataset_options)
         preflight.check_spec(spec)
         preflight.check_judge(spec.judge, spec.judge_prompt, self.plugins)
         self.data = Path(spec.data).expanduser() if spec.data else None
@@ -223,29 +258,31 @@ class Evaluation:
         #: warnings the loader logged (see :meth:`samples`)
         self.data_warnings: list[str] = []
         self._loaded: list[Sample] | None = None
-        self.info: DatasetInfo = dataset_info(self.builder, self.dataset_values, self.data)
+        self.info: DatasetInfo = dataset_info(self.builder, dataset_values, self.data)
         #: the dataset's answer protocol: prompt, reply parsing, memory unit, depth (memplug.answering)
         self.protocol = protocol_of(self.info)
-        #: one whole message per chunk, as the benchmark's official code feeds its memories
-        self.per_message = spec.chunk_size is None and self.protocol.unit == "message"
-        self.top_k: int = spec.top_k or self.protocol.top_k or DEFAULT_TOP_K
-        self.chunk_size = (
-            spec.chunk_size or self.protocol.chunk_size or default_chunk_size(self.agent_factory)
-            or self.info.default_chunk_size
-        )
+        top_k = spec.top_k or self.protocol.top_k or DEFAULT_TOP_K
+        chunk_size = (spec.chunk_size or self.protocol.chunk_size or default_chunk_size(self.agent_factory)
+                      or self.info.default_chunk_size)
+        # one whole message per chunk, as the benchmark's official code feeds its memories
+        memory_unit = "message" if spec.chunk_size is None and self.protocol.unit == "message" else f"{chunk_size} tokens"
         encoding()  # load the tokenizer now (set-up), not inside the first sample's timings
         self.llm = self._make_llm(spec.llm) if spec.llm else None
         self.judge_llm = self._make_llm(spec.judge) if spec.judge else None
-        if self.reader_name == "llm" and self.llm is None:
+        if reader_name == "llm" and self.llm is None:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
-        #: what the agent's preflight changed and said (e.g. mem0 without an LLM: infer=false)
-        self.agent_note: str | None = None
         #: what runs the samples (memplug.executors; None: this process), set by run()
         self.executor: Any = None
-        if spec.from_run is None:
-            self.agent_values, self.agent_note = preflight.agent(self.agent_factory, spec.agent, self.agent_values,
-                                                                  spec.agent_options, self.llm)
-        else:
+        if resolved is None:
+            agent_note = None
+            if spec.from_run is None:  # the agent's preflight may change its values and say so
+                agent_values, agent_note = preflight.agent(self.agent_factory, spec.agent, agent_values,
+                                                           spec.agent_options, self.llm)
+            resolved = ResolvedSpec(reader_name, agent_values, dataset_values, top_k, chunk_size, memory_unit,
+                                    agent_note)
+        #: the spec resolved, once: what the runner uses and run.json records as is
+        self.resolved: ResolvedSpec = resolved
+        if spec.from_run is not None:
             self.replayed = _stored_recalls(Path(spec.from_run), self.top_k)
         if check:
             for role, llm in (("--llm", self.llm), ("--judge", self.judge_llm)):
@@ -264,6 +301,35 @@ class Evaluation:
         self.metrics = [e.load()(mconfig) for e in self.metric_entries]
         for entry, metric in zip(self.metric_entries, self.metrics):
             preflight.plugin(metric, f"metric {entry.name!r}")
+
+    # -- the resolved spec, by the names the runner reads ------------------------
+    @property
+    def reader_name(self) -> str:
+        return self.resolved.reader
+
+    @property
+    def agent_values(self) -> dict[str, Any]:
+        return self.resolved.agent_options
+
+    @property
+    def dataset_values(self) -> dict[str, Any]:
+        return self.resolved.dataset_options
+
+    @property
+    def top_k(self) -> int:
+        return self.resolved.top_k
+
+    @property
+    def chunk_size(self) -> int:
+        return self.resolved.chunk_size
+
+    @property
+    def per_message(self) -> bool:
+        return self.resolved.memory_unit == "message"
+
+    @property
+    def agent_note(self) -> str | None:
+        return self.resolved.agent_note
 
     def _make_llm(self, model: str) -> LLM:
         return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
@@ -363,16 +429,10 @@ class Evaluation:
             "run_id": run_id,
             "spec": spec,
             "resolved": {
-                "reader": self.reader_name,
-                "chunk_size": self.chunk_size,
-                "agent_options": _jsonable(self.agent_values),
-                "dataset_options": _jsonable(self.dataset_values),
+                **self.resolved.to_json(),  # the resolved spec, as the runner uses it
                 "metrics": [m.name for m in self.metrics],
                 "answer_prompt_source": self.info.answer_prompt_source,
                 "protocol": self.protocol.describe(),
-                "top_k": self.top_k,
-                "memory_unit": "message" if self.per_message else f"{self.chunk_size} tokens",
-                "agent_note": self.agent_note,
                 "data_sha256": self.data_sha256(),
                 "from_run": _from_run_id(self.spec.from_run),
                 "data_warnings": {"count": len(self.data_warnings), "first": self.data_warnings[:20]},
