@@ -34,7 +34,16 @@ LOOKUP = ["--agent", "lookup", "--dataset", "counting", "-o", "answer=false", "-
           "--llm", "openai/stub", "--llm-timeout", "1", "--llm-retries", "1", "--quiet"]
 
 
-def memplug(env: dict[str, str], *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+def memplug(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`memplug ARGS` in process, through the console script's entry (tests/inprocess.py)."""
+    from inprocess import memplug_main
+
+    return memplug_main(args, env=env, cwd=cwd)
+
+
+def real_memplug(env: dict[str, str], *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`python -m memplug.cli ARGS`, for what only a process of its own shows: its whole terminal
+    output (file descriptors 1 and 2), a lock held by another process."""
     return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -224,7 +233,7 @@ def test_a_second_process_cannot_resume_a_run_in_progress(env, testkit, tmp_path
     path = Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "runs")
     lock = RunLock(path).acquire()
     try:
-        result = memplug(env, "eval", "--resume", str(path), "--quiet", cwd=tmp_path)
+        result = real_memplug(env, "eval", "--resume", str(path), "--quiet", cwd=tmp_path)
     finally:
         lock.release()
     assert result.returncode == 2
@@ -321,10 +330,10 @@ def test_no_secret_reaches_a_file_or_the_terminal(env, openai_stub, tmp_path):
     api_base = f"http://user:{secrets['password']}@{host}:{port}/v1?api-key={secrets['query key']}"
     openai_stub.reply = lambda body: "" if "item 1-1" in body["messages"][-1]["content"] else "apple"
     run_env = {**env, "OPENAI_API_KEY": secrets["short env key"]}
-    result = memplug(run_env, "eval", *LOOKUP[:-1], "--api-base", api_base, cwd=tmp_path)
+    result = real_memplug(run_env, "eval", *LOOKUP[:-1], "--api-base", api_base, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     run = only_run(tmp_path)
-    report = memplug(run_env, "report", str(run.path), "--html", str(tmp_path / "page.html"), cwd=tmp_path)
+    report = real_memplug(run_env, "report", str(run.path), "--html", str(tmp_path / "page.html"), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     # the key did reach the server, so it was used, and only there
     assert any(auth == f"Bearer {secrets['short env key']}" for _, _, auth in openai_stub.log)
