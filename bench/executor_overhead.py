@@ -21,13 +21,7 @@ from pathlib import Path
 from memplug.executors import RayExecutor, ray_init
 from memplug.results import RunDir
 from memplug.runner import Evaluation, RunSpec
-
-
-def _records(path: Path) -> list[dict]:
-    records = RunDir(path).records()
-    for r in records:
-        r.pop("timings")
-    return sorted(records, key=lambda r: (r["sample_id"], r["question_id"]))
+from memplug.testing import comparable_records
 
 
 def main() -> None:
@@ -54,9 +48,10 @@ def main() -> None:
                 t0 = time.perf_counter()
                 paths[label] = evaluation.run(output=out / label, executor=ex)
                 walls[label] = round(time.perf_counter() - t0, 3)
-            same = _records(paths["local"]) == _records(paths["ray_cold"]) == _records(paths["ray_warm"])
+            same = (comparable_records(paths["local"]) == comparable_records(paths["ray_cold"])
+                    == comparable_records(paths["ray_warm"]))
             print(json.dumps({
-                "n_questions": RunDir(paths["local"]).summary()["n_questions"], "workers": args.workers,
+                "n_questions": RunDir(paths["local"]).summary().n_questions, "workers": args.workers,
                 "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
                 "ray_init_s": round(ray_init_s, 2), "workers_start_s": round(workers_start_s, 2),
                 "local_wall_s": walls["local"], "ray_cold_wall_s": walls["ray_cold"],

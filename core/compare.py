@@ -6,24 +6,25 @@ from pathlib import Path
 from typing import Any
 
 from memplug import stats
+from memplug.record import QuestionRecord, RunSummary
 from memplug.results import RunDir
 
 
-def _scores(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | None]], dict[str, str]]:
+def _scores(records: list[QuestionRecord]) -> tuple[dict[str, dict[str, float | None]], dict[str, str]]:
     """Scores by metric, keyed by sample/question (question ids repeat across samples)."""
     by_metric: dict[str, dict[str, float | None]] = {}
     clusters: dict[str, str] = {}
     for r in records:
-        if r.get("error"):
+        if r.error:
             continue
-        key = f"{r['sample_id']}/{r['question_id']}"
-        clusters[key] = r["sample_id"]
-        for name, value in (r.get("scores") or {}).items():
+        key = f"{r.sample_id}/{r.question_id}"
+        clusters[key] = r.sample_id
+        for name, value in r.scores.items():
             by_metric.setdefault(name, {})[key] = value
     return by_metric, clusters
 
 
-def paired_records(a_records: list[dict[str, Any]], b_records: list[dict[str, Any]]) -> dict[str, Any]:
+def paired_records(a_records: list[QuestionRecord], b_records: list[QuestionRecord]) -> dict[str, Any]:
     """Per metric both runs have: A minus B on the questions both answered, with CI and p-value."""
     a_scores, clusters = _scores(a_records)
     b_scores, _ = _scores(b_records)
@@ -104,25 +105,21 @@ def judged_name(metric: str, column: str | None) -> str:
     return f"{metric}[{column}]" if column and metric in JUDGE_METRICS else metric
 
 
-def rename_judge_metrics(block: Any, column: str | None) -> Any:
-    """A summary (or part of one, or a record's scores) with its judge metrics' keys renamed
-    to their column; metric names are dictionary keys at any depth under "metrics", "n" and
-    "ci" (overall, by category, ``na``)."""
+def rename_judge_metrics(scores: dict[str, float | None], column: str | None) -> dict[str, float | None]:
+    """A record's scores with its judge metrics' keys renamed to their column."""
     if not column:
-        return block
-    if isinstance(block, dict):
-        return {judged_name(k, column) if isinstance(k, str) else k: rename_judge_metrics(v, column)
-                for k, v in block.items()}
-    return block
+        return scores
+    return {judged_name(k, column): v for k, v in scores.items()}
 
 
-def judged_summary(summary: dict[str, Any], column: str | None) -> dict[str, Any]:
-    """A summary.json with its judge metrics renamed to ``column`` (see :func:`judge_columns`)."""
-    return {**summary, **{k: rename_judge_metrics(summary[k], column) for k in ("metrics", "n", "ci")
-                          if k in summary}}
+def judged_summary(summary: RunSummary, column: str | None) -> RunSummary:
+    """A summary with its judge metrics renamed to ``column`` (see :func:`judge_columns`)."""
+    if not column:
+        return summary
+    return summary.renamed(lambda metric: judged_name(metric, column))
 
 
-def separate_judges(paths: list[Path], summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def separate_judges(paths: list[Path], summaries: list[RunSummary]) -> list[RunSummary]:
     """The summaries of ``paths`` with the judge metrics of runs judged by different judges in
     columns of their own (``judge[longmemeval]``, ``judge[memplug]``): two judges' numbers are
     never one column's. Unchanged when every judged run had the same judge."""
@@ -145,20 +142,20 @@ def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
         return []
     base = RunDir(paths[0])
     base_summary = base.summary()
-    base_records: list[dict[str, Any]] | None = None
+    base_records: list[QuestionRecord] | None = None
     out = []
     for path in paths[1:]:
         other = RunDir(path)
         summary = other.summary()
-        if summary["dataset"] != base_summary["dataset"]:
+        if summary.dataset != base_summary.dataset:
             continue
         if _protocol_key(path) != _protocol_key(paths[0]):
-            out.append({"a": base_summary["run_id"], "b": summary["run_id"], "metrics": {},
+            out.append({"a": base_summary.run_id, "b": summary.run_id, "metrics": {},
                         "skipped": f"different answer protocols: {protocol_label(paths[0])} vs {protocol_label(path)}"})
             continue
         if base_records is None:
             base_records = base.records()
-        entry = {"a": base_summary["run_id"], "b": summary["run_id"],
+        entry: dict[str, Any] = {"a": base_summary.run_id, "b": summary.run_id,
                  "metrics": paired_records(base_records, other.records())}
         judge_a, judge_b = judge_identity(paths[0]), judge_identity(path)
         # one judge's verdicts against another's: no test

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Mapping
 import attrs
 
 from memplug.errors import MemplugError
+from memplug.record import QuestionRecord, Timings
 
 log = logging.getLogger(__name__)
 
@@ -290,9 +291,9 @@ class _Collect:
     """The writer a worker hands to ``_run_sample``: it keeps the records for the driver."""
 
     def __init__(self) -> None:
-        self.written: list[dict[str, Any]] = []
+        self.written: list[QuestionRecord] = []
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: QuestionRecord) -> None:
         self.written.append(record)
 
 
@@ -596,15 +597,14 @@ class RayExecutor(Executor):
             on_done(cell, run_cell(cell, self))
 
 
-def _failed_records(evaluation: Any, sample: Any, error: str) -> list[dict[str, Any]]:
+def _failed_records(evaluation: Any, sample: Any, error: str) -> list[QuestionRecord]:
     """The records of a sample that could not be run: each question with ``error`` (resume redoes them)."""
 
-    async def records() -> list[dict[str, Any]]:
+    async def records() -> list[QuestionRecord]:
         out = []
         for question in sample.questions:
             record = await evaluation._ask(None, question, sample, error)
-            record["timings"] = {"setup_s": 0.0, "ingest_s": 0.0, "n_messages": len(sample.messages)}
-            record["ingest_usage"] = {}
+            record.timings = Timings(setup_s=0.0, ingest_s=0.0, n_messages=len(sample.messages))
             out.append(record)
         return out
 

@@ -87,19 +87,21 @@ def memplug_run_start(run: Any) -> None:
 
 
 @hookspec
-def memplug_sample_end(run: Any, sample: Any, records: list[dict]) -> None:
+def memplug_sample_end(run: Any, sample: Any, records: list[Any]) -> None:
     """Observe a finished sample.
 
     :param run: the running :class:`memplug.runner.Run`.
     :param sample: the :class:`memplug.models.Sample` that finished.
-    :param records: the records written for its questions (as in samples.jsonl).
+    :param records: the :class:`memplug.record.QuestionRecord` written for each of its
+        questions (``to_json()``: the line of samples.jsonl).
     """
 
 
 @hookspec
-def memplug_run_end(run: Any, summary: dict) -> None:
+def memplug_run_end(run: Any, summary: Any) -> None:
     """Observe the end of an evaluation.
 
     :param run: the finished :class:`memplug.runner.Run`.
-    :param summary: the content of summary.json.
+    :param summary: the :class:`memplug.record.RunSummary` written to summary.json
+        (``to_json()``: its content).
     """

@@ -35,6 +35,7 @@ import memplug
 from memplug import compare, stats
 from memplug import stored as stored_file
 from memplug.errors import MemplugError
+from memplug.record import QuestionRecord, RunSummary
 from memplug.results import RunDir
 
 if TYPE_CHECKING:
@@ -66,28 +67,28 @@ class LoadedRun:
 
     path: Path
     run: dict[str, Any]  # run.json
-    summary: dict[str, Any]  # summary.json
-    records: list[dict[str, Any]]  # samples.jsonl, a torn last line left out
+    summary: RunSummary  # summary.json
+    records: list[QuestionRecord]  # samples.jsonl, a torn last line left out
     judge_checks: list[dict[str, Any]] = attrs.field(factory=list)  # judge-check.json, one entry per judge
     stored: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # stored.jsonl by sample id
     label: str = ""
 
     @property
     def run_id(self) -> str:
-        return str(self.run.get("run_id") or self.summary.get("run_id") or self.path.name)
+        return str(self.run.get("run_id") or self.summary.run_id or self.path.name)
 
     @property
     def agent(self) -> str:
-        return str(self.summary.get("agent") or self.run.get("spec", {}).get("agent") or "?")
+        return str(self.summary.agent or self.run.get("spec", {}).get("agent") or "?")
 
     @property
     def dataset(self) -> str:
-        return str(self.summary.get("dataset") or self.run.get("spec", {}).get("dataset") or "?")
+        return str(self.summary.dataset or self.run.get("spec", {}).get("dataset") or "?")
 
     @property
     def metrics(self) -> list[str]:
         """Metric names in the dataset's declared order (run.json), then any others the summary has."""
-        overall = self.summary.get("metrics", {}).get(_OVERALL, {})
+        overall = self.summary.metrics.overall
         declared = [m for m in self.run.get("resolved", {}).get("metrics", []) if m in overall]
         return declared + [m for m in overall if m not in declared]
 
@@ -96,42 +97,27 @@ class LoadedRun:
         return headline_metric(self.metrics)
 
     def overall(self, metric: str) -> float | None:
-        return self.summary.get("metrics", {}).get(_OVERALL, {}).get(metric)
+        return self.summary.metrics.overall.get(metric)
 
     def by_category(self, category: str, metric: str) -> float | None:
-        return self.summary.get("metrics", {}).get("by_category", {}).get(category, {}).get(metric)
+        return self.summary.metrics.get(category).get(metric)
 
     def count(self, metric: str, category: str | None = None) -> int | None:
-        """Questions behind a score (summary["n"]): errors and questions the metric does not apply to are out."""
-        counts = self.summary.get("n") or {}
-        block = counts.get(_OVERALL, {}) if category is None else counts.get("by_category", {}).get(category, {})
-        return block.get(metric)
+        """Questions behind a score (summary.json's "n"): errors and questions the metric does not apply to are out."""
+        return self.summary.n.get(category).get(metric) if self.summary.n is not None else None
 
     def interval(self, metric: str, category: str | None = None) -> list[float] | None:
-        """[low, high] from summary["ci"] when the run has intervals, else None."""
-        ci = self.summary.get("ci") or {}
-        block = ci.get(_OVERALL, {}) if category is None else ci.get("by_category", {}).get(category, {})
-        value = block.get(metric)
-        return list(value) if value and len(value) == 2 else None
+        """[low, high] from summary.json's "ci" when the run has intervals, else None."""
+        return self.summary.interval(metric, category)[0]
 
     def interval_na(self, metric: str, category: str | None = None) -> str | None:
-        """Why a score has no interval ("1 sample", from summary["ci"]["na"]), or None when it has one
+        """Why a score has no interval ("1 sample", from summary.json's ci.na), or None when it has one
         or the run recorded no intervals at all."""
-        ci = self.summary.get("ci") or {}
-        na = ci.get("na") or {}
-        if category is None:
-            block, reasons = ci.get(_OVERALL) or {}, na.get(_OVERALL) or {}
-        else:
-            block = (ci.get("by_category") or {}).get(category) or {}
-            reasons = (na.get("by_category") or {}).get(category) or {}
-        if metric in reasons:
-            return str(reasons[metric])
-        # summaries written before ci.na had a null interval only for a mean over one sample
-        return "1 sample" if metric in block and block[metric] is None else None
+        return self.summary.interval(metric, category)[1]
 
     @property
     def categories(self) -> list[str]:
-        return list(self.summary.get("metrics", {}).get("by_category", {}))
+        return list(self.summary.metrics.by_category)
 
 
 def headline_metric(metrics: Sequence[str]) -> str | None:
@@ -151,10 +137,7 @@ def headline_metric(metrics: Sequence[str]) -> str | None:
 def load_run(path: Path) -> LoadedRun:
     """Read run.json, summary.json and samples.jsonl of one run directory."""
     rd = RunDir(Path(path)).check()
-    summary = rd.summary()
-    if not isinstance(summary.get("metrics"), dict):
-        raise MemplugError(f"{rd.summary_json}: no 'metrics' object (not a memplug summary)")
-    return LoadedRun(path=rd.path, run=rd.spec(), summary=summary, records=rd.records(),
+    return LoadedRun(path=rd.path, run=rd.spec(), summary=rd.summary(), records=rd.records(),
                      judge_checks=rd.judge_checks(), stored=stored_file.read(rd.path))
 
 
@@ -194,11 +177,11 @@ def _labelled(runs: list[LoadedRun], option_keys: Sequence[str]) -> list[LoadedR
     return [attrs.evolve(r, label=lab) for r, lab in zip(runs, labels)]
 
 
-def is_wrong(record: dict[str, Any], headline: str | None) -> bool:
+def is_wrong(record: QuestionRecord, headline: str | None) -> bool:
     """An error, or a headline score below 1 (a metric that does not apply, None, is not wrong)."""
-    if record.get("error"):
+    if record.error:
         return True
-    score = (record.get("scores") or {}).get(headline) if headline else None
+    score = record.scores.get(headline) if headline else None
     return score is not None and score < 1
 
 
@@ -208,25 +191,25 @@ def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
     for rec in run.records:
         if not is_wrong(rec, headline):
             continue
-        recalled = rec.get("recalled") or []
+        recalled = rec.recalled
         rows.append({
-            "sample_id": str(rec.get("sample_id", "")),
-            "targets": [str(t) for t in rec.get("targets") or []],
-            "category": rec.get("category") or "(none)",
-            "question_id": rec.get("question_id", ""),
-            "question": rec.get("question", ""),
-            "gold": rec.get("gold") or [],
-            "choices": rec.get("choices") or {},
-            "correct_choice": rec.get("correct_choice"),
-            "prediction": rec.get("prediction"),
-            "score": (rec.get("scores") or {}).get(headline) if headline else None,
-            "error": rec.get("error"),
+            "sample_id": str(rec.sample_id),
+            "targets": [str(t) for t in rec.targets],
+            "category": rec.category or "(none)",
+            "question_id": rec.question_id,
+            "question": rec.question,
+            "gold": rec.gold,
+            "choices": rec.choices or {},
+            "correct_choice": rec.correct_choice,
+            "prediction": rec.prediction,
+            "score": rec.scores.get(headline) if headline else None,
+            "error": rec.error,
             "recalled": [
                 {
-                    "text": _clip(str(item.get("text", "")), MAX_RECALLED_CHARS),
-                    "score": item.get("score"),
-                    "message_ids": item.get("message_ids") or [],
-                    "target": bool(set(item.get("message_ids") or []) & set(rec.get("targets") or [])),
+                    "text": _clip(str(item.text), MAX_RECALLED_CHARS),
+                    "score": item.score,
+                    "message_ids": list(item.message_ids),
+                    "target": bool(set(item.message_ids) & set(rec.targets)),
                 }
                 for item in recalled[:MAX_RECALLED_SHOWN]
             ],
@@ -435,7 +418,7 @@ def _efficiency_chart(plt: Any, runs: Sequence[LoadedRun], prefix: str) -> Marku
     fig, axes = plt.subplots(1, 2, figsize=(fig_w, 1.0 + row_h * len(runs)), sharey=True)
     y = list(range(len(runs)))
     for ax, (key, title) in zip(axes, panels):
-        values = [(r.summary.get("efficiency") or {}).get(key) for r in runs]
+        values = [r.summary.efficiency.to_json().get(key) for r in runs]
         drawn = [0.0 if v is None else float(v) for v in values]
         for j, bar in enumerate(ax.barh(y, drawn, color="#4c78a8", height=0.6).patches):
             if values[j] is not None:
@@ -476,8 +459,8 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
         value = r.overall(metric)
         if value is None:
             continue
-        cost = float((r.summary.get("llm") or {}).get("cost_usd") or 0.0)
-        per_k = 1000.0 * cost / max(1, int(r.summary.get("n_questions") or 0))
+        cost = float(r.summary.llm.cost_usd or 0.0)
+        per_k = 1000.0 * cost / max(1, int(r.summary.n_questions or 0))
         costs.append(per_k)
         interval = r.interval(metric)
         yerr = [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]] if interval else None
@@ -604,11 +587,11 @@ def _best(runs: Sequence[LoadedRun], metric: str) -> float | None:
 
 def _ci_note(runs: Sequence[LoadedRun]) -> str | None:
     for r in runs:
-        ci = r.summary.get("ci")
-        if ci:
-            level = ci.get("level")
+        ci = r.summary.ci
+        if ci is not None:
+            level = ci.level
             parts = [f"{level:.0%} intervals" if isinstance(level, (int, float)) else "intervals",
-                     ci.get("method"), f"{ci['resamples']} resamples" if ci.get("resamples") else None]
+                     ci.method, f"{ci.resamples} resamples" if ci.resamples else None]
             return ", ".join(p for p in parts if p)
     return None
 
@@ -642,7 +625,7 @@ def render_html(run_dirs: Sequence[Path]) -> str:
         r, summary=compare.judged_summary(r.summary, columns[i]),
         run={**r.run, "resolved": {**(r.run.get("resolved") or {}), "metrics": [
             compare.judged_name(m, columns[i]) for m in (r.run.get("resolved") or {}).get("metrics") or []]}},
-        records=[{**rec, "scores": compare.rename_judge_metrics(rec.get("scores") or {}, columns[i])}
+        records=[attrs.evolve(rec, scores=compare.rename_judge_metrics(rec.scores, columns[i]))
                  for rec in r.records]) for i, r in enumerate(loaded)]
     option_keys = differing_options(loaded)
     runs = _labelled(loaded, option_keys)

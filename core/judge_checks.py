@@ -27,6 +27,7 @@ from memplug.errors import MemplugError
 from memplug.files import read_json
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import MetricConfig
+from memplug.record import QuestionRecord
 from memplug.rescoring import build_metrics, dataset_info, make_llm, score_records, scorable
 from memplug.results import RunDir, write_json_atomic
 from memplug.stats import agreement, cohen_kappa
@@ -37,18 +38,14 @@ from memplug.text import tokens
 VERDICT_THRESHOLD = 0.5
 
 
-def question_kind(record: dict[str, Any], language: str, max_answer_words: int) -> str | None:
+def question_kind(record: QuestionRecord, language: str, max_answer_words: int) -> str | None:
     """"multiple_choice", "exact_answer" (every gold answer is short), or None (open-ended)."""
-    if record.get("choices") and record.get("correct_choice") is not None:
+    if record.choices and record.correct_choice is not None:
         return "multiple_choice"
-    gold = record.get("gold") or []
+    gold = record.gold
     if gold and all(0 < len(tokens(g, language)) <= max_answer_words for g in gold):
         return "exact_answer"
     return None
-
-
-def _key(record: dict[str, Any]) -> tuple[str, str]:
-    return record["sample_id"], record["question_id"]
 
 
 def compare(x: list[int], y: list[int]) -> dict[str, Any]:
@@ -73,8 +70,8 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
     spec = run.spec().get("spec", {})
     info = dataset_info(spec, plugins)
     answered = [r for r in run.records() if scorable(r)]
-    kinds = {_key(r): question_kind(r, info.language, max_answer_words) for r in answered}
-    objective = [r for r in answered if kinds[_key(r)]]
+    kinds = {r.key: question_kind(r, info.language, max_answer_words) for r in answered}
+    objective = [r for r in answered if kinds[r.key]]
     if not objective and len(judges) == 1:
         raise MemplugError(f"{path}: no multiple-choice or exact-answer question to check the judge on")
     # two or more judges are also compared with each other on open-ended questions
@@ -82,7 +79,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
     config = MetricConfig(top_k=run.top_k(), language=info.language)
     accuracy, exact_metric = build_metrics(["accuracy", exact], config, plugins)
     exact_scores = asyncio.run(score_records(objective, [accuracy, exact_metric], info.language))
-    truth = {_key(r): s["accuracy"] if kinds[_key(r)] == "multiple_choice" else s[exact_metric.name]
+    truth = {r.key: s["accuracy"] if kinds[r.key] == "multiple_choice" else s[exact_metric.name]
              for r, s in zip(objective, exact_scores) if s is not None}  # all are: answered
 
     verdicts: dict[str, dict[tuple[str, str], int]] = {}
@@ -95,7 +92,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         if judge_prompt:
             judge.force(judge_prompt, "--judge-prompt")
         scores = asyncio.run(score_records(to_judge, [judge], info.language))
-        verdicts[model] = {_key(r): int(s["judge"] >= VERDICT_THRESHOLD)
+        verdicts[model] = {r.key: int(s["judge"] >= VERDICT_THRESHOLD)
                            for r, s in zip(to_judge, scores) if s is not None and s["judge"] is not None}
         described[model] = judge.describe()
         usage[model] = llm.usage.as_dict()

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from memplug import compare
 from memplug.errors import MemplugError
+from memplug.record import RunSummary
 from memplug.results import RunDir
 
 Format = Literal["markdown", "latex", "csv"]
@@ -67,11 +68,11 @@ def _settings(paths: list[Path]) -> list[str]:
     return lines
 
 
-def _labels(summaries: list[dict[str, Any]]) -> list[str]:
-    datasets = {s["dataset"] for s in summaries}
-    labels = [s["agent"] if len(datasets) == 1 else f"{s['agent']} ({s['dataset']})" for s in summaries]
+def _labels(summaries: list[RunSummary]) -> list[str]:
+    datasets = {s.dataset for s in summaries}
+    labels = [s.agent if len(datasets) == 1 else f"{s.agent} ({s.dataset})" for s in summaries]
     if len(set(labels)) < len(labels):  # the same agent twice (seeds, options): the run ids tell them apart
-        labels = [f"{label} [{s['run_id']}]" for label, s in zip(labels, summaries)]
+        labels = [f"{label} [{s.run_id}]" for label, s in zip(labels, summaries)]
     return labels
 
 
@@ -89,8 +90,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
     # runs judged by different judges: each judge's numbers in a table of its own (judge[name])
     summaries = compare.separate_judges(paths, [RunDir(p).check().summary() for p in paths])
     labels = _labels(summaries)
-    metrics = list(dict.fromkeys(m for s in summaries for m in s["metrics"]["overall"]))
-    categories = ["overall", *dict.fromkeys(c for s in summaries for c in s["metrics"]["by_category"])]
+    metrics = list(dict.fromkeys(m for s in summaries for m in s.metrics.overall))
+    categories = ["overall", *dict.fromkeys(c for s in summaries for c in s.metrics.by_category)]
     significant: dict[tuple[int, str], bool] = {}
     comparisons = compare.comparisons(paths)
     skipped = [c["skipped"] for c in comparisons if c.get("skipped")]
@@ -108,11 +109,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
         for s in summaries:
             row = []
             for cat in categories:
-                means = s["metrics"]["overall"] if cat == "overall" else s["metrics"]["by_category"].get(cat, {})
-                cis = (s.get("ci") or {}).get("overall" if cat == "overall" else "by_category", {})
-                cis = cis if cat == "overall" else cis.get(cat, {})
-                value = means.get(metric)
-                ci = cis.get(metric) if isinstance(cis, dict) else None
+                value = s.metrics.get(cat).get(metric)
+                ci = s.ci.get(cat).get(metric) if s.ci is not None else None
                 row.append(None if value is None else (float(value), ci if isinstance(ci, list) else None))
             grid.append(row)
         best = [max((cell[0] for r in grid if (cell := r[j]) is not None), default=None)
@@ -147,10 +145,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
     return "\n\n".join(out) + "\n% " + note + "\n" + "".join(f"% {line}\n" for line in footer)
 
 
-def _n(summary: dict[str, Any], category: str, metric: str) -> int | str:
-    counts = summary.get("n") or {}
-    block = counts.get("overall") if category == "overall" else (counts.get("by_category") or {}).get(category)
-    return (block or {}).get(metric, "")
+def _n(summary: RunSummary, category: str, metric: str) -> int | str:
+    return summary.n.get(category).get(metric, "") if summary.n is not None else ""
 
 
 def _cell(fmt: str, cell: tuple[float, list[float] | None] | None, best: float | None, dagger: bool,

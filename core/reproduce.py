@@ -16,6 +16,7 @@ from typing import Any, Callable
 import attrs
 
 from memplug.errors import MemplugError
+from memplug.record import RunSummary
 from memplug.results import RunDir
 from memplug.runner import Evaluation, RunSpec
 from memplug.secrets import is_redacted
@@ -102,11 +103,11 @@ def _version_notes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return notes
 
 
-def compare_summaries(before: dict[str, Any], after: dict[str, Any], tolerance: float = 0.0) -> list[Compared]:
+def compare_summaries(before: RunSummary, after: RunSummary, tolerance: float = 0.0) -> list[Compared]:
     """Every metric mean of either summary, overall then per category."""
     rows = []
-    blocks = [("overall", before["metrics"]["overall"], after["metrics"]["overall"])]
-    cats_a, cats_b = before["metrics"].get("by_category", {}), after["metrics"].get("by_category", {})
+    blocks = [("overall", before.metrics.overall, after.metrics.overall)]
+    cats_a, cats_b = before.metrics.by_category, after.metrics.by_category
     blocks += [(c, cats_a.get(c, {}), cats_b.get(c, {})) for c in sorted(cats_a.keys() | cats_b.keys())]
     for category, a, b in blocks:
         for metric in sorted(a.keys() | b.keys()):

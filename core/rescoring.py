@@ -22,10 +22,11 @@ from memplug import options as opts
 from memplug import protocols
 from memplug.errors import MemplugError, did_you_mean
 from memplug.metrics import score_with
-from memplug.models import DatasetInfo, Question, Recalled
+from memplug.models import DatasetInfo, Question
 from memplug.plugins import Entry, Plugins, get_plugins
 from memplug.protocols import MetricConfig, ScoreContext
-from memplug.results import OUTCOME_KEYS, RunDir, summarize, write_json_atomic, write_records_atomic
+from memplug.record import QuestionRecord
+from memplug.results import RunDir, summarize, write_json_atomic, write_records_atomic
 
 if TYPE_CHECKING:
     from memplug.llm import LLM
@@ -78,28 +79,26 @@ def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins,
     return metrics
 
 
-def score_context(record: dict[str, Any], language: str) -> ScoreContext:
+def score_context(record: QuestionRecord, language: str) -> ScoreContext:
     """What a metric saw when the run scored this record, rebuilt from the record.
 
     ``question_meta`` matters to the judge, which picks its prompt by the dataset family
     in the question's meta.
     """
     question = Question(
-        id=record["question_id"], text=record["question"], answers=tuple(record.get("gold") or ()),
-        category=record["category"], choices=record.get("choices"), correct_choice=record.get("correct_choice"),
-        targets=record.get("targets") or (), anchors=record.get("anchors") or (),
-        time=record.get("question_time"), meta=record.get("question_meta") or {},
+        id=record.question_id, text=record.question, answers=tuple(record.gold),
+        category=record.category, choices=record.choices, correct_choice=record.correct_choice,
+        targets=record.targets, anchors=record.anchors, time=record.question_time, meta=record.question_meta,
     )
-    items = tuple(Recalled(i["text"], i.get("score"), i.get("message_ids") or ()) for i in record.get("recalled") or ())
-    return ScoreContext(question, record["prediction"], items, language, record.get("meta") or {})
+    return ScoreContext(question, record.prediction or "", tuple(record.recalled), language, record.meta)
 
 
-def scorable(record: dict[str, Any]) -> bool:
+def scorable(record: QuestionRecord) -> bool:
     """A record the run scored: answered, without an error (errors stay errors)."""
-    return not record.get("error") and record.get("prediction") is not None
+    return not record.error and record.prediction is not None
 
 
-async def score_records(records: list[dict[str, Any]], metrics: list[Any], language: str,
+async def score_records(records: list[QuestionRecord], metrics: list[Any], language: str,
                         score_raw_too: bool = False) -> list[dict[str, Any] | None]:
     """{metric name: score} per record (None for unscorable ones); async metrics run concurrently.
     ``score_raw_too``: the run's protocol also scored the raw reply (see memplug.metrics.score_with).
@@ -108,17 +107,17 @@ async def score_records(records: list[dict[str, Any]], metrics: list[Any], langu
     with some verdicts missing would not be the same set of numbers.
     """
 
-    async def one(record: dict[str, Any]) -> dict[str, Any]:
+    async def one(record: QuestionRecord) -> dict[str, Any]:
         ctx = score_context(record, language)
         out: dict[str, Any] = {}
         for metric in metrics:
             try:
-                out[metric.name] = await score_with(metric, ctx, record.get("reply") if score_raw_too else None)
+                out[metric.name] = await score_with(metric, ctx, record.reply if score_raw_too else None)
             except MemplugError:
                 raise
             except Exception as exc:
-                raise MemplugError(f"metric {metric.name!r} failed on question {record['question_id']!r} of sample "
-                                   f"{record['sample_id']!r}: {type(exc).__name__}: {exc}") from exc
+                raise MemplugError(f"metric {metric.name!r} failed on question {record.question_id!r} of sample "
+                                   f"{record.sample_id!r}: {type(exc).__name__}: {exc}") from exc
         return out
 
     todo = [r for r in records if scorable(r)]
@@ -136,7 +135,7 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def summary_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every number that differs between two summaries, by dotted key (absent = None)."""
+    """Every number that differs between two summary.json contents, by dotted key (absent = None)."""
     old, new = _flatten(before), _flatten(after)
     return [{"key": k, "before": old.get(k), "after": new.get(k)}
             for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
@@ -197,26 +196,25 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
 
     raw_too = bool(((stored.get("resolved") or {}).get("protocol") or {}).get("score_raw_too"))
     new_scores = asyncio.run(score_records(records, instances, info.language, raw_too))
-    rescored: list[dict[str, Any]] = []
+    rescored: list[QuestionRecord] = []
     changed = {m.name: 0 for m in instances}
     for record, scores in zip(records, new_scores):
         if scores is None:
             rescored.append(record)
             continue
-        old = record.get("scores") or {}
         for name, value in scores.items():
-            changed[name] += old.get(name) != value
-        rescored.append({**record, "scores": {**old, **scores}})
+            changed[name] += record.scores.get(name) != value
+        rescored.append(attrs.evolve(record, scores={**record.scores, **scores}))
 
-    ci = old_summary.get("ci") or {}
+    ci = old_summary.ci
     new_summary = summarize(
-        rescored, spec.get("agent", old_summary.get("agent")), spec.get("dataset", old_summary.get("dataset")),
-        stored.get("run_id") or old_summary.get("run_id") or Path(path).name, old_summary.get("efficiency", {}).get("wall_s") or 0.0,
-        **{k: ci[k] for k in ("resamples", "level") if k in ci},
+        rescored, spec.get("agent", old_summary.agent), spec.get("dataset", old_summary.dataset),
+        stored.get("run_id") or old_summary.run_id or Path(path).name, old_summary.efficiency.wall_s,
+        resamples=ci.resamples if ci is not None else 1000, level=ci.level if ci is not None else 0.95,
     )
     # which questions were answered is the run's, not the metrics': its outcome carries over
-    new_summary.update({k: old_summary[k] for k in OUTCOME_KEYS if k in old_summary})
-    diff = summary_changes(old_summary, new_summary)
+    new_summary.outcome = old_summary.outcome
+    diff = summary_changes(old_summary.to_json(), new_summary.to_json())
     judge_metric = next((m for m in instances if m.name == "judge"), None)
     stamp = _stamp(run.path)
     summary_path = run.path / f"summary.rescored-{stamp}.json"
@@ -239,6 +237,6 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
         "identical": not diff,
     }
     write_records_atomic(samples_path, rescored)
-    write_json_atomic(summary_path, new_summary)
+    write_json_atomic(summary_path, new_summary.to_json())
     write_json_atomic(changes_path, changes)
     return Rescore(summary_path, samples_path, changes_path, changes)

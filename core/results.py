@@ -1,4 +1,5 @@
-"""A run on disk: run.json, samples.jsonl and summary.json.
+"""A run on disk: run.json, samples.jsonl and summary.json, read and written as the
+typed records of :mod:`memplug.record` (the only reader and writer of these files).
 
 samples.jsonl is append-only and flushed within 50 ms of each record, so a killed run
 loses at most the records of its last 50 ms (see :class:`RecordWriter`). A torn last
@@ -13,17 +14,13 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
-
-import orjson
+from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from memplug import stats
 from memplug.errors import DataError, MemplugError, OutputError
 from memplug.files import read_json
-
-USAGE_KEYS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
-#: the run's outcome, set by the runner in run.json and summary.json (see docs/run-files.md)
-OUTCOME_KEYS = ("status", "n_expected", "n_answered", "n_failed", "first_error", "stopped")
+from memplug.record import (Breakdown, Efficiency, Intervals, LLMUsage, QuestionRecord, RunSummary,
+                            check_schema)
 
 
 def _write_atomic(path: Path, write: Callable[[TextIO], None]) -> None:
@@ -51,39 +48,12 @@ def write_lines_atomic(path: Path, lines: Iterable[str]) -> None:
     _write_atomic(path, lambda fh: fh.writelines(line + "\n" for line in lines))
 
 
-def _plain(value: Any) -> Any:
-    """orjson's fallback for the types json.dumps also takes: float and int subclasses."""
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, int):
-        return int(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def record_line(record: Mapping[str, Any]) -> bytes:
-    """One record as a line of samples.jsonl: compact UTF-8 JSON and a newline.
-
-    orjson rather than json: encoding the records was a tenth of a warm rerun's time
-    with json.dumps (see docs/performance.md).
-    """
-    return orjson.dumps(record, default=_plain, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
-
-
-def parse_record(line: bytes) -> Any:
-    """A line of samples.jsonl as written by :func:`record_line` (or by json.dumps, which
-    earlier versions used and which may write NaN; orjson rejects it)."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
-
-def write_records_atomic(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    """Replace a JSON-lines file with ``records``, one per line (as RecordWriter writes them)."""
+def write_records_atomic(path: Path, records: Iterable[QuestionRecord]) -> None:
+    """Replace a samples.jsonl with ``records``, one per line (as RecordWriter writes them)."""
 
     def write(fh: TextIO) -> None:
         for record in records:
-            fh.buffer.write(record_line(record))
+            fh.buffer.write(record.to_line())
 
     _write_atomic(path, write)
 
@@ -106,10 +76,12 @@ class RunDir:
         return self
 
     def spec(self) -> dict[str, Any]:
-        """The content of run.json (``spec``, ``resolved``, ``versions``, status ...)."""
+        """The content of run.json (``schema``, ``spec``, ``resolved``, ``versions``, status ...);
+        MemplugError for a run written by a newer memplug (:func:`memplug.record.check_schema`)."""
         stored = read_json(self.run_json)
         if not isinstance(stored, dict) or not isinstance(stored.get("spec", {}), dict):
             raise DataError(self.run_json, "not a memplug run file (expected an object with a 'spec' object)")
+        check_schema(stored, self.run_json)
         return stored
 
     def top_k(self) -> int:
@@ -118,14 +90,17 @@ class RunDir:
         stored = self.spec()
         return int((stored.get("resolved") or {}).get("top_k") or (stored.get("spec") or {}).get("top_k") or 5)
 
-    def summary(self) -> dict[str, Any]:
-        """The content of summary.json; an unfinished run has none (MemplugError)."""
+    def summary(self) -> RunSummary:
+        """summary.json; an unfinished run has none (MemplugError)."""
         if not self.summary_json.is_file():
             raise MemplugError(f"{self.path}: no summary.json (unfinished run? finish it with --resume)")
-        return read_json(self.summary_json)
+        return RunSummary.from_json(read_json(self.summary_json), self.summary_json)
 
-    def records(self) -> list[dict[str, Any]]:
-        """The records of samples.jsonl, a torn last line left out (see :func:`read_records`)."""
+    def records(self) -> list[QuestionRecord]:
+        """The records of samples.jsonl, a torn last line left out (see :func:`read_records`);
+        run.json's schema is checked first (a newer one: MemplugError)."""
+        if self.run_json.is_file():
+            self.spec()
         return read_records(self.samples)[0]
 
     def judge_checks(self) -> list[dict[str, Any]]:
@@ -144,7 +119,7 @@ class RunDir:
         return checks
 
 
-def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
+def read_records(path: Path) -> tuple[list[QuestionRecord], int]:
     """Records of a samples.jsonl and the byte length of its intact part.
 
     The last line may be torn by a kill in the middle of a write: it is left out
@@ -154,14 +129,15 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
         return [], 0
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1  # every write ends in a newline; what follows it is torn
-    records: list[dict[str, Any]] = []
+    records: list[QuestionRecord] = []
     for number, line in enumerate(data[:end].split(b"\n")[:-1], 1):
         if not line.strip():
             continue
         try:
-            records.append(parse_record(line))
-        except ValueError:
-            raise DataError(path, "corrupt record (not JSON)", f"line {number}") from None
+            records.append(QuestionRecord.from_line(line))
+        except ValueError as exc:
+            problem = "corrupt record (not JSON)" if isinstance(exc, json.JSONDecodeError) else f"corrupt record: {exc}"
+            raise DataError(path, problem, f"line {number}") from None
     return records, end
 
 
@@ -188,13 +164,13 @@ class RecordWriter:
         self._scheduled: asyncio.TimerHandle | None = None
         self._scheduled_in: asyncio.AbstractEventLoop | None = None
         #: every record written, in order (the run's summary is computed from them)
-        self.written: list[Mapping[str, Any]] = []
+        self.written: list[QuestionRecord] = []
 
-    def write(self, record: Mapping[str, Any]) -> None:
+    def write(self, record: QuestionRecord) -> None:
         if self.failure is not None:
             raise self.failure
         try:
-            self._fh.write(record_line(record))
+            self._fh.write(record.to_line())
         except OSError as exc:
             self._failed(exc)
             raise self.failure from None  # type: ignore[misc]
@@ -235,7 +211,7 @@ class RecordWriter:
             raise self.failure
 
 
-def keep_complete_samples(path: Path, expected: Mapping[str, set[str]]) -> list[dict[str, Any]]:
+def keep_complete_samples(path: Path, expected: dict[str, set[str]]) -> list[QuestionRecord]:
     """Prepare samples.jsonl for a resume: cut a torn last line and drop unfinished samples.
 
     A sample is complete when every expected question has a record without an error.
@@ -246,26 +222,29 @@ def keep_complete_samples(path: Path, expected: Mapping[str, set[str]]) -> list[
     records, _ = read_records(path)
     seen: dict[str, set[str]] = defaultdict(set)
     for r in records:
-        if not r.get("error"):
-            seen[r["sample_id"]].add(r["question_id"])
+        if not r.error:
+            seen[r.sample_id].add(r.question_id)
     done = {sid for sid, qids in seen.items() if sid in expected and qids >= expected[sid]}
-    kept: list[dict[str, Any]] = []
+    kept: list[QuestionRecord] = []
     written: set[tuple[str, str]] = set()
     for r in records:
-        key = (r["sample_id"], r["question_id"])
-        if r["sample_id"] in done and key not in written:
+        if r.sample_id in done and r.key not in written:
             kept.append(r)
-            written.add(key)
+            written.add(r.key)
     write_records_atomic(path, kept)
     return kept
 
 
-def _sum_usage(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, float]:
-    total: dict[str, float] = {k: 0 for k in USAGE_KEYS}
+def _sum_usage(usages: Iterable[LLMUsage | None]) -> LLMUsage:
+    total = LLMUsage(0, 0, 0, 0, 0)
     for u in usages:
-        for k in USAGE_KEYS:
-            total[k] += (u or {}).get(k, 0) or 0
-    total["cost_usd"] = round(total["cost_usd"], 6)
+        if u is not None:
+            total.calls += u.calls or 0
+            total.cache_hits += u.cache_hits or 0
+            total.prompt_tokens += u.prompt_tokens or 0
+            total.completion_tokens += u.completion_tokens or 0
+            total.cost_usd += u.cost_usd or 0
+    total.cost_usd = round(total.cost_usd, 6)
     return total
 
 
@@ -285,14 +264,14 @@ def _percentiles(values: Iterable[float | None]) -> dict[str, float] | None:
 
 
 def summarize(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[QuestionRecord],
     agent: str,
     dataset: str,
     run_id: str,
     wall_s: float,
     resamples: int = 1000,
     level: float = 0.95,
-) -> dict[str, Any]:
+) -> RunSummary:
     """summary.json from the records alone (plus the wall time), so a rescore can redo it.
 
     Metrics are means over answered questions: a record with an error is counted in
@@ -305,22 +284,20 @@ def summarize(
     # in a fixed order, not the order the records were written in (which samples finished first
     # with --concurrency, a resume, a sharded run): the bootstrap draws whole samples by their
     # order of appearance, so the same records always give the same intervals
-    answered = sorted((r for r in records if not r.get("error")),
-                      key=lambda r: (str(r["sample_id"]), str(r["question_id"])))
-    by_category: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    answered = sorted((r for r in records if not r.error), key=lambda r: (str(r.sample_id), str(r.question_id)))
+    by_category: dict[str, list[QuestionRecord]] = defaultdict(list)
     for r in answered:
-        by_category[r["category"]].append(r)
+        by_category[r.category].append(r)
 
-    def block(rows: list[Mapping[str, Any]]) -> tuple[dict, dict, dict, dict]:
+    def block(rows: list[QuestionRecord]) -> tuple[dict, dict, dict, dict]:
         """Means, intervals (None where not estimable), counts, and why an interval is None."""
         means: dict[str, float] = {}
         intervals: dict[str, list[float] | None] = {}
         counts: dict[str, int] = {}
         na: dict[str, str] = {}
-        names = sorted({k for r in rows for k in (r.get("scores") or {})})
+        names = sorted({k for r in rows for k in r.scores})
         for name in names:
-            pairs = [(r["scores"].get(name), r["sample_id"]) for r in rows]
-            pairs = [(v, s) for v, s in pairs if v is not None]
+            pairs = [(v, r.sample_id) for r in rows if (v := r.scores.get(name)) is not None]
             if not pairs:
                 continue
             values = [float(v) for v, _ in pairs]
@@ -339,52 +316,50 @@ def summarize(
     # questions the reader could not answer (a kind it cannot do): only their recall is scored
     unanswerable: dict[str, dict[str, Any]] = {}
     for r in answered:
-        if r.get("unanswerable"):
-            entry = unanswerable.setdefault(r["category"], {"n": 0, "reason": r["unanswerable"]})
+        if r.unanswerable:
+            entry = unanswerable.setdefault(r.category, {"n": 0, "reason": r.unanswerable})
             entry["n"] += 1
     cats = {c: block(rows) for c, rows in sorted(by_category.items())}
 
-    per_sample: dict[str, Mapping[str, Any]] = {}
+    per_sample: dict[str, QuestionRecord] = {}
     for r in records:
-        per_sample.setdefault(r["sample_id"], r)
-    ingest_s = sum((r.get("timings") or {}).get("ingest_s") or 0.0 for r in per_sample.values())
-    n_messages = sum((r.get("timings") or {}).get("n_messages") or 0 for r in per_sample.values())
-    recall_times = [t for r in answered if (t := (r.get("timings") or {}).get("recall_s")) is not None]
-    llm = _sum_usage(
-        [r.get("usage") for r in records] + [r.get("ingest_usage") for r in per_sample.values()]
-    )
-    return {
-        "run_id": run_id,
-        "agent": agent,
-        "dataset": dataset,
-        "n_questions": len(records),
-        "n_errors": len(records) - len(answered),
-        "metrics": {"overall": overall, "by_category": {c: v[0] for c, v in cats.items()}},
-        "ci": {
-            "method": stats.CI_METHOD,
-            "level": level,
-            "resamples": resamples,
-            "overall": overall_ci,
-            "by_category": {c: v[1] for c, v in cats.items()},
+        per_sample.setdefault(r.sample_id, r)
+    ingest_s = sum(r.timings.ingest_s or 0.0 for r in per_sample.values())
+    n_messages = sum(r.timings.n_messages or 0 for r in per_sample.values())
+    recall_times = [t for r in answered if (t := r.timings.recall_s) is not None]
+    llm = _sum_usage([r.usage for r in records] + [r.ingest_usage for r in per_sample.values()])
+    return RunSummary(
+        run_id=run_id,
+        agent=agent,
+        dataset=dataset,
+        n_questions=len(records),
+        n_errors=len(records) - len(answered),
+        metrics=Breakdown(overall, {c: v[0] for c, v in cats.items()}),
+        ci=Intervals(
+            method=stats.CI_METHOD,
+            level=level,
+            resamples=resamples,
+            overall=overall_ci,
+            by_category={c: v[1] for c, v in cats.items()},
             # why an interval above is null, per metric: {"em": "1 sample"}; only metrics without one
-            "na": {"overall": overall_na, "by_category": {c: v[3] for c, v in cats.items() if v[3]}},
-        },
-        "n": {"overall": overall_n, "by_category": {c: v[2] for c, v in cats.items()}},
-        "unanswerable": unanswerable,
-        "efficiency": {
-            "ingest_s_per_message": round(ingest_s / n_messages, 6) if n_messages else None,
-            "recall_s_per_question": round(sum(recall_times) / len(recall_times), 6) if recall_times else None,
-            "wall_s": round(wall_s, 3),
+            na=Breakdown(overall_na, {c: v[3] for c, v in cats.items() if v[3]}),
+        ),
+        n=Breakdown(overall_n, {c: v[2] for c, v in cats.items()}),
+        unanswerable=unanswerable,
+        efficiency=Efficiency(
+            ingest_s_per_message=round(ingest_s / n_messages, 6) if n_messages else None,
+            recall_s_per_question=round(sum(recall_times) / len(recall_times), 6) if recall_times else None,
+            wall_s=round(wall_s, 3),
             # a mean hides the slow tail that users of a memory system feel: per stage, the
             # percentiles of each sample's ingestion and each question's recall and answer
-            "latency_s": {
-                "ingest": _percentiles([(r.get("timings") or {}).get("ingest_s") for r in per_sample.values()]),
+            latency_s={
+                "ingest": _percentiles([r.timings.ingest_s for r in per_sample.values()]),
                 "recall": _percentiles(recall_times),
-                "answer": _percentiles([(r.get("timings") or {}).get("read_s") for r in answered]),
+                "answer": _percentiles([r.timings.read_s for r in answered]),
             },
-        },
-        "llm": llm,
-    }
+        ),
+        llm=llm,
+    )
 
 
 class RunLock:

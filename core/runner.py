@@ -47,13 +47,14 @@ from memplug.llm import LLM, FatalLLMError, LLMError, usage_scope
 from memplug.logs import logs_to, tame_loguru
 from memplug.metrics import score_with
 from memplug.answering import protocol_of
-from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample
+from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import (
     AgentConfig, BuildOptions, Describes, MetricConfig, PlansQuestions, ReaderConfig, ReferenceChannel, ScoreContext,
     async_variant, dataset_info, default_chunk_size, is_blocking, lists_stored, options_of, reader_cannot,
     reads_answer,
 )
+from memplug.record import SCHEMA, LLMUsage, Outcome, QuestionRecord, RunSummary, Timings
 from memplug.results import RecordWriter, RunDir, RunLock, keep_complete_samples, summarize, write_json_atomic
 from memplug.secrets import scrub
 from memplug import stored as stored_file
@@ -238,7 +239,7 @@ class Evaluation:
         reader_name = resolved.reader if resolved else spec.reader or ("llm" if spec.llm else "extractive")
         self.reader_entry = reg("readers").get(reader_name)
         #: the stored recalls of --from RUN, by (sample id, question id); None: a live agent
-        self.replayed: dict[tuple[str, str], dict[str, Any]] | None = None
+        self.replayed: dict[tuple[str, str], QuestionRecord] | None = None
         self.agent_factory = self.agent_entry.load() if spec.from_run is None else None
         builder_cls = self.dataset_entry.load()
         self.builder = builder_cls()
@@ -415,7 +416,7 @@ class Evaluation:
         raise MemplugError(f"--output {output}: too many runs named {base}")
 
     def run_json(self, run_id: str, started: str, status: str, wall_s: float, ended: str | None = None,
-                 outcome: dict[str, Any] | None = None) -> dict:
+                 outcome: Outcome | None = None) -> dict:
         """The content of run.json: the spec, what it resolved to, versions, git commit, status
         and the ``outcome`` counts; every string scrubbed of secrets."""
         spec = attrs.asdict(self.spec)
@@ -426,6 +427,7 @@ class Evaluation:
         #: what ran the samples: this process (local), or e.g. Ray workers with their address
         extra["executor"] = self.executor.describe() if self.executor is not None else {"name": "local"}
         return _scrubbed({
+            "schema": SCHEMA,
             "run_id": run_id,
             "spec": spec,
             "resolved": {
@@ -444,7 +446,7 @@ class Evaluation:
             "ended": ended,
             "wall_s": round(wall_s, 3),
             "status": status,
-            **(outcome or {}),
+            **(outcome.to_json() if outcome is not None else {}),
         })
 
     def data_sha256(self) -> dict[str, str] | None:
@@ -507,7 +509,7 @@ class Evaluation:
             kept = []
         run_id = stored["run_id"]
         started, prior_wall = stored.get("started") or _now(), float(stored.get("wall_s") or 0.0)
-        done = {r["sample_id"] for r in kept}
+        done = {r.sample_id for r in kept}
         pending = [s for s in samples if s.id not in done]
         n_expected = sum(len(s.questions) for s in samples)
         run = Run(self.spec, run_id, path, self.info)
@@ -523,7 +525,7 @@ class Evaluation:
         writer = RecordWriter(run_dir.samples)
         self.token_counts.prefetch(pending)
         ran, stop = False, None
-        summary: dict[str, Any] | None = None
+        summary: RunSummary | None = None
         # Everything alive now (the samples, the loaded modules) lives to the end of the run:
         # frozen, the collector stops rescanning it. Each full collection of a 1,280-sample
         # MemSim run took ~50 ms otherwise, a quarter of a warm rerun.
@@ -555,11 +557,11 @@ class Evaluation:
             if ran or stop is not None:  # the records on file: those kept from before and this session's
                 records = [*kept, *writer.written]
                 outcome = _outcome(records, n_expected, stop)
-                status = outcome.pop("status")
+                status = outcome.status
                 summary = summarize(records, self.spec.agent, self.spec.dataset, run_id, wall)
-                summary.update(status=status, **outcome)
+                summary.outcome = outcome
                 with contextlib.suppress(OSError):  # a full disk: run.json still says "running", resumable
-                    write_json_atomic(run_dir.summary_json, summary)
+                    write_json_atomic(run_dir.summary_json, summary.to_json())
             with contextlib.suppress(OSError):
                 write_json_atomic(run_dir.run_json, self.run_json(run_id, started, status, wall, _now(), outcome))
         self.plugins.hook.memplug_run_end(run=run, summary=summary)
@@ -626,7 +628,7 @@ class Evaluation:
         return self.agent_factory(config, workdir)
 
     async def _run_sample(self, work: Path, sample: Sample, pool: ThreadPoolExecutor,
-                          writer: RecordWriter, tick: Callable) -> list[dict]:
+                          writer: RecordWriter, tick: Callable) -> list[QuestionRecord]:
         workdir = work / safe_name(sample.id)
         config = AgentConfig(
             options=self.agent_values, llm=self.llm, embedder=self.spec.embedder, top_k=self.top_k,
@@ -668,7 +670,6 @@ class Evaluation:
                 raise
             except Exception as exc:
                 ingest_error = f"ingest failed: {_describe(exc)}"
-        base = {"setup_s": round(setup_s, 6), "ingest_s": round(ingest_s, 6), "n_messages": len(sample.messages)}
         records = []
         try:
             lists = lists_stored(agent)  # optional (protocols.ListsStored, ListsStoredAsync)
@@ -677,8 +678,9 @@ class Evaluation:
             recall = self._method(pool, agent, "recall") if agent is not None else None
             for question in sample.questions:
                 record = await self._ask(recall, question, sample, ingest_error)
-                record["timings"] = {**base, **record["timings"]}
-                record["ingest_usage"] = ingest_usage.as_dict()
+                record.timings.setup_s, record.timings.ingest_s = round(setup_s, 6), round(ingest_s, 6)
+                record.timings.n_messages = len(sample.messages)
+                record.ingest_usage = LLMUsage.from_json(ingest_usage.as_dict())
                 writer.write(record)
                 records.append(record)
                 tick()
@@ -702,16 +704,13 @@ class Evaluation:
         stored_file.record(run_path, sample_id, listed)
 
     async def _ask(self, recall_method: Callable[..., Awaitable[Any]] | None, question: Question, sample: Sample,
-                   ingest_error: str | None) -> dict:
-        record: dict[str, Any] = {
-            "sample_id": sample.id, "question_id": question.id, "category": question.category,
-            "question": question.text, "prediction": None, "reply": None, "gold": list(question.answers),
-            "choices": dict(question.choices) if question.choices else None,
-            "correct_choice": question.correct_choice, "targets": list(question.targets),
-            "anchors": list(question.anchors), "question_time": question.time,
-            "question_meta": _jsonable(question.meta), "recalled": [], "agent_answered": False,
-            "scores": {}, "timings": {}, "usage": {}, "error": ingest_error, "meta": {},
-        }
+                   ingest_error: str | None) -> QuestionRecord:
+        record = QuestionRecord(
+            sample_id=sample.id, question_id=question.id, category=question.category, question=question.text,
+            gold=list(question.answers), choices=dict(question.choices) if question.choices else None,
+            correct_choice=question.correct_choice, targets=list(question.targets), anchors=list(question.anchors),
+            question_time=question.time, question_meta=_jsonable(question.meta), error=ingest_error,
+        )
         if ingest_error or recall_method is None:
             return record
         need = self.info.needs.get(question.category)
@@ -728,29 +727,27 @@ class Evaluation:
                     reply: str | None = recall.answer
                 elif unable:  # this reader cannot answer it: only what was recalled is scored
                     reply = None
-                    record["unanswerable"] = f"the {self.reader_name} reader cannot do {unable}"
+                    record.unanswerable = f"the {self.reader_name} reader cannot do {unable}"
                 else:
                     reply = await self.reader.answer(asked, recall.items, self.info)
                 prediction = None if reply is None else self.protocol.parse_reply(reply)
                 t2 = time.perf_counter()
-                record.update(
-                    prediction=prediction, reply=reply, agent_answered=recall.answer is not None,
-                    meta=_jsonable(recall.meta),
-                    recalled=[i.as_dict() for i in recall.items],
-                    timings={"recall_s": round(t1 - t0, 6), "read_s": round(t2 - t1, 6)},
-                )
+                record.prediction, record.reply = prediction, reply
+                record.agent_answered, record.meta = recall.answer is not None, _jsonable(recall.meta)
+                record.recalled = list(recall.items)
+                record.timings = Timings(recall_s=round(t1 - t0, 6), read_s=round(t2 - t1, 6))
                 ctx = ScoreContext(question, prediction or "", recall.items, self.info.language, recall.meta)
                 raw = reply if self.protocol.score_raw_too else None
                 for metric in self.metrics:
                     if prediction is not None or not reads_answer(metric):
-                        record["scores"][metric.name] = await score_with(metric, ctx, raw)
+                        record.scores[metric.name] = await score_with(metric, ctx, raw)
             except FatalLLMError:
                 raise
             except Exception as exc:
-                record["error"] = _describe(exc)
-                record["scores"] = {}
-                log.warning("question %s/%s failed: %s", sample.id, question.id, record["error"])
-        record["usage"] = usage.as_dict()
+                record.error = _describe(exc)
+                record.scores = {}
+                log.warning("question %s/%s failed: %s", sample.id, question.id, record.error)
+        record.usage = LLMUsage.from_json(usage.as_dict())
         return record
 
 
@@ -762,25 +759,23 @@ class _Replay:
 
     blocking = False
 
-    def __init__(self, stored: dict[tuple[str, str], dict[str, Any]], sample_id: str, top_k: int) -> None:
+    def __init__(self, stored: dict[tuple[str, str], QuestionRecord], sample_id: str, top_k: int) -> None:
         self.stored, self.sample_id, self.top_k = stored, sample_id, top_k
 
     def recall(self, question: AgentQuestion) -> Recall:
         record = self.stored.get((self.sample_id, question.id))
         if record is None:
             raise MemplugError(f"the --from run has no record of question {self.sample_id}/{question.id}")
-        if record.get("error"):
-            raise MemplugError(f"the --from run failed on this question: {record['error']}")
-        items = tuple(Recalled(i.get("text", ""), i.get("score"), tuple(i.get("message_ids") or ()))
-                      for i in (record.get("recalled") or ())[: self.top_k])
-        answer = (record.get("reply") or record.get("prediction")) if record.get("agent_answered") else None
-        return Recall(items, answer=answer, meta=record.get("meta") or {})
+        if record.error:
+            raise MemplugError(f"the --from run failed on this question: {record.error}")
+        answer = (record.reply or record.prediction) if record.agent_answered else None
+        return Recall(tuple(record.recalled[: self.top_k]), answer=answer, meta=record.meta)
 
     def close(self) -> None:
         """Nothing is held."""
 
 
-def _stored_recalls(path: Path, top_k: int) -> dict[tuple[str, str], dict[str, Any]]:
+def _stored_recalls(path: Path, top_k: int) -> dict[tuple[str, str], QuestionRecord]:
     """The records of a finished run, by (sample id, question id), for ``eval --from``."""
     run = RunDir(path).check()
     stored = run.spec()
@@ -790,7 +785,7 @@ def _stored_recalls(path: Path, top_k: int) -> dict[tuple[str, str], dict[str, A
     if top_k > run.top_k():
         raise MemplugError(f"--from {path}: it recalled {run.top_k()} items per question; --top-k {top_k} "
                            "cannot be answered from them")
-    return {(r["sample_id"], r["question_id"]): r for r in run.records()}
+    return {r.key: r for r in run.records()}
 
 
 def _from_run_id(path: str | None) -> str | None:
@@ -836,17 +831,16 @@ def _describe(exc: BaseException) -> str:
     return scrub(f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}")
 
 
-def _outcome(records: Sequence[Mapping[str, Any]], n_expected: int, stop: BaseException | None) -> dict[str, Any]:
+def _outcome(records: Sequence[QuestionRecord], n_expected: int, stop: BaseException | None) -> Outcome:
     """The run's status and what it rests on: ``finished`` only when every expected
     question has a record without an error; ``failed`` when none has; else ``partial``."""
-    answered = sum(1 for r in records if not r.get("error"))
-    first = next((r["error"] for r in records if r.get("error")), None)
+    answered = sum(1 for r in records if not r.error)
+    first = next((r.error for r in records if r.error), None)
     if stop is not None:
         first = scrub(str(stop))
     status = "finished" if answered == n_expected and stop is None else "failed" if answered == 0 else "partial"
-    return {"status": status, "n_expected": n_expected, "n_answered": answered,
-            "n_failed": n_expected - answered, "first_error": first,
-            "stopped": scrub(str(stop)) if stop is not None else None}
+    return Outcome(status, n_expected, answered, n_expected - answered, first,
+                   scrub(str(stop)) if stop is not None else None)
 
 
 def _scrubbed(value: Any) -> Any:

@@ -237,10 +237,10 @@ def cell_state(sweep_path: Path, cell: Mapping[str, Any]) -> str:
         if path.is_dir() and not any(path.iterdir()):
             path.rmdir()  # a name claimed by a run killed before its run.json landed
         return "new"
-    summary = path / "summary.json"
-    if summary.is_file() and read_json(summary).get("status", DONE) == DONE:
-        status = RunDir(path).spec().get("status")
-        if status == DONE:
+    run = RunDir(path)
+    if run.summary_json.is_file():
+        outcome = run.summary().outcome
+        if (outcome is None or outcome.status == DONE) and run.spec().get("status") == DONE:
             return DONE
     return "resume"
 
@@ -258,8 +258,8 @@ def run_cell(job: Mapping[str, Any], executor: Any = None) -> dict[str, Any]:
         resume = Path(job["resume"]) if job.get("resume") else None
         path = evaluation.run(output=Path(job["runs"]), resume=resume, name=job["run_id"], executor=executor,
                               capture_logs=True)
-        summary = RunDir(path).summary()
-        status, error = summary.get("status", DONE), summary.get("first_error")
+        outcome = RunDir(path).summary().outcome
+        status, error = (outcome.status, outcome.first_error) if outcome is not None else (DONE, None)
     except RunStopped as exc:
         status, error = "stopped", str(exc)
     except MemplugError as exc:

@@ -181,7 +181,7 @@ def test_a_bad_request_stops_the_run_at_once_and_keeps_it_resumable(env, openai_
     run = only_run(tmp_path)
     stored = run.spec()
     assert stored["status"] == "partial" and "HTTP 400" in stored["stopped"]
-    assert len(run.records()) == 2 and not any(r["error"] for r in run.records())
+    assert len(run.records()) == 2 and not any(r.error for r in run.records())
 
 
 def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_path):
@@ -192,8 +192,8 @@ def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_p
     line = last_line(result.stderr)
     assert line.startswith("memplug: partial: 1 of 18 questions failed; first error:")
     assert "empty reply" in line and line.endswith(f"memplug eval --resume runs/{run.path.name}")
-    assert run.spec()["status"] == "partial" and run.summary()["status"] == "partial"
-    assert run.summary()["n_errors"] == 1
+    assert run.spec()["status"] == "partial" and run.summary().outcome.status == "partial"
+    assert run.summary().n_errors == 1
     # the empty reply was not cached: the resume asks again, and now gets an answer
     openai_stub.reply = lambda body: "apple"
     asked_before = len(openai_stub.chat_requests)
@@ -201,11 +201,11 @@ def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_p
     assert again.returncode == 0, again.stderr
     assert last_line(again.stdout) == str(run.path)
     records = run.records()
-    assert len(records) == 18 and not any(r["error"] for r in records)
-    assert len({(r["sample_id"], r["question_id"]) for r in records}) == 18  # replaced, never duplicated
+    assert len(records) == 18 and not any(r.error for r in records)
+    assert len({r.key for r in records}) == 18  # replaced, never duplicated
     # only the failed question reaches the server: its sample's other two come from the cache
     assert len(openai_stub.chat_requests) - asked_before == 1
-    assert run.spec()["status"] == "finished" and run.summary()["status"] == "finished"
+    assert run.spec()["status"] == "finished" and run.summary().outcome.status == "finished"
 
 
 def test_every_question_failing_is_a_failed_run(env, openai_stub, tmp_path):
@@ -223,7 +223,7 @@ def test_a_null_reply_is_an_error_not_an_empty_answer(openai_stub, testkit, tmp_
                               reader="llm", agent_options={"answer": "false"}, llm_retries=0,
                               dataset_options={"samples": "1"})).run(output=tmp_path)
     records = RunDir(path).records()
-    assert all("empty reply" in r["error"] and r["prediction"] is None and r["scores"] == {} for r in records)
+    assert all("empty reply" in r.error and r.prediction is None and r.scores == {} for r in records)
 
 
 # --- the run directory: lock, full disks, interruptions ------------------------------
@@ -277,7 +277,7 @@ def test_a_full_cache_disk_warns_once_and_keeps_every_answer(openai_stub, testki
                               reader="llm", agent_options={"answer": "false"})).run(output=tmp_path)
     run = RunDir(path)
     assert run.spec()["status"] == "finished"
-    assert not any(r["error"] for r in run.records())
+    assert not any(r.error for r in run.records())
     err = capfd.readouterr().err
     assert err.count("cannot be written (database or disk is full); going on uncached") == 1
 

@@ -105,45 +105,45 @@ def test_transient_faults_are_retried_and_never_lose_a_result(stub, tmp_path):
     rd = evaluate(stub, tmp_path)
     summary = rd.summary()
     assert json.loads(rd.run_json.read_text())["status"] == "finished"
-    assert summary["n_questions"] == 18 and summary["n_errors"] == 0
-    assert summary["metrics"]["overall"]["em"] == 1.0
+    assert summary.n_questions == 18 and summary.n_errors == 0
+    assert summary.metrics.overall["em"] == 1.0
     records = rd.records()
-    assert all(r["error"] is None and r["prediction"] == r["gold"][0] for r in records)
+    assert all(r.error is None and r.prediction == r.gold[0] for r in records)
     for key, faults in TRANSIENT.items():
         assert attempts[key] == len(faults) + 1, key
     assert len(stub.chat_requests) == 18 + sum(map(len, TRANSIENT.values()))
-    assert summary["llm"]["calls"] == 18  # a failed attempt is not a call
+    assert summary.llm.calls == 18  # a failed attempt is not a call
 
 
 def test_calls_that_never_succeed_are_errors_not_wrong_answers(stub, tmp_path):
     attempts = plan_faults(stub, {**TRANSIENT, **PERMANENT})
     rd = evaluate(stub, tmp_path)
     summary = rd.summary()
-    records = {(r["sample_id"], r["question_id"]): r for r in rd.records()}
+    records = {r.key: r for r in rd.records()}
     # questions that failed make the run partial, never finished
     assert len(records) == 18 and json.loads(rd.run_json.read_text())["status"] == "partial"
 
-    failed = {k: r for k, r in records.items() if r["error"]}
+    failed = {k: r for k, r in records.items() if r.error}
     assert set(failed) == {("s4", "q2"), ("s5", "q1")}
-    assert "after 3 attempts: HTTP 500" in failed["s4", "q2"]["error"]
-    assert f"after 3 attempts: no answer within {TIMEOUT_S:g}s" in failed["s5", "q1"]["error"]
+    assert "after 3 attempts: HTTP 500" in failed["s4", "q2"].error
+    assert f"after 3 attempts: no answer within {TIMEOUT_S:g}s" in failed["s5", "q1"].error
     for record in failed.values():
-        assert record["prediction"] is None and record["scores"] == {}
-        assert record["usage"]["calls"] == 0
+        assert record.prediction is None and record.scores == {}
+        assert record.usage.calls == 0
     assert attempts["4-2"] == attempts["5-1"] == MAX_RETRIES + 1
 
     # metrics over the 16 answered questions, the two errors beside them
-    assert summary["n_errors"] == 2 and summary["n_questions"] == 18
-    assert summary["metrics"]["overall"]["em"] == 1.0
-    assert summary["n"]["overall"]["em"] == 16
-    assert summary["n"]["by_category"]["odd"]["em"] == 5  # q1 of s5 was one of six odd questions
-    assert summary["llm"]["calls"] == 16
+    assert summary.n_errors == 2 and summary.n_questions == 18
+    assert summary.metrics.overall["em"] == 1.0
+    assert summary.n.overall["em"] == 16
+    assert summary.n.by_category["odd"]["em"] == 5  # q1 of s5 was one of six odd questions
+    assert summary.llm.calls == 16
 
     # errors are not cached: the same run again asks only the two failed questions
     before = len(stub.chat_requests)
     again = evaluate(stub, tmp_path).summary()
-    assert again["n_errors"] == 0 and again["metrics"]["overall"]["em"] == 1.0
-    assert again["llm"]["calls"] == 2 and again["llm"]["cache_hits"] == 16
+    assert again.n_errors == 0 and again.metrics.overall["em"] == 1.0
+    assert again.llm.calls == 2 and again.llm.cache_hits == 16
     assert len(stub.chat_requests) - before == 2
 
 
@@ -152,8 +152,8 @@ def test_faults_while_samples_run_one_at_a_time(stub, tmp_path):
     plan_faults(stub, {"0-0": ["500"] * 3, "0-1": ["429"], "2-0": ["hang"]})
     rd = evaluate(stub, tmp_path, concurrency=1)
     summary = rd.summary()
-    assert [(r["sample_id"], r["question_id"]) for r in rd.records() if r["error"]] == [("s0", "q0")]
-    assert summary["n_errors"] == 1 and summary["metrics"]["overall"]["em"] == 1.0
+    assert [r.key for r in rd.records() if r.error] == [("s0", "q0")]
+    assert summary.n_errors == 1 and summary.metrics.overall["em"] == 1.0
 
 
 # --- the response cache under whole processes ----------------------------------------------------

@@ -24,12 +24,12 @@ def test_the_stored_recalls_are_answered_again_and_nothing_is_ingested(testkit, 
     path = Evaluation(spec).run(output=tmp_path / "runs")
     assert testkit.LookupAgent.peak == 0  # no agent was built
     assert not (path / "work").exists()
-    before = {(r["sample_id"], r["question_id"]): r for r in RunDir(source).records()}
+    before = {r.key: r for r in RunDir(source).records()}
     after = RunDir(path).records()
-    assert len(after) == 18 and all(r["prediction"] == "apple" for r in after)
+    assert len(after) == 18 and all(r.prediction == "apple" for r in after)
     for r in after:
-        assert r["recalled"] == before[r["sample_id"], r["question_id"]]["recalled"]
-        assert r["scores"]["recall@5"] == before[r["sample_id"], r["question_id"]]["scores"]["recall@5"]
+        assert r.recalled == before[r.key].recalled
+        assert r.scores["recall@5"] == before[r.key].scores["recall@5"]
     # the LLM read the stored items: the prompt holds the recalled memory of its question
     first = openai_stub.chat_requests[0]["messages"][-1]["content"]
     assert "Item" in first
@@ -41,8 +41,8 @@ def test_a_question_the_source_failed_is_an_error_again(testkit, tmp_path):
     source = stored_run(tmp_path, fail_question="q1")
     path = Evaluation(RunSpec(agent="lookup", dataset="counting", from_run=str(source))).run(
         output=tmp_path / "runs")
-    failed = [r for r in RunDir(path).records() if r["error"]]
-    assert len(failed) == 6 and all("the --from run failed on this question" in r["error"] for r in failed)
+    failed = [r for r in RunDir(path).records() if r.error]
+    assert len(failed) == 6 and all("the --from run failed on this question" in r.error for r in failed)
     assert RunDir(path).spec()["status"] == "partial"
 
 

@@ -29,7 +29,7 @@ class Observer:
 
     @hookimpl
     def memplug_run_end(self, run, summary):
-        self.events.append(("end", summary["n_questions"]))
+        self.events.append(("end", summary.n_questions))
 
 
 def _observed(plugins, tmp_path):

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
 from memplug.cli import cli
 from memplug.cli.judge_check import judge_check_command
 from memplug.judge_checks import check_run, compare, question_kind
-from memplug.results import summarize, write_json_atomic
+from memplug.record import QuestionRecord
+from memplug.results import summarize, write_json_atomic, write_records_atomic
 from test_rescore import record as counting_record
 from test_rescore import scripted_judge  # noqa: F401 (fixture)
 from test_rescore import stub_judge
@@ -23,21 +25,21 @@ from test_rescore import stub_judge
 CHOICES = {"A": "apple", "B": "river", "C": "lamp", "D": "violin"}
 
 
-def mc_record(i: int, right: bool) -> dict:
+def mc_record(i: int, right: bool) -> QuestionRecord:
     r = counting_record(i, 0, "A" if right else "B")
-    return {**r, "sample_id": f"mc{i}", "question_id": "q", "gold": ["apple"], "choices": CHOICES,
-            "correct_choice": "A", "scores": {"accuracy": float(right)}}
+    return attrs.evolve(r, sample_id=f"mc{i}", question_id="q", gold=["apple"], choices=CHOICES, correct_choice="A",
+                        scores={"accuracy": float(right)})
 
 
-def exact_record(i: int, right: bool) -> dict:
+def exact_record(i: int, right: bool) -> QuestionRecord:
     r = counting_record(i, 0, "apple" if right else "a red fruit")
-    return {**r, "sample_id": f"ex{i}", "question_id": "q", "gold": ["apple"]}
+    return attrs.evolve(r, sample_id=f"ex{i}", question_id="q", gold=["apple"])
 
 
-def open_record(i: int) -> dict:
+def open_record(i: int) -> QuestionRecord:
     r = counting_record(i, 0, "She moved there because of her new job at the hospital.")
-    return {**r, "sample_id": f"op{i}", "question_id": "q",
-            "gold": ["She moved to Leeds in 2019 to take up a post as a hospital pharmacist."]}
+    return attrs.evolve(r, sample_id=f"op{i}", question_id="q",
+                        gold=["She moved to Leeds in 2019 to take up a post as a hospital pharmacist."])
 
 
 #: exact scoring: 6 of 10 multiple-choice right, 5 of 10 exact answers right, 4 open-ended
@@ -45,7 +47,7 @@ RECORDS = ([mc_record(i, i < 6) for i in range(10)] + [exact_record(i, i < 5) fo
            + [open_record(i) for i in range(4)])
 #: per judge model, the questions it calls correct (one question per sample, named like it)
 VERDICTS = {
-    "always-yes": {r["sample_id"] for r in RECORDS},
+    "always-yes": {r.sample_id for r in RECORDS},
     # agrees with exact scoring except that it accepts two paraphrases ("a red fruit"),
     # and accepts two of the four open-ended answers
     "fair": {f"mc{i}" for i in range(6)} | {f"ex{i}" for i in range(7)} | {"op0", "op1"},
@@ -59,12 +61,12 @@ def scripted(scripted_judge):
 
 def write_run(folder: Path) -> Path:
     # the question id the scripted judge sees is the sample id (one question per sample)
-    records = [{**r, "question_id": r["sample_id"]} for r in RECORDS]
+    records = [attrs.evolve(r, question_id=r.sample_id) for r in RECORDS]
     folder.mkdir(parents=True)
     spec = {"agent": "lookup", "dataset": "counting", "dataset_options": {}, "top_k": 5, "judge": None}
     write_json_atomic(folder / "run.json", {"run_id": folder.name, "spec": spec, "status": "finished"})
-    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.0))
+    write_records_atomic(folder / "samples.jsonl", records)
+    write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.0).to_json())
     return folder
 
 
@@ -72,8 +74,8 @@ def test_question_kinds():
     assert question_kind(mc_record(0, True), "en", 5) == "multiple_choice"
     assert question_kind(exact_record(0, True), "en", 5) == "exact_answer"
     assert question_kind(open_record(0), "en", 5) is None
-    assert question_kind({**open_record(0), "gold": ["张三的上司"]}, "zh", 5) == "exact_answer"  # 5 characters
-    assert question_kind({**open_record(0), "gold": ["张三的新上司"]}, "zh", 5) is None
+    assert question_kind(attrs.evolve(open_record(0), gold=["张三的上司"]), "zh", 5) == "exact_answer"  # 5 characters
+    assert question_kind(attrs.evolve(open_record(0), gold=["张三的新上司"]), "zh", 5) is None
 
 
 def test_compare_table_and_undefined_kappa():

@@ -14,6 +14,7 @@ from memplug.cli import cli
 from memplug.judge import MEMPLUG, Judge
 from memplug.models import Question
 from memplug.protocols import MetricConfig
+from memplug.record import RunSummary
 from memplug.publish import tables
 from memplug.runner import RunSpec
 from test_judge import FakeJudgeLLM
@@ -137,13 +138,16 @@ def test_columns_name_what_tells_the_judges_apart(tmp_path):
     assert compare.judge_columns([a, c]) == {0: "sha256:11111111", 1: "sha256:22222222"}
     assert compare.judge_columns([a, none]) == {}
     assert compare.judge_columns([a, old]) == {0: "memplug", 1: "unrecorded"}
-    summary = {"metrics": {"overall": {"judge": 1.0, "f1": 0.5}, "by_category": {"x": {"judge_coherence": 1.0}}},
-               "n": {"overall": {"judge": 3}}, "ci": {"level": 0.95, "na": {"overall": {"judge": "1 sample"}}}}
-    renamed = compare.judged_summary(summary, "memplug")
+    summary = RunSummary.from_json(
+        {"metrics": {"overall": {"judge": 1.0, "f1": 0.5}, "by_category": {"x": {"judge_coherence": 1.0}}},
+         "n": {"overall": {"judge": 3}}, "ci": {"level": 0.95, "overall": {"judge": None},
+                                               "na": {"overall": {"judge": "1 sample"}}}}, "summary.json")
+    renamed = compare.judged_summary(summary, "memplug").to_json()
     assert renamed["metrics"] == {"overall": {"judge[memplug]": 1.0, "f1": 0.5},
                                   "by_category": {"x": {"judge_coherence[memplug]": 1.0}}}
-    assert renamed["n"] == {"overall": {"judge[memplug]": 3}} and renamed["ci"]["level"] == 0.95
-    assert renamed["ci"]["na"] == {"overall": {"judge[memplug]": "1 sample"}}
+    assert renamed["n"] == {"overall": {"judge[memplug]": 3}, "by_category": {}} and renamed["ci"]["level"] == 0.95
+    assert renamed["ci"]["overall"] == {"judge[memplug]": None}
+    assert renamed["ci"]["na"] == {"overall": {"judge[memplug]": "1 sample"}, "by_category": {}}
 
 
 def test_run_json_names_the_judges_of_the_questions_before_any_is_judged():

@@ -331,8 +331,8 @@ def test_a_run_records_the_protocol_and_feeds_whole_chunks(tmp_path, shared_data
     assert protocol["parse"] == "memoryagentbench" and protocol["top_k"] == 10 and protocol["chunk_size"] == 512
     assert resolved["memory_unit"] == "message" and resolved["top_k"] == 10
     for record in run.records():
-        assert len(record["recalled"]) == 10
-        assert all(item["text"].startswith("Dialogue between User and Assistant") for item in record["recalled"])
+        assert len(record.recalled) == 10
+        assert all(item.text.startswith("Dialogue between User and Assistant") for item in record.recalled)
 
 
 def test_without_punkt_the_default_unit_says_how_to_get_it(monkeypatch):

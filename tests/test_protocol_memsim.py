@@ -133,12 +133,12 @@ def test_the_extractive_reader_leaves_counting_questions_unanswered_and_says_so(
     path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(data), limit=10)).run(output=tmp_path)
     run = RunDir(path)
     records = run.records()
-    assert all(r["unanswerable"] == "the extractive reader cannot do counting" for r in records)
-    assert all(r["prediction"] is None and set(r["scores"]) == {"recall@5"} for r in records)
+    assert all(r.unanswerable == "the extractive reader cannot do counting" for r in records)
+    assert all(r.prediction is None and set(r.scores) == {"recall@5"} for r in records)
     summary = run.summary()
-    assert summary["status"] == "finished" and summary["n_errors"] == 0
-    assert summary["unanswerable"] == {"aggregative": {"n": 10, "reason": "the extractive reader cannot do counting"}}
-    assert "accuracy" not in summary["metrics"]["overall"] and "recall@5" in summary["metrics"]["overall"]
+    assert summary.outcome.status == "finished" and summary.n_errors == 0
+    assert summary.unanswerable == {"aggregative": {"n": 10, "reason": "the extractive reader cannot do counting"}}
+    assert "accuracy" not in summary.metrics.overall and "recall@5" in summary.metrics.overall
 
 
 def test_runs_under_two_protocols_are_never_compared_silently(tmp_path, shared_data):

@@ -27,6 +27,7 @@ import pytest
 from memplug.compare import comparisons
 from memplug.errors import MemplugError
 from memplug.htmlreport import differing_options, headline_metric, is_wrong, load_run, write_html
+from memplug.record import QuestionRecord
 from memplug.stats import repeat_summary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,10 +134,13 @@ def test_cli_writes_the_page(run_dirs: list[Path], tmp_path: Path) -> None:
 
 
 def test_wrong_means_headline_below_one_or_error() -> None:
-    assert is_wrong({"scores": {"accuracy": 0.0}, "error": None}, "accuracy")
-    assert not is_wrong({"scores": {"accuracy": 1.0, "recall@5": 0.0}, "error": None}, "accuracy")
-    assert is_wrong({"scores": {}, "error": "TimeoutError"}, "accuracy")
-    assert not is_wrong({"scores": {"accuracy": None}, "error": None}, "accuracy")
+    def record(scores: dict, error: str | None = None) -> QuestionRecord:
+        return QuestionRecord("s", "q", "c", "?", scores=scores, error=error)
+
+    assert is_wrong(record({"accuracy": 0.0}), "accuracy")
+    assert not is_wrong(record({"accuracy": 1.0, "recall@5": 0.0}), "accuracy")
+    assert is_wrong(record({}, "TimeoutError"), "accuracy")
+    assert not is_wrong(record({"accuracy": None}), "accuracy")
 
 
 def test_headline_prefers_judge_then_the_first_answer_metric() -> None:

@@ -27,8 +27,8 @@ def test_a_run_reproduces_to_the_same_numbers(testkit, tmp_path):
 def test_a_number_that_differs_exits_1(testkit, tmp_path):
     path = Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path)
     summary = RunDir(path).summary()
-    summary["metrics"]["overall"]["em"] = 0.5  # as if the published number were another
-    write_json_atomic(path / "summary.json", summary)
+    summary.metrics.overall["em"] = 0.5  # as if the published number were another
+    write_json_atomic(path / "summary.json", summary.to_json())
     result = CliRunner().invoke(cli, ["reproduce", str(path), "--output", str(tmp_path / "again")])
     assert result.exit_code == 1, result.output
     assert "1 of" in result.output and "metric means differ" in result.output

@@ -15,7 +15,8 @@ from memplug.cli import cli
 from memplug import judge_checks, rescoring
 from memplug.cli.rescore import rescore_command
 from memplug.rescoring import rescore_run, summary_changes
-from memplug.results import RunDir, record_line, summarize, write_json_atomic
+from memplug.record import QuestionRecord
+from memplug.results import RunDir, summarize, write_json_atomic, write_records_atomic
 
 WORDS = ["apple", "river", "lamp"]
 
@@ -55,13 +56,13 @@ def scripted_judge(testkit, monkeypatch) -> dict[str, set[str]]:
     return verdicts
 
 
-def record(sample: int, question: int, prediction: str | None, error: str | None = None) -> dict:
+def record(sample: int, question: int, prediction: str | None, error: str | None = None) -> QuestionRecord:
     """A record as the runner writes it for the testkit's `counting` dataset, scored by hand."""
     gold = WORDS[(sample + question) % len(WORDS)]
     recalled = [{"text": f"Item {sample}-{question} is {prediction}.", "score": 1.0, "message_ids": [f"m{question}"]}]
     scores = {} if error else {"em": float(prediction == gold), "subem": float(gold in (prediction or "")),
                                "recall@5": 1.0}
-    return {
+    return QuestionRecord.from_json({
         "sample_id": f"s{sample}", "question_id": f"q{question}", "category": "even" if question % 2 == 0 else "odd",
         "question": f"What is item {sample}-{question}?", "prediction": prediction, "gold": [gold], "choices": None,
         "correct_choice": None, "targets": [f"m{question}"], "anchors": [], "recalled": [] if error else recalled,
@@ -70,10 +71,10 @@ def record(sample: int, question: int, prediction: str | None, error: str | None
         "usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
         "error": error, "meta": {},
         "ingest_usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
-    }
+    })
 
 
-def write_run(folder: Path, records: list[dict], judge: str | None = None) -> Path:
+def write_run(folder: Path, records: list[QuestionRecord], judge: str | None = None) -> Path:
     """A finished run directory with run.json, samples.jsonl and the runner's summary."""
     folder.mkdir(parents=True)
     spec = {"agent": "lookup", "dataset": "counting", "data": None, "seed": 0, "llm": None, "api_base": None,
@@ -81,8 +82,8 @@ def write_run(folder: Path, records: list[dict], judge: str | None = None) -> Pa
             "concurrency": 4, "cache": True, "agent_options": {}, "dataset_options": {}}
     write_json_atomic(folder / "run.json", {"run_id": folder.name, "spec": spec, "status": "finished",
                                             "resolved": {"metrics": ["em", "subem", "recall@5"]}})
-    (folder / "samples.jsonl").write_bytes(b"".join(record_line(r) for r in records))  # as the runner writes it
-    write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.234))
+    write_records_atomic(folder / "samples.jsonl", records)  # as the runner writes them
+    write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.234).to_json())
     return folder
 
 
@@ -115,9 +116,9 @@ def test_rescore_reproduces_the_summary_exactly(testkit, tmp_path):
 def test_rescore_repairs_tampered_scores_and_says_what_changed(testkit, tmp_path):
     path = finished_run(tmp_path)
     records = RunDir(path).records()
-    records[1]["scores"]["em"] = 0.0  # s0/q1: prediction "river" equals gold "river"
-    (path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    write_json_atomic(path / "summary.json", summarize(records, "lookup", "counting", "run", 1.234))
+    records[1].scores["em"] = 0.0  # s0/q1: prediction "river" equals gold "river"
+    (path / "samples.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
+    write_json_atomic(path / "summary.json", summarize(records, "lookup", "counting", "run", 1.234).to_json())
     result = rescore_run(path, ["em"])
     assert result.changes["changed_scores"] == {"em": 1}
     changed = {c["key"]: (c["before"], c["after"]) for c in result.changes["changed_summary"]}
@@ -200,8 +201,8 @@ def judged_run(tmp_path: Path, verdicts: dict[str, set[str]]) -> Path:
     verdicts["judge-a"] = {"q0", "q1"}
     records = []
     for r in RunDir(finished_run(tmp_path)).records():
-        if not r["error"]:
-            r["scores"]["judge"] = float(r["question_id"] in verdicts["judge-a"])
+        if not r.error:
+            r.scores["judge"] = float(r.question_id in verdicts["judge-a"])
         records.append(r)
     path = tmp_path / "judged"
     write_run(path, records, judge="judge-a")

@@ -17,7 +17,8 @@ import pytest
 
 from memplug.errors import MemplugError
 from memplug.models import Recalled
-from memplug.results import RecordWriter, RunDir, read_records, record_line
+from memplug.record import QuestionRecord
+from memplug.results import RecordWriter, RunDir, read_records
 from memplug.runner import Evaluation, RunSpec, safe_name
 
 
@@ -32,13 +33,19 @@ def test_run_files_have_the_contract_keys(testkit, tmp_path):
     assert spec["status"] == "finished" and spec["spec"]["agent"] == "lookup"
     assert spec["versions"]["plugins"]["memplug-testkit"] == "0.0.1"
     assert spec["versions"]["dataset"] == {"name": "counting", "version": "1"}
+    assert spec["schema"] == 2
     records = rd.records()
     assert len(records) == 18
-    for key in ("sample_id", "question_id", "category", "prediction", "gold", "recalled", "scores", "timings",
-                "usage", "error"):
-        assert key in records[0]
-    summary = rd.summary()
-    assert set(summary) >= {"agent", "dataset", "n_questions", "n_errors", "metrics", "efficiency", "llm"}
+    line = json.loads(rd.samples.read_bytes().splitlines()[0])
+    assert list(line) == ["sample_id", "question_id", "category", "question", "prediction", "reply", "gold", "choices",
+                          "correct_choice", "targets", "anchors", "question_time", "question_meta", "recalled",
+                          "agent_answered", "scores", "timings", "usage", "error", "meta", "ingest_usage"]
+    assert list(line["timings"]) == ["setup_s", "ingest_s", "n_messages", "recall_s", "read_s"]
+    summary = json.loads(rd.summary_json.read_text())
+    assert list(summary) == ["schema", "run_id", "agent", "dataset", "n_questions", "n_errors", "metrics", "ci", "n",
+                             "unanswerable", "efficiency", "llm", "status", "n_expected", "n_answered", "n_failed",
+                             "first_error", "stopped"]
+    assert summary["schema"] == 2
     assert summary["metrics"]["overall"]["em"] == 1.0
     assert set(summary["metrics"]["by_category"]) == {"even", "odd"}
     assert summary["metrics"]["overall"]["recall@5"] == 1.0
@@ -56,31 +63,31 @@ def test_samples_run_side_by_side(testkit, tmp_path):
 def test_a_failing_question_is_an_error_not_a_wrong_answer(testkit, tmp_path):
     rd = run(tmp_path, agent_options={"fail_question": "q1"})
     summary = rd.summary()
-    failed = [r for r in rd.records() if r["error"]]
-    assert len(failed) == 6 and all(r["question_id"] == "q1" for r in failed)
-    assert all("recall exploded" in r["error"] and r["scores"] == {} for r in failed)
-    assert summary["n_errors"] == 6 and summary["n_questions"] == 18
-    assert summary["metrics"]["overall"]["em"] == 1.0  # errors are not scored as wrong
-    assert summary["n"]["overall"]["em"] == 12
+    failed = [r for r in rd.records() if r.error]
+    assert len(failed) == 6 and all(r.question_id == "q1" for r in failed)
+    assert all("recall exploded" in r.error and r.scores == {} for r in failed)
+    assert summary.n_errors == 6 and summary.n_questions == 18
+    assert summary.metrics.overall["em"] == 1.0  # errors are not scored as wrong
+    assert summary.n.overall["em"] == 12
 
 
 def test_a_failing_ingest_fails_only_its_sample(testkit, tmp_path):
     rd = run(tmp_path, agent_options={"fail_sample": "s2"})
-    errors = {r["sample_id"] for r in rd.records() if r["error"]}
+    errors = {r.sample_id for r in rd.records() if r.error}
     assert errors == {"s2"}
-    assert rd.summary()["n_errors"] == 3
+    assert rd.summary().n_errors == 3
 
 
 def test_reader_answers_when_the_agent_does_not(testkit, tmp_path):
     rd = run(tmp_path, agent_options={"answer": "false"})
     records = rd.records()
-    assert not any(r["agent_answered"] for r in records)
-    assert all(r["prediction"] and r["prediction"] != r["recalled"][0]["text"] for r in records)
+    assert not any(r.agent_answered for r in records)
+    assert all(r.prediction and r.prediction != r.recalled[0].text for r in records)
 
 
 def test_limit_keeps_the_first_questions(testkit, tmp_path):
     rd = run(tmp_path, limit=4)
-    assert sorted((r["sample_id"], r["question_id"]) for r in rd.records()) == [
+    assert sorted(r.key for r in rd.records()) == [
         ("s0", "q0"), ("s0", "q1"), ("s0", "q2"), ("s1", "q0")]
 
 
@@ -98,7 +105,7 @@ def test_sample_ids_with_dots_stay_inside_the_run(testkit, tmp_path, monkeypatch
 
     monkeypatch.setattr(testkit.CountingDataset, "build", build)
     rd = run(tmp_path)
-    assert rd.records()[0]["sample_id"] == "../../escape"
+    assert rd.records()[0].sample_id == "../../escape"
     assert not (tmp_path / "escape").exists()
     assert all(p.resolve().is_relative_to(rd.path.resolve()) for p in (rd.path / "work").iterdir())
 
@@ -135,7 +142,7 @@ def test_resume_after_sigkill_holds_every_question_once(testkit_env, tmp_path, k
                              env=testkit_env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     records, end = read_records(samples)
-    keys = [(r["sample_id"], r["question_id"]) for r in records]
+    keys = [r.key for r in records]
     assert len(keys) == len(set(keys)) == 24
     assert end == samples.stat().st_size  # the torn line was cut, not parsed
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -158,16 +165,19 @@ def test_repeated_question_ids_and_empty_datasets_are_refused(testkit, tmp_path,
 
 
 def test_records_round_trip_through_their_lines(tmp_path):
-    record = {"sample_id": "s", "question": "où ?", "scores": {"em": np.float64(0.5), "n": np.int64(3)},
-              "recalled": [Recalled("t", 0.25, ("1", 2)).as_dict()]}
-    line = record_line(record)
+    record = QuestionRecord("s", "q", "c", "où ?", scores={"em": np.float64(0.5), "n": np.int64(3)},
+                            recalled=[Recalled("t", 0.25, ("1", 2))])
+    line = record.to_line()
     assert line.endswith(b"\n") and line.count(b"\n") == 1
-    assert json.loads(line) == {**record, "scores": {"em": 0.5, "n": 3}}
+    assert json.loads(line)["scores"] == {"em": 0.5, "n": 3}
+    assert json.loads(line)["recalled"] == [{"text": "t", "score": 0.25, "message_ids": ["1", "2"]}]
+    assert QuestionRecord.from_line(line).to_line() == line
     # lines of earlier versions (json.dumps, which may write NaN) still read
+    old = {"sample_id": "old", "question_id": "q", "category": "c", "question": "?", "scores": {"f1": float("nan")}}
     path = tmp_path / "samples.jsonl"
-    path.write_bytes(line + json.dumps({"sample_id": "old", "score": float("nan")}).encode() + b"\n")
+    path.write_bytes(line + json.dumps(old).encode() + b"\n")
     records, end = read_records(path)
-    assert records[0]["question"] == "où ?" and records[1]["sample_id"] == "old" and end == path.stat().st_size
+    assert records[0].question == "où ?" and records[1].sample_id == "old" and end == path.stat().st_size
 
 
 def test_recalled_as_dict_is_what_attrs_writes():
@@ -179,28 +189,35 @@ def test_recalled_as_dict_is_what_attrs_writes():
 def test_record_writer_flushes_lines_soon_after_they_are_written(tmp_path):
     path = tmp_path / "samples.jsonl"
     writer = RecordWriter(path, flush_delay=0.05)
-    writer.write({"n": 0})  # outside an event loop: flushed at once
-    assert path.read_bytes() == b'{"n":0}\n'
+
+    def record(n: int) -> QuestionRecord:
+        return QuestionRecord("s", str(n), "c", "?")
+
+    def numbers() -> list[int]:
+        return [int(r.question_id) for r in read_records(path)[0]]
+
+    writer.write(record(0))  # outside an event loop: flushed at once
+    assert path.read_bytes() == record(0).to_line()
 
     async def burst() -> bytes:
         for n in range(1, 4):
-            writer.write({"n": n})
+            writer.write(record(n))
         during = path.read_bytes()  # one flush is scheduled for the burst
         await asyncio.sleep(0.2)
         return during
 
     during = asyncio.run(burst())
-    assert during == b'{"n":0}\n'
-    assert [r["n"] for r in read_records(path)[0]] == [0, 1, 2, 3]
+    assert during == record(0).to_line()
+    assert numbers() == [0, 1, 2, 3]
 
     async def last() -> None:
-        writer.write({"n": 9})
+        writer.write(record(9))
 
     asyncio.run(last())  # the loop ends before the scheduled flush
     assert len(read_records(path)[0]) == 4
     asyncio.run(burst())  # a new loop schedules its own
-    assert [r["n"] for r in read_records(path)[0]] == [0, 1, 2, 3, 9, 1, 2, 3]
+    assert numbers() == [0, 1, 2, 3, 9, 1, 2, 3]
     asyncio.run(last())
     writer.close()  # a flush still pending: close writes the line
-    assert [r["n"] for r in read_records(path)[0]] == [0, 1, 2, 3, 9, 1, 2, 3, 9]
+    assert numbers() == [0, 1, 2, 3, 9, 1, 2, 3, 9]
     assert len(writer.written) == 9

@@ -39,7 +39,7 @@ def test_native_agents_list_what_they_hold(testkit, tmp_path: Path, agent: str) 
         assert line["total"] == held and len(line["items"]) == held
         assert [i["message_ids"] for i in line["items"]] == [[f"m{n}"] for n in range(4 - held, 4)]
         assert all(i["text"].startswith(f"Item {s}-") for i in line["items"])
-    assert not rd.records()[0]["error"]
+    assert not rd.records()[0].error
 
 
 class _Lister:
@@ -121,7 +121,7 @@ def test_a_failing_listing_never_fails_the_run(listers, tmp_path: Path, agent: s
                                               caplog: pytest.LogCaptureFixture) -> None:
     rd = _run(tmp_path, agent)
     assert rd.spec()["status"] == "finished"
-    assert not any(r["error"] for r in rd.records()) and len(rd.records()) == 6
+    assert not any(r.error for r in rd.records()) and len(rd.records()) == 6
     assert stored.read(rd.path) == {}  # nothing recorded
     assert "nothing recorded" in caplog.text or "not recorded" in caplog.text
 

@@ -119,7 +119,7 @@ def test_sweep_resume_runs_only_unfinished_cells(config, tmp_path):
     assert all(c["status"] == "finished" for c in manifest["cells"])
     assert first.stat().st_mtime_ns == before  # a finished cell is not run again
     for cell in manifest["cells"]:
-        keys = [(r["sample_id"], r["question_id"]) for r in read_records(sweep.path / cell["path"] / "samples.jsonl")[0]]
+        keys = [r.key for r in read_records(sweep.path / cell["path"] / "samples.jsonl")[0]]
         assert len(keys) == len(set(keys)) == 4
     assert sorted(p.name for p in (sweep.path / "runs").iterdir()) == sorted(c["run_id"] for c in manifest["cells"])
 
@@ -139,7 +139,7 @@ def test_process_pool_sweep_matches_sequential_and_report_reads_the_sweep(config
     run_sweep(sequential, LocalExecutor())
     for a, b in zip(pooled.run_dirs(), sequential.run_dirs()):
         assert comparable_records(a) == comparable_records(b)
-        assert RunDir(a).summary()["metrics"] == RunDir(b).summary()["metrics"]
+        assert RunDir(a).summary().metrics == RunDir(b).summary().metrics
     result = CliRunner().invoke(cli, ["report", str(pooled.path), "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 
+from memplug.record import QuestionRecord
 from memplug.results import RunDir, summarize
 
 
@@ -51,13 +53,12 @@ def test_list_report_and_repeats_cut_no_cell_at_80_columns(tmp_path):
 
 
 def test_an_interval_from_one_sample_is_not_an_interval():
-    records = [{"sample_id": "only", "question_id": f"q{i}", "category": "c", "scores": {"em": float(i % 2)}}
-               for i in range(6)]
+    records = [QuestionRecord("only", f"q{i}", "c", "?", scores={"em": float(i % 2)}) for i in range(6)]
     one = summarize(records, "a", "d", "r", 0.0)
-    assert one["metrics"]["overall"]["em"] == 0.5 and one["ci"]["overall"]["em"] is None
-    assert one["n"]["overall"]["em"] == 6
-    two = summarize([{**r, "sample_id": f"s{i % 2}"} for i, r in enumerate(records)], "a", "d", "r", 0.0)
-    assert two["ci"]["overall"]["em"] is not None
+    assert one.metrics.overall["em"] == 0.5 and one.ci.overall["em"] is None
+    assert one.n.overall["em"] == 6
+    two = summarize([attrs.evolve(r, sample_id=f"s{i % 2}") for i, r in enumerate(records)], "a", "d", "r", 0.0)
+    assert two.ci.overall["em"] is not None
 
 
 def test_a_one_sample_run_prints_n_a_with_its_reason(tmp_path):
@@ -67,14 +68,14 @@ def test_a_one_sample_run_prints_n_a_with_its_reason(tmp_path):
     assert "Scores (95% CI n/a: 1 sample)" in result.stdout and "[0." not in result.stdout  # no [x, x]
     assert "n/a (1 sample): no interval can be estimated where all the questions of a mean come from one sample" in text
     summary = RunDir(tmp_path / result.stdout.strip().splitlines()[-1]).summary()
-    assert set(summary["ci"]["overall"].values()) == {None}
-    assert set(summary["ci"]["na"]["overall"].values()) == {"1 sample"}
+    assert set(summary.ci.overall.values()) == {None}
+    assert set(summary.ci.na.overall.values()) == {"1 sample"}
 
 
 def test_latency_percentiles_per_stage_in_summary_terminal_and_html(tmp_path):
     result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=20"], tmp_path)
     run_dir = tmp_path / result.stdout.strip().splitlines()[-1]
-    latency = RunDir(run_dir).summary()["efficiency"]["latency_s"]
+    latency = RunDir(run_dir).summary().efficiency.latency_s
     assert set(latency) == {"ingest", "recall", "answer"}
     for stage in latency.values():
         assert 0 <= stage["p50"] <= stage["p95"] <= stage["p99"] <= stage["max"]

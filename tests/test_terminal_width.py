@@ -80,9 +80,9 @@ def test_list_breaks_no_name_and_no_option_at_80_columns(tmp_path):
 def test_a_one_sample_run_has_no_interval_on_screen_in_json_and_html(tmp_path, locomo_runs):
     bm25 = locomo_runs[0]
     summary = RunDir(bm25).summary()
-    assert set(summary["ci"]["overall"].values()) == {None}  # not [x, x]
-    assert summary["ci"]["na"]["overall"] == {m: "1 sample" for m in summary["metrics"]["overall"]}
-    assert summary["ci"]["na"]["by_category"]["1-multi-hop"]["f1"] == "1 sample"
+    assert set(summary.ci.overall.values()) == {None}  # not [x, x]
+    assert summary.ci.na.overall == {m: "1 sample" for m in summary.metrics.overall}
+    assert summary.ci.na.by_category["1-multi-hop"]["f1"] == "1 sample"
 
     result = run(["report", str(bm25)], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -122,8 +122,8 @@ def test_a_category_from_one_sample_says_n_a_in_its_cell(tmp_path):
     # 6 MemSim trajectories, one per category: overall has an interval, no category has one
     path = eval_run(tmp_path, "--agent", "bm25", "--dataset", "memsim", "-o", "n=6")
     summary = RunDir(path).summary()
-    assert all(v is not None for v in summary["ci"]["overall"].values())
-    assert summary["ci"]["na"]["by_category"]["simple"] == {"accuracy": "1 sample", "recall@5": "1 sample"}
+    assert all(v is not None for v in summary.ci.overall.values())
+    assert summary.ci.na.by_category["simple"] == {"accuracy": "1 sample", "recall@5": "1 sample"}
     result = run(["report", str(path)], tmp_path)
     readable(result.stdout)
     assert "Scores (95% CI)" in result.stdout
@@ -172,10 +172,10 @@ def test_many_runs_split_their_tables_instead_of_breaking_numbers(tmp_path):
     readable(result.stdout)
     for path in paths:
         summary = RunDir(path).summary()
-        for stage in summary["efficiency"]["latency_s"].values():  # each number whole on a line
+        for stage in summary.efficiency.latency_s.values():  # each number whole on a line
             for q in ("p50", "p95", "p99"):
                 assert re.search(rf"(^|[ │]){re.escape(f'{stage[q]:.3g}')}( |$)", result.stdout, re.M), stage[q]
-        for category, means in summary["metrics"]["by_category"].items():
+        for category, means in summary.metrics.by_category.items():
             assert re.search(rf"│ {re.escape(category)} +│", result.stdout)
 
 

@@ -98,7 +98,7 @@ def test_run_cli_returns_the_run_it_wrote(tmp_path: Path) -> None:
     result = run_cli(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=2", "--quiet"], cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
     assert result.run_dir is not None and result.run_dir.parent == tmp_path / "runs"
-    assert result.summary["n_errors"] == 0
+    assert result.summary.n_errors == 0
 
 
 def _hello_installed() -> bool:

@@ -19,6 +19,7 @@ from memplug.options import parse_pairs, split_for
 from memplug.preflight import declared_options
 from memplug.files import read_json
 from memplug.cli.sweep import build_executor, executor_options
+from memplug.record import Outcome
 from memplug.results import RunDir, write_json_atomic
 
 
@@ -181,10 +182,10 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         click.echo(str(summary_path))
     else:
         click.echo(str(paths[0]))
-    failed = [(p, RunDir(p).summary()) for p in paths]
-    failed = [(p, s) for p, s in failed if s.get("status", "finished") != "finished"]
-    for path, summary in failed:
-        click.echo(outcome_line(path, summary), err=True)
+    outcomes = [(p, RunDir(p).summary().outcome) for p in paths]
+    failed = [(p, o) for p, o in outcomes if o is not None and o.status != "finished"]
+    for path, outcome in failed:
+        click.echo(outcome_line(path, outcome), err=True)
     if failed:
         ctx.exit(1)
 
@@ -221,27 +222,25 @@ def _say_data_warnings(evaluation: Any) -> None:
         click.echo(f"memplug: warning: {one_line(found[0], 300)}{more}", err=True)
 
 
-def outcome_line(path: Path, summary: dict[str, Any]) -> str:
+def outcome_line(path: Path, outcome: Outcome) -> str:
     """The last line of a run that did not answer every question: how many failed, the
     first error and the command that retries them."""
-    n_failed = summary.get("n_failed", summary.get("n_errors", 0))
-    n_expected = summary.get("n_expected", summary.get("n_questions", 0))
-    first = one_line(str(summary.get("first_error") or "unknown"), 300)
-    return (f"memplug: {summary.get('status', 'partial')}: {n_failed} of {n_expected} questions failed; "
+    first = one_line(str(outcome.first_error or "unknown"), 300)
+    return (f"memplug: {outcome.status}: {outcome.n_failed} of {outcome.n_expected} questions failed; "
             f"first error: {first}; retry them with: memplug eval --resume {path}")
 
 
 def write_repeats(paths: list[Path], output: Path) -> Path:
     """repeats-<first run id>.json beside the runs: per metric mean, spread and each repeat."""
     summaries = [RunDir(p).summary() for p in paths]
-    metrics = sorted({m for s in summaries for m in s["metrics"]["overall"]})
+    metrics = sorted({m for s in summaries for m in s.metrics.overall})
     out = {
-        "runs": [s["run_id"] for s in summaries],
+        "runs": [s.run_id for s in summaries],
         "seeds": [RunDir(p).spec()["spec"]["seed"] for p in paths],
-        "overall": {m: stats.repeat_summary([s["metrics"]["overall"][m] for s in summaries
-                                             if m in s["metrics"]["overall"]]) for m in metrics},
+        "overall": {m: stats.repeat_summary([s.metrics.overall[m] for s in summaries
+                                             if m in s.metrics.overall]) for m in metrics},
     }
-    path = Path(output) / f"repeats-{summaries[0]['run_id']}.json"
+    path = Path(output) / f"repeats-{summaries[0].run_id}.json"
     write_json_atomic(path, out)
     return path
 

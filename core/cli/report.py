@@ -11,6 +11,7 @@ import click
 from memplug import compare
 from memplug.errors import MemplugError
 from memplug.files import read_json
+from memplug.record import RunSummary
 from memplug.results import RunDir
 
 
@@ -26,36 +27,14 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def _count(summary: dict[str, Any], category: str) -> str:
+def _count(summary: RunSummary, category: str) -> str:
     """Questions scored in a row: the largest per-metric count."""
-    counts = summary.get("n", {})
-    block = counts.get("overall") if category == "overall" else counts.get("by_category", {}).get(category)
-    return str(max((block or {}).values(), default=""))
+    return str(max(summary.n.get(category).values(), default="")) if summary.n is not None else ""
 
 
 def _percentile_text(p: dict[str, float] | None) -> str:
     # spaces around the slashes: a narrow cell wraps between two numbers, never inside one
     return "-" if not p else " / ".join(_seconds(p[f"p{q}"]) for q in (50, 95, 99))
-
-
-def _interval(summary: dict[str, Any], category: str, metric: str) -> tuple[list[float] | None, str | None]:
-    """The interval of a mean in summary.json, or None and why there is none ("1 sample").
-
-    summary.json names the reason in ``ci.na``; a summary written before that field had a
-    null interval only for a mean over one sample.
-    """
-    ci = summary.get("ci") or {}
-    na = ci.get("na") or {}
-    if category == "overall":
-        cis, reasons = ci.get("overall") or {}, na.get("overall") or {}
-    else:
-        cis, reasons = (ci.get("by_category") or {}).get(category) or {}, (na.get("by_category") or {}).get(category) or {}
-    value = cis.get(metric)
-    if isinstance(value, list) and len(value) == 2:
-        return value, None
-    if metric in reasons:
-        return None, str(reasons[metric])
-    return None, "1 sample" if metric in cis else None
 
 
 def _score(value: Any, interval: list[float] | None, na: str | None, say_na: bool) -> str:
@@ -68,8 +47,8 @@ def _score(value: Any, interval: list[float] | None, na: str | None, say_na: boo
     return f"{text} n/a ({na})" if na and say_na else text
 
 
-def _label(index: int, summary: dict[str, Any], many: bool) -> str:
-    return f"#{index} {summary['agent']}" if many else summary["agent"]
+def _label(index: int, summary: RunSummary, many: bool) -> str:
+    return f"#{index} {summary.agent}" if many else summary.agent
 
 
 def _say(console: Any, text: str) -> None:
@@ -77,8 +56,8 @@ def _say(console: Any, text: str) -> None:
     console.print(text, soft_wrap=False, highlight=False, markup=False)
 
 
-def _rows(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [("overall", summary["metrics"]["overall"]), *summary["metrics"]["by_category"].items()]
+def _rows(summary: RunSummary) -> list[tuple[str, dict[str, Any]]]:
+    return [("overall", summary.metrics.overall), *summary.metrics.by_category.items()]
 
 
 def _paired_table(console: Any, metrics: dict[str, dict[str, Any]]) -> Any:
@@ -136,18 +115,18 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
     console = Console()
     many = len(summaries) > 1
     for k, (path, s) in enumerate(zip(paths, summaries), 1):
-        status = "" if s.get("status", "finished") == "finished" else f", {s['status'].upper()}"
+        status = "" if s.outcome is None or s.outcome.status == "finished" else f", {s.outcome.status.upper()}"
         judge = compare.judge_identity(path)
-        _say(console, f"{'#' + str(k) + ' ' if many else ''}{s['run_id']}: {s['agent']} on {s['dataset']}, "
+        _say(console, f"{'#' + str(k) + ' ' if many else ''}{s.run_id}: {s.agent} on {s.dataset}, "
                       f"protocol {compare.protocol_label(path)}"
                       f"{', judge ' + compare.judge_text(judge) if judge else ''}{status}")
-    level = next((s["ci"]["level"] for s in summaries if isinstance((s.get("ci") or {}).get("level"), float)), 0.95)
-    datasets = list(dict.fromkeys(s["dataset"] for s in summaries))
+    level = next((s.ci.level for s in summaries if s.ci is not None and isinstance(s.ci.level, float)), 0.95)
+    datasets = list(dict.fromkeys(s.dataset for s in summaries))
     reasons: set[str] = set()
     for dataset in datasets:  # one set of tables per dataset: its runs share its metrics and categories
-        group = [(k, s) for k, s in enumerate(summaries, 1) if s["dataset"] == dataset]
-        metrics = list(dict.fromkeys(m for _, s in group for m in s["metrics"]["overall"]))
-        cells = [(values.get(m), *_interval(s, cat, m)) for _, s in group for cat, values in _rows(s) for m in metrics]
+        group = [(k, s) for k, s in enumerate(summaries, 1) if s.dataset == dataset]
+        metrics = list(dict.fromkeys(m for _, s in group for m in s.metrics.overall))
+        cells = [(values.get(m), *s.interval(m, cat)) for _, s in group for cat, values in _rows(s) for m in metrics]
         scored = [c for c in cells if c[0] is not None]
         found = {c[2] for c in scored if c[1] is None and c[2]}
         reasons |= found
@@ -156,13 +135,13 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
         title = (f"Scores{' on ' + dataset if len(datasets) > 1 else ''} ({level:.0%} CI"
                  f"{' n/a: ' + next(iter(found)) if none_at_all else ''})")
 
-        def scores_table(block: Any, group: Any = group, title: str = title, none_at_all: bool = none_at_all) -> Any:
+        def scores_table(block: Any, group: list[tuple[int, RunSummary]] = group, title: str = title, none_at_all: bool = none_at_all) -> Any:
             # escaped: "judge[longmemeval]" is a metric's name, not a rich style tag
             table = make_table(title, *(("run",) if many else ()), "category", "n", *(escape(m) for m in block))
             for k, s in group:
                 rows = _rows(s)
                 for i, (cat, values) in enumerate(rows):
-                    row = [_score(values.get(m), *_interval(s, cat, m), say_na=not none_at_all) for m in block]
+                    row = [_score(values.get(m), *s.interval(m, cat), say_na=not none_at_all) for m in block]
                     table.add_row(*([_label(k, s, many) if i == 0 else ""] if many else []), cat, _count(s, cat),
                                   *row, end_section=i == len(rows) - 1)
             return table
@@ -173,17 +152,17 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
         _say(console, f"n/a ({', '.join(sorted(reasons))}): no interval can be estimated where all the questions "
                       "of a mean come from one sample, since the bootstrap resamples whole samples")
     for s in summaries:
-        for category, u in (s.get("unanswerable") or {}).items():
+        for category, u in (s.unanswerable or {}).items():
             noun = "question" if u["n"] == 1 else "questions"
-            _say(console, f"{s['run_id']}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
+            _say(console, f"{s.run_id}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
                           "only what was recalled is scored")
     quantities = ("questions", "errors", "ingest s/msg", "recall s/q", "wall s", "LLM calls", "cache hits",
                   "tokens in", "tokens out", "cost $")
-    values = [[str(s["n_questions"]), str(s["n_errors"]), _seconds(s["efficiency"].get("ingest_s_per_message")),
-               _seconds(s["efficiency"].get("recall_s_per_question")), _fmt(s["efficiency"].get("wall_s")),
-               str(s["llm"]["calls"]), str(s["llm"]["cache_hits"]), str(s["llm"]["prompt_tokens"]),
-               str(s["llm"]["completion_tokens"]), f"{s['llm']['cost_usd']:.4f}"] for s in summaries]
-    latency = [(s["efficiency"].get("latency_s") or {}) for s in summaries]
+    values = [[str(s.n_questions), str(s.n_errors), _seconds(s.efficiency.ingest_s_per_message),
+               _seconds(s.efficiency.recall_s_per_question), _fmt(s.efficiency.wall_s),
+               str(s.llm.calls), str(s.llm.cache_hits), str(s.llm.prompt_tokens),
+               str(s.llm.completion_tokens), f"{s.llm.cost_usd:.4f}"] for s in summaries]
+    latency = [(s.efficiency.latency_s or {}) for s in summaries]
     stages = [stage for stage in ("ingest", "recall", "answer") if any(lat.get(stage) for lat in latency)]
     if not many:  # one run: a paragraph, not a table eleven columns wide
         _say(console, "Efficiency and LLM usage: " + ", ".join(f"{q} {v}" for q, v in zip(quantities, values[0])))
@@ -311,7 +290,7 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
         click.echo(tables(paths, fmt, ci_style), nl=False)  # type: ignore[arg-type]
         return
     if as_json:
-        out = {"runs": [{"path": str(p), **RunDir(p).summary(),
+        out = {"runs": [{"path": str(p), **RunDir(p).summary().to_json(),
                          "judge": dict(zip(("name", "model", "prompt_sha256"), j)) if (j := compare.judge_identity(p))
                          else None} for p in paths],
                "paired": compare.comparisons(paths) if pairs is None else pairs}

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import attrs
 from click.testing import CliRunner
+
+from memplug.record import QuestionRecord, RunSummary, Timings
 
 
 @attrs.frozen
@@ -22,11 +23,13 @@ class CliResult:
     run_dir: Path | None = None
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """The run's summary.json (an ``eval`` that wrote a run only)."""
+        from memplug.results import RunDir
+
         if self.run_dir is None:
             raise AssertionError(f"the command wrote no run (exit {self.exit_code}): {self.stderr[-500:]}")
-        return json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))
+        return RunDir(self.run_dir).summary()
 
 
 @contextmanager
@@ -64,12 +67,10 @@ def run_cli(args: Sequence[str], cwd: Path | str | None = None, env: dict[str, s
     return CliResult(result.exit_code, result.stdout, result.stderr, new[-1] if new else None)
 
 
-def comparable_records(run_dir: Path) -> list[dict[str, Any]]:
+def comparable_records(run_dir: Path) -> list[QuestionRecord]:
     """A run's records without their timings, in (sample, question) order: what two runs of
     one spec must agree on, whatever ran them (in process, a pool, Ray) and in whatever order."""
     from memplug.results import RunDir
 
-    records = RunDir(run_dir).records()
-    for r in records:
-        r.pop("timings")
-    return sorted(records, key=lambda r: (r["sample_id"], r["question_id"]))
+    records = [attrs.evolve(r, timings=Timings()) for r in RunDir(run_dir).records()]
+    return sorted(records, key=lambda r: r.key)

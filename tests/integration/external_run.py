@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from memplug.record import QuestionRecord
+
 #: one counting-dataset sentence ("Item 0-1 is lamp."); tests use that dataset
 ITEM = re.compile(r"Item \d+-\d+ is \w+\.")
 
@@ -69,13 +71,13 @@ def evaluate(tmp_path: Path, agent: str, stub: Any, **kw: Any):
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 
 
-def assert_isolated(records: list[dict]) -> None:
+def assert_isolated(records: list[QuestionRecord]) -> None:
     """No sample recalls anything of another: every recalled sentence names its own sample."""
     for record in records:
-        sample = record["sample_id"].removeprefix("s")
-        for item in record["recalled"]:
-            for sentence in ITEM.findall(item["text"]):
-                assert sentence.startswith(f"Item {sample}-"), (record["sample_id"], item["text"])
+        sample = record.sample_id.removeprefix("s")
+        for item in record.recalled:
+            for sentence in ITEM.findall(item.text):
+                assert sentence.startswith(f"Item {sample}-"), (record.sample_id, item.text)
 
 
 def cli_evaluate(tmp_path: Path, env: dict[str, str], agent: str, stub: Any, *args: str):

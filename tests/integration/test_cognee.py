@@ -20,8 +20,8 @@ EMBEDDER = "litellm:openai/stub-embed"
 def test_cognee_cognifies_each_chunk_and_recalls_its_chunks(testkit_env, llm_stub, tmp_path):
     rd = cli_evaluate(tmp_path, testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER, "--concurrency", "2")
     records = rd.records()
-    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
-    overall = rd.summary()["metrics"]["overall"]
+    assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
+    overall = rd.summary().metrics.overall
     assert overall["recall@2"] == 1.0 and overall["em"] == 1.0
     graph_calls = [b for b in llm_stub.chat_requests if "knowledge graph" in str(b["messages"][0])]
     assert graph_calls and all(b["model"] == "stub" for b in graph_calls)  # cognify used the run's model
@@ -37,7 +37,7 @@ def test_cognee_lists_what_it_stored(testkit_env, llm_stub, tmp_path):
     from memplug import stored
 
     rd = cli_evaluate(tmp_path / "each", testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER, "--concurrency", "2")
-    assert not any(r["error"] for r in rd.records())
+    assert not any(r.error for r in rd.records())
     lines = stored.read(rd.path)
     assert set(lines) == {"s0", "s1"}
     for sample, line in lines.items():
@@ -54,7 +54,7 @@ def test_cognee_lists_what_it_stored(testkit_env, llm_stub, tmp_path):
         assert not any(other.lower() in item["text"].lower() for item in line["items"])  # no other sample's nodes
 
     rd = cli_evaluate(tmp_path / "end", testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER, "-o", "cognify=end")
-    assert not any(r["error"] for r in rd.records())
+    assert not any(r.error for r in rd.records())
     assert stored.read(rd.path) == {}
 
 
@@ -62,8 +62,8 @@ def test_cognee_completion_search_writes_the_answer(testkit_env, llm_stub, tmp_p
     rd = cli_evaluate(tmp_path, testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER,
                       "-o", "cognify=end", "-o", "search=GRAPH_COMPLETION")
     records = rd.records()
-    assert not any(r["error"] for r in records), [r["error"] for r in records]
-    assert all(r["agent_answered"] and r["prediction"] for r in records)
+    assert not any(r.error for r in records), [r.error for r in records]
+    assert all(r.agent_answered and r.prediction for r in records)
     assert_isolated(records)
 
 

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from external_run import assert_isolated, cli_evaluate, evaluate, system_reply
+from memplug.record import QuestionRecord
 
 if importlib.util.find_spec("graphiti_core") is None or importlib.util.find_spec("kuzu") is None:
     pytest.skip("memplug[graphiti] not installed", allow_module_level=True)
@@ -40,21 +41,21 @@ def schema_names(stub) -> list[str]:
     return names
 
 
-def assert_facts_carry_their_message_ids(records: list[dict]) -> None:
+def assert_facts_carry_their_message_ids(records: list[QuestionRecord]) -> None:
     """Every recalled fact names the item of exactly the message id it carries."""
     for record in records:
-        assert record["recalled"], record
-        for item in record["recalled"]:
-            (sample, index), = ITEM.findall(item["text"])
-            assert f"s{sample}" == record["sample_id"] and item["message_ids"] == [f"m{index}"], item
+        assert record.recalled, record
+        for item in record.recalled:
+            (sample, index), = ITEM.findall(item.text)
+            assert f"s{sample}" == record.sample_id and item.message_ids == (f"m{index}",), item
 
 
 def test_graphiti_extracts_facts_and_recalls_them_with_their_message_ids(testkit, graphiti_stub, tmp_path):
     # 12 tokens a chunk: each counting message ("Item 0-1 is lamp.", 7 or 8 tokens) is an episode of its own
     rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12)
     records = rd.records()
-    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
-    overall = rd.summary()["metrics"]["overall"]
+    assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
+    overall = rd.summary().metrics.overall
     assert overall["recall@2"] == 1.0 and overall["em"] == 1.0
     assert_facts_carry_their_message_ids(records)
     assert_isolated(records)
@@ -63,9 +64,9 @@ def test_graphiti_extracts_facts_and_recalls_them_with_their_message_ids(testkit
     assert names.count("ExtractedEntities") == 8 and names.count("ExtractedEdges") == 8
     assert all(b["model"] == "stub" for b in graphiti_stub.chat_requests)
     # graphiti's calls went through the run's LLM: counted in the run's usage
-    assert rd.summary()["llm"]["calls"] >= len(graphiti_stub.chat_requests)
+    assert rd.summary().llm.calls >= len(graphiti_stub.chat_requests)
     for record in records:  # the episode's reference time is unknown: facts say so, as graphiti's context does
-        assert all(item["text"].endswith("(date range: date unknown - present)") for item in record["recalled"])
+        assert all(item.text.endswith("(date range: date unknown - present)") for item in record.recalled)
     for sample in ("s0", "s1"):  # one Kùzu database per sample, in its work directory
         assert (rd.path / "work" / sample / "kuzu").exists()
 
@@ -76,7 +77,7 @@ def test_graphiti_lists_what_it_stored(testkit, graphiti_stub, tmp_path):
     from memplug import stored
 
     rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12)
-    assert not any(r["error"] for r in rd.records())
+    assert not any(r.error for r in rd.records())
     lines = stored.read(rd.path)
     assert set(lines) == {"s0", "s1"}
     for sample, line in lines.items():
@@ -94,19 +95,19 @@ def test_graphiti_chunk_episodes_credit_every_message_of_the_chunk(testkit, grap
     # 64 tokens a chunk hold all four messages: one episode, whose facts carry all four ids
     rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=64, agent_options={"dates": "false"})
     records = rd.records()
-    assert not any(r["error"] for r in records), [r["error"] for r in records]
+    assert not any(r.error for r in records), [r.error for r in records]
     assert schema_names(graphiti_stub).count("ExtractedEntities") == 2
     for record in records:
-        for item in record["recalled"]:
-            assert item["message_ids"] == ["m0", "m1", "m2", "m3"] and ITEM.fullmatch(item["text"])
-    assert rd.summary()["metrics"]["overall"]["em"] == 1.0
+        for item in record.recalled:
+            assert item.message_ids == ("m0", "m1", "m2", "m3") and ITEM.fullmatch(item.text)
+    assert rd.summary().metrics.overall["em"] == 1.0
 
 
 def test_graphiti_json_object_mode_puts_the_schema_in_the_prompt(testkit, graphiti_stub, tmp_path):
     rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12,
                   agent_options={"structured": "json_object", "reranker": "mmr"})
     records = rd.records()
-    assert not any(r["error"] for r in records), [r["error"] for r in records]
+    assert not any(r.error for r in records), [r.error for r in records]
     assert_facts_carry_their_message_ids(records)
     extraction = [b for b in graphiti_stub.chat_requests
                   if "Respond with a JSON object in the following format" in b["messages"][-1]["content"]]
@@ -116,7 +117,7 @@ def test_graphiti_json_object_mode_puts_the_schema_in_the_prompt(testkit, graphi
 
 def test_graphiti_replies_can_be_capped(testkit, graphiti_stub, tmp_path):
     rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12, agent_options={"max_tokens": "900"})
-    assert not any(r["error"] for r in rd.records())
+    assert not any(r.error for r in rd.records())
     extraction = [b for b in graphiti_stub.chat_requests if (b.get("response_format") or {}).get("json_schema")]
     assert extraction and all(b["max_tokens"] == 900 for b in extraction)
 
@@ -166,8 +167,8 @@ def test_graphiti_through_the_cli(testkit_env, graphiti_stub, tmp_path):
     """`memplug eval --agent graphiti` in its own process: telemetry off, facts recalled, exit 0."""
     rd = cli_evaluate(tmp_path, testkit_env, "graphiti", graphiti_stub, "--chunk-size", "12")
     records = rd.records()
-    assert not any(r["error"] for r in records), [r["error"] for r in records]
-    assert rd.summary()["metrics"]["overall"]["recall@2"] == 1.0
+    assert not any(r.error for r in records), [r.error for r in records]
+    assert rd.summary().metrics.overall["recall@2"] == 1.0
     assert_facts_carry_their_message_ids(records)
     run = json.loads((rd.path / "run.json").read_text())
     assert run["status"] == "finished"
@@ -248,11 +249,11 @@ def test_graphiti_on_memsim_recalls_facts_from_the_messages_they_name(graphiti_s
     messages = {(s.id, m.id): m.text for s in evaluation.samples() for m in s.messages}
     rd = RunDir(evaluation.run(output=tmp_path / "runs"))
     records = rd.records()
-    assert len(records) == 2 and not any(r["error"] for r in records), [r["error"] for r in records]
-    assert rd.summary()["metrics"]["overall"]["recall@5"] > 0
-    recalled = [(r["sample_id"], item) for r in records for item in r["recalled"]]
+    assert len(records) == 2 and not any(r.error for r in records), [r.error for r in records]
+    assert rd.summary().metrics.overall["recall@5"] > 0
+    recalled = [(r.sample_id, item) for r in records for item in r.recalled]
     assert recalled
     for sample, item in recalled:
-        (message_id,) = item["message_ids"]
-        sentence = item["text"].removeprefix("user: ").split(" (date range:")[0]
+        (message_id,) = item.message_ids
+        sentence = item.text.removeprefix("user: ").split(" (date range:")[0]
         assert sentence in messages[(sample, message_id)], (item, messages[(sample, message_id)])

@@ -30,8 +30,8 @@ def test_letta_archival_search_with_message_ids(testkit, llm_stub, letta, tmp_pa
     rd = evaluate(tmp_path, "letta", llm_stub, embedder=EMBEDDER,
                   agent_options={"server": letta.base_url, "passage": "message"})
     records = rd.records()
-    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
-    overall = rd.summary()["metrics"]["overall"]
+    assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
+    overall = rd.summary().metrics.overall
     assert overall["recall@2"] == 1.0 and overall["em"] == 1.0
     assert len(letta.created) == 2 and not letta.agents  # one agent per sample, each deleted on close
     assert {a["llm_config"]["handle"] for a in letta.created} == {"openai/stub"}
@@ -44,9 +44,9 @@ def test_letta_agent_answers_from_chunk_passages(testkit, llm_stub, letta, tmp_p
     rd = evaluate(tmp_path, "letta", llm_stub, embedder=EMBEDDER,
                   agent_options={"server": letta.base_url, "mode": "message"})
     records = rd.records()
-    assert not any(r["error"] for r in records), [r["error"] for r in records]
-    assert all(r["agent_answered"] for r in records) and rd.summary()["metrics"]["overall"]["em"] == 1.0
-    assert rd.summary()["metrics"]["overall"]["recall@2"] == 1.0  # a chunk passage carries all its ids
+    assert not any(r.error for r in records), [r.error for r in records]
+    assert all(r.agent_answered for r in records) and rd.summary().metrics.overall["em"] == 1.0
+    assert rd.summary().metrics.overall["recall@2"] == 1.0  # a chunk passage carries all its ids
     # the agent was given the tool to search the archive it answers from
     assert all("archival_memory_search" in {t["name"] for t in a["tools"]} for a in letta.created)
     assert not letta.agents

@@ -68,8 +68,8 @@ def _eval(tmp_path: Path, server, stub, mode: str, *extra: str):
     (run,) = [p for p in output.iterdir() if p.is_dir()]
     rd = RunDir(run)
     records = rd.records()
-    assert len(records) == 2 and not any(r["error"] for r in records), (
-        [r["error"] for r in records], tail(server.log))
+    assert len(records) == 2 and not any(r.error for r in records), (
+        [r.error for r in records], tail(server.log))
     return rd, records
 
 
@@ -80,26 +80,26 @@ def test_real_server_archival_search(letta_server, tmp_path):
     # one passage per message, embedded by the server through the stub, searched in pgvector:
     # every hit carries the message id it was tagged with
     for record in records:
-        assert record["recalled"] and len(record["recalled"]) <= 5
-        assert all(len(item["message_ids"]) == 1 for item in record["recalled"]), record["recalled"]
-        assert not record["agent_answered"]
+        assert record.recalled and len(record.recalled) <= 5
+        assert all(len(item.message_ids) == 1 for item in record.recalled), record.recalled
+        assert not record.agent_answered
     new = stub.log[before:]
     embedded = [b for p, b, auth in new if p.endswith("/embeddings") and RUN_KEY not in auth]
     assert embedded, "the server embedded nothing through the stub"
     assert not [b for p, b, auth in new if p.endswith("/chat/completions") and RUN_KEY not in auth]  # never messaged
-    assert rd.summary()["metrics"]["overall"]["recall@5"] > 0
+    assert rd.summary().metrics.overall["recall@5"] > 0
 
 
 def test_real_server_agent_answers(letta_server, tmp_path):
     server, stub = letta_server
     before = len(stub.log)
     rd, records = _eval(tmp_path, server, stub, "message")
-    assert all(r["agent_answered"] and r["reply"] for r in records), [r["reply"] for r in records]
-    assert rd.summary()["metrics"]["overall"]["recall@5"] == 1.0  # one chunk passage holds a sample's messages
+    assert all(r.agent_answered and r.reply for r in records), [r.reply for r in records]
+    assert rd.summary().metrics.overall["recall@5"] == 1.0  # one chunk passage holds a sample's messages
     # the agent's LLM calls went through the stub, offered the archive search tool (the adapter asks for it)
     chats = [b for p, b, auth in stub.log[before:] if p.endswith("/chat/completions") and RUN_KEY not in auth]
     assert chats, "the server never called the LLM"
     tools = {t.get("function", {}).get("name") for body in chats for t in body.get("tools") or ()}
     assert "archival_memory_search" in tools, tools
     # the reply is the stub's answer to the server's prompt: Letta's last user line is the question
-    assert all("Question:" in r["reply"] for r in records), [r["reply"] for r in records]
+    assert all("Question:" in r.reply for r in records), [r.reply for r in records]

@@ -36,9 +36,9 @@ def run(tmp_path: Path, **agent_options: str):
 
 def ok(rd) -> dict:
     records = rd.records()
-    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
     assert_isolated(records)
-    return rd.summary()["metrics"]["overall"]
+    return rd.summary().metrics.overall
 
 
 @pytest.fixture
@@ -132,7 +132,7 @@ def test_streamable_http_without_user_ids_is_refused_unless_shared_on_purpose(te
         run(tmp_path, url=url)
     rd, evaluation = run(tmp_path, url=url, isolation="none")
     records = rd.records()
-    assert not any(r["error"] for r in records)
+    assert not any(r.error for r in records)
     # one memory: the second sample's questions can find the first sample's items
     assert "samples share one memory" in evaluation.agent_note
 
@@ -269,7 +269,7 @@ def test_official_knowledge_graph_server_from_npm(testkit, tmp_path, kg_command)
     search_nodes matches the whole query as a substring, so questions find nothing, words do."""
     rd, evaluation = run(tmp_path, command=kg_command, **KG_OPTIONS)
     records = rd.records()
-    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
     assert evaluation.agent_values["isolation"] == "server"
     for sample in ("s0", "s1"):
         graph = [json.loads(line) for line in (rd.path / "work" / sample / "memory.jsonl").read_text().splitlines()]
@@ -326,11 +326,11 @@ def test_mcp_memory_service_from_pypi(testkit, tmp_path):
     rd, evaluation = run(tmp_path, command=f"{shlex.quote(str(script))} server",
                          env="MCP_MEMORY_BASE_DIR={workdir}/mms", timeout="120")
     records = rd.records()
-    assert len(records) == 4 and not any(r["error"] for r in records), [r["error"] for r in records]
+    assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
     assert (evaluation.agent_values["add"], evaluation.agent_values["search"]) == ("memory_store", "memory_search")
     assert evaluation.agent_values["isolation"] == "server"  # {workdir} names its store: a server per sample
     assert "memory_store(content, agent_id, metadata)" in evaluation.agent_note
     assert all((rd.path / "work" / s / "mms").is_dir() for s in ("s0", "s1"))
     assert_isolated(records)
-    recalled = [i for r in records for i in r["recalled"]]
-    assert recalled and all(i["message_ids"] for i in recalled)  # its listing's memory lines, with their ids
+    recalled = [i for r in records for i in r.recalled]
+    assert recalled and all(i.message_ids for i in recalled)  # its listing's memory lines, with their ids

@@ -87,13 +87,13 @@ def pool(ray_cluster):  # (the tests using it come last: its workers hold the cl
 
 
 def _same_summary(a: Path, b: Path) -> None:
-    sa, sb = RunDir(a).summary(), RunDir(b).summary()
+    sa, sb = RunDir(a).summary().to_json(), RunDir(b).summary().to_json()
     for key in ("metrics", "ci", "n", "n_questions", "n_errors", "status", "llm", "unanswerable"):
         assert sa[key] == sb[key], key
 
 
 def _keys(path: Path) -> list[tuple[str, str]]:
-    return [(r["sample_id"], r["question_id"]) for r in read_records(path / "samples.jsonl")[0]]
+    return [r.key for r in read_records(path / "samples.jsonl")[0]]
 
 
 # first the tests with executors of their own: the pool's workers below hold both CPUs
@@ -141,7 +141,7 @@ def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, t
     with RayExecutor(llm_limit={"*": 1}) as executor:
         path = Evaluation(spec).run(output=tmp_path, executor=executor)
         stats = executor.limiter_stats()
-        assert RunDir(path).summary()["status"] == "finished"
+        assert RunDir(path).summary().outcome.status == "finished"
         assert len(openai_stub.chat_requests) >= 12
         assert openai_stub.max_in_flight == 1
         assert stats["peak"] == {"openai/stub": 1}

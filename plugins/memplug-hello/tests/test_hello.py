@@ -19,5 +19,5 @@ def test_the_dataset_keeps_the_contract():
 def test_memplug_finds_and_runs_both(tmp_path):
     result = run_cli(["eval", "--agent", "hello", "--dataset", "hello", "--quiet"], cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
-    assert result.summary["n_errors"] == 0
-    assert result.summary["metrics"]["overall"]["recall@5"] == 1.0
+    assert result.summary.n_errors == 0
+    assert result.summary.metrics.overall["recall@5"] == 1.0
