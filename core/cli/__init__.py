@@ -6,6 +6,7 @@ without a traceback; set MEMPLUG_DEBUG=1 to see it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Any
@@ -17,8 +18,23 @@ from memplug.errors import MemplugError
 from memplug.secrets import scrub
 
 
+#: the built-in commands, each imported when it is first used: `memplug --version` or
+#: `memplug report` need not import what `eval` needs (numpy for its statistics, the judges)
+BUILTIN_COMMANDS = {
+    "list": "memplug.cli.list:list_command",
+    "eval": "memplug.cli.eval:eval_command",
+    "generate": "memplug.cli.generate:generate_command",
+    "report": "memplug.cli.report:report_command",
+    "rescore": "memplug.cli.rescore:rescore_command",
+    "judge-check": "memplug.cli.judge_check:judge_check_command",
+    "reproduce": "memplug.cli.reproduce:reproduce_command",
+    "sweep": "memplug.cli.sweep:sweep_command",
+}
+
+
 class MemplugGroup(click.Group):
-    """Adds plugin commands on first use and turns MemplugError into exit code 2."""
+    """Imports a built-in command when it is used, adds plugin commands on first use and
+    turns MemplugError into exit code 2."""
 
     _plugins_loaded = False
 
@@ -29,12 +45,22 @@ class MemplugGroup(click.Group):
 
             get_plugins().hook.register_commands(cli=self)
 
+    def _load_builtin_command(self, name: str) -> click.Command | None:
+        where = BUILTIN_COMMANDS.get(name)
+        if where is None:
+            return None
+        module, attribute = where.split(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command), where
+        self.add_command(command, name)
+        return command
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_plugin_commands()
-        return super().list_commands(ctx)
+        return sorted({*super().list_commands(ctx), *BUILTIN_COMMANDS})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        command = super().get_command(ctx, name)
+        command = super().get_command(ctx, name) or self._load_builtin_command(name)
         if command is None:
             self._load_plugin_commands()
             command = super().get_command(ctx, name)
@@ -78,24 +104,6 @@ def cli() -> None:
     Datasets and memory agents are plugins: `memplug list` shows what is installed,
     `memplug eval --agent bm25 --dataset memsim` runs an evaluation offline.
     """
-
-
-def _register_builtin_commands() -> None:
-    from memplug.cli.eval import eval_command
-    from memplug.cli.generate import generate_command
-    from memplug.cli.judge_check import judge_check_command
-    from memplug.cli.list import list_command
-    from memplug.cli.report import report_command
-    from memplug.cli.reproduce import reproduce_command
-    from memplug.cli.rescore import rescore_command
-    from memplug.cli.sweep import sweep_command
-
-    for command in (list_command, eval_command, generate_command, report_command, rescore_command,
-                    judge_check_command, reproduce_command, sweep_command):
-        cli.add_command(command)
-
-
-_register_builtin_commands()
 
 
 def main() -> None:
