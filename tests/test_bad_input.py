@@ -501,6 +501,14 @@ def run_cli(env: dict[str, str], args: list[str], cwd: Path, measure: bool = Fal
     return result.returncode, result.stderr, peak
 
 
+def run_in_process(env: dict[str, str], args: list[str], cwd: Path) -> tuple[int, str, None]:
+    """`memplug ARGS` in process, through the console script's entry (tests/inprocess.py)."""
+    from inprocess import memplug_main
+
+    result = memplug_main(args, env=env, cwd=cwd)
+    return result.returncode, result.stderr, None
+
+
 def run_in_subprocess(case: Case, testkit_env: dict[str, str], earlier_run: Path, tmp_path: Path) -> None:
     data = write_case(case, tmp_path / "in")
     cwd = data.parent if data.is_file() else data
@@ -526,8 +534,8 @@ def test_output_under_a_regular_file(testkit_env, earlier_run: Path, tmp_path: P
     blocker.write_text("a note beside the runs\n")
     before = snapshot(tmp_path)
     for target in (blocker / "runs", blocker):
-        code, stderr, _ = run_cli(testkit_env, ["eval", "--agent", "lookup", "--dataset", "counting",
-                                                "--output", str(target), "--quiet"], tmp_path)
+        code, stderr, _ = run_in_process(testkit_env, ["eval", "--agent", "lookup", "--dataset", "counting",
+                                                       "--output", str(target), "--quiet"], tmp_path)
         case = Case("output", "counting", dict, ("--output", str(target), "cannot create"))
         check_error(code, stderr, case, target)
         assert snapshot(tmp_path) == before
@@ -585,8 +593,8 @@ def test_ids_with_dot_dot_stay_inside_the_run(testkit_env, tmp_path: Path):
     data.write_bytes(jsonl(evil, evil2))
     out = tmp_path / "a" / "b" / "runs"
     before = outside(tmp_path, out)
-    code, stderr, _ = run_cli(testkit_env, ["eval", "--agent", "lookup", "--dataset", "counting", "--data", str(data),
-                                            "--output", str(out), "--quiet"], tmp_path / "in")
+    code, stderr, _ = run_in_process(testkit_env, ["eval", "--agent", "lookup", "--dataset", "counting", "--data",
+                                                   str(data), "--output", str(out), "--quiet"], tmp_path / "in")
     assert code == 0, stderr
     assert outside(tmp_path, out) == before
     assert not Path("/tmp/abs").exists()
@@ -602,8 +610,8 @@ def test_ids_with_dot_dot_stay_inside_the_run(testkit_env, tmp_path: Path):
     lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
     (run / "samples.jsonl").write_text(lines[0])  # the second sample is left to do
     before = outside(tmp_path, out)
-    code, stderr, _ = run_cli(testkit_env, ["eval", "--resume", str(run / ".." / run.name), "--quiet"],
-                              tmp_path / "in")
+    code, stderr, _ = run_in_process(testkit_env, ["eval", "--resume", str(run / ".." / run.name), "--quiet"],
+                                     tmp_path / "in")
     assert code == 0, stderr
     assert outside(tmp_path, out) == before
     assert json.loads((run / "summary.json").read_text())["n_questions"] == 2

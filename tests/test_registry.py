@@ -1,4 +1,9 @@
-"""Plugin discovery through entry points, duplicates, typos and broken plugins."""
+"""Plugin discovery through entry points, duplicates, typos and broken plugins.
+
+The commands run in process through the console script's entry (tests/inprocess.py), which
+finds entry points on the PYTHONPATH given, as a process would; the first entry-point test
+runs `python -m memplug.cli` in a process of its own.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,21 @@ import sys
 
 import pytest
 
+from inprocess import memplug_main
 from plugin_dists import write_dist
 from memplug import hookimpl
 from memplug.errors import MemplugError
 from memplug.plugins import Plugins
 
 
-def memplug_json(env: dict, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "memplug.cli", "list", "--json", *args], env=env,
-                         capture_output=True, text=True, check=True)
+def memplug_json(env: dict, *args: str, real: bool = False) -> dict:
+    """`memplug list --json ARGS`: in process, or with ``real`` in a process of its own."""
+    if real:
+        out = subprocess.run([sys.executable, "-m", "memplug.cli", "list", "--json", *args], env=env,
+                             capture_output=True, text=True, check=True)
+    else:
+        out = memplug_main(["list", "--json", *args], env=env)
+        assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
@@ -30,7 +41,7 @@ def test_builtins_register_through_entry_points(plugins):
 
 
 def test_entry_points_from_an_installed_distribution(testkit_env):
-    listed = memplug_json(testkit_env)
+    listed = memplug_json(testkit_env, real=True)
     lookup = next(a for a in listed["agents"] if a["name"] == "lookup")
     assert lookup["plugin"] == "memplug-testkit" and lookup["version"] == "0.0.1"
     assert [o["name"] for o in lookup["options"]] == ["delay", "fail_question", "fail_sample", "answer", "wrong", "die_once"]
@@ -209,8 +220,7 @@ def test_an_agent_of_a_plugin_that_failed_to_load_says_so(testkit_env, tmp_path)
     write_dist(site, "memplug-hindsight", "0.3", {"hindsight": "memplug_hindsight_missing_module"})
     env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-hindsight",
            "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
-    result = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "hindsight", "--dataset",
-                             "memsim"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    result = memplug_main(["eval", "--agent", "hindsight", "--dataset", "memsim"], env=env, cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert ("agent 'hindsight' is not available: it is installed by memplug-hindsight 0.3 but failed to load: "
             "ModuleNotFoundError: No module named 'memplug_hindsight_missing_module'") in result.stderr
@@ -226,8 +236,7 @@ def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp
            "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
 
     def eval_agent(name: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", name, "--dataset", "memsim"],
-                              env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        return memplug_main(["eval", "--agent", name, "--dataset", "memsim"], env=env, cwd=tmp_path)
 
     result = eval_agent("hindsight")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
