@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,37 @@ def seeds_dir() -> Path:
 
 
 TESTKIT = Path(__file__).resolve().parent / "testkit"
+INTEGRATION = Path(__file__).resolve().parent / "integration"
+
+
+def may_select_integration(markexpr: str) -> bool:
+    """Whether ``-m MARKEXPR`` can select a test marked ``integration``, whatever its other marks."""
+    if not markexpr.strip():
+        return True
+    try:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
+    except Exception:  # pytest's own API moved, or a bad expression pytest reports itself
+        return True
+    others = sorted(set(re.findall(r"[A-Za-z_]\w*", markexpr)) - {"and", "or", "not", "integration"})
+    if len(others) > 8:
+        return True
+    for chosen in itertools.product((False, True), repeat=len(others)):
+        marks = {"integration", *(name for name, on in zip(others, chosen) if on)}
+        if expression.evaluate(lambda name, /, **kwargs: name in marks):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The fast suite (`-m 'not integration'`, pyproject's addopts) does not import
+    tests/integration: every test there is marked integration, and its modules import Mem0,
+    LlamaIndex, the MCP SDK, letta-client and Ray (seconds per xdist worker) only to be
+    deselected. `pytest -m integration` collects it as before."""
+    if collection_path == INTEGRATION and not may_select_integration(config.option.markexpr):
+        return True
+    return None
 
 
 @pytest.fixture
