@@ -107,6 +107,26 @@ def test_params_and_seed_reach_the_server(openai_stub, make_llm):
         llm.complete(user("q"), api_key="x")
 
 
+def test_parameters_the_sdk_does_not_name_reach_the_server(openai_stub, make_llm):
+    make_llm().complete(user("q"), top_k=5, repetition_penalty=1.1, num_retries=3)  # vLLM's own, and litellm's
+    body = openai_stub.chat_requests[-1]
+    assert body["top_k"] == 5 and body["repetition_penalty"] == 1.1 and "num_retries" not in body
+
+
+def test_a_query_string_in_the_endpoint_stays_after_the_route(openai_stub, make_llm):
+    # the stub answers 404 to any path that does not end in the route once the query is cut
+    llm = make_llm(api_base=f"{openai_stub.base_url}?api-version=2024-06-01")
+    assert llm.complete(user("q")).text == "q" and llm.embed(["q"]) == [hashed_embedding("q", 64)]
+
+
+def test_without_a_key_no_authorization_is_sent(openai_stub, make_llm, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm = make_llm(api_key=None)
+    llm.complete(user("q"))
+    llm.embed(["q"])
+    assert [auth for _, _, auth in openai_stub.log] == ["", ""]
+
+
 # --- retries -------------------------------------------------------------------------
 
 
@@ -297,6 +317,14 @@ def test_proxy_comes_from_the_environment(monkeypatch):
     assert _env_proxy("https://api.example/v1/embeddings") is None
     monkeypatch.setenv("NO_PROXY", "10.1.2.3")
     assert _env_proxy("http://10.1.2.3:8000/v1/chat/completions") is None
+
+
+def test_requests_go_through_the_proxy_of_the_environment(openai_stub, make_llm, monkeypatch):
+    for var in ("no_proxy", "NO_PROXY", "http_proxy", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", openai_stub.base_url.rsplit("/v1", 1)[0])  # the stub forwards nothing: it answers
+    llm = make_llm(api_base="http://memplug-nowhere.invalid:9/v1")  # a name that never resolves
+    assert llm.complete(user("via the proxy")).text == "via the proxy"
 
 
 def test_default_model_reads_env(monkeypatch):

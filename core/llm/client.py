@@ -1,0 +1,345 @@
+"""The LLM: one model endpoint behind a cache, limits, the retry policy and accounting.
+
+All requests run on a private event loop in a daemon thread (:class:`IOLoop`), so the
+transport's connection pool, the litellm clients and the concurrency limit are made once
+and shared by async callers on any event loop and by sync callers on any thread
+(``concurrency`` bounds requests in flight per LLM, whoever makes them). Cache look-ups
+and accounting happen in the caller, so a cache hit never leaves the caller's thread and
+``usage_scope`` sees the caller's context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Coroutine, Literal, Sequence, TypeVar
+
+from memplug.cache import ResponseCache
+from memplug.errors import MemplugError
+from memplug.llm.caching import CallCache
+from memplug.llm.limits import Meter, call_limit, token_limiter
+from memplug.llm.retry import DEFAULT_DEADLINE_S, RetryPolicy
+from memplug.llm.transport import (
+    OPENAI_COMPATIBLE,
+    LiteLLMTransport,
+    OpenAITransport,
+    Transport,
+    api_key_for,
+)
+from memplug.llm.usage import Completion, Embedded, Usage, record
+from memplug.secrets import redact_url, scrub
+from memplug.tokens import count_tokens
+
+T = TypeVar("T")
+
+#: settings of the LLM object, not of one call (stream: a Completion is one whole reply)
+FORBIDDEN_PARAMS = frozenset({"api_key", "api_base", "base_url", "timeout", "stream"})
+EMBED_BATCH = 128
+
+
+def default_model() -> str | None:
+    """The model named by ``MEMPLUG_LLM``, or None when unset."""
+    return os.environ.get("MEMPLUG_LLM") or None
+
+
+class IOLoop:
+    """An event loop in a daemon thread, owning the transport (connection pool) of one LLM."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+        self.transport: Transport | None = None  # made on the loop, at the first call
+        self.semaphore: asyncio.Semaphore | None = None
+        self.thread = threading.Thread(target=self.loop.run_forever, name="memplug-llm-io", daemon=True)
+        self.thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    async def _shutdown(self) -> None:
+        if self.transport is not None:
+            transport, self.transport = self.transport, None
+            with contextlib.suppress(Exception):  # closing a pool must not hide why we close
+                await transport.aclose()
+        self.loop.stop()
+
+    def close(self) -> None:
+        """Close the pool and stop the loop; callable from any thread, the loop's own included
+        (a finalizer runs wherever the last reference to its LLM is dropped)."""
+        if self.loop.is_closed() or os.getpid() != self.pid or not self.thread.is_alive():
+            return
+        self.submit(self._shutdown())
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout=5)
+            if not self.thread.is_alive():
+                self.loop.close()
+
+
+class LLM:
+    """A model endpoint with a response cache, a concurrency limit, retries and usage.
+
+    ``transport``: ``"auto"`` (the ``openai`` SDK for ``openai/*`` and ``hosted_vllm/*``
+    models with an ``api_base``, litellm otherwise), ``"litellm"`` or ``"openai"`` (also
+    spelled ``"http"``). ``retry_base`` and ``retry_cap`` shape the backoff (seconds) when
+    the server gives no Retry-After. ``max_retries`` counts retries: at most
+    ``max_retries + 1`` attempts per call, all of them within ``deadline`` seconds.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        cache_path: Path | None = None,
+        use_cache: bool = True,
+        concurrency: int = 16,
+        timeout: float = 60.0,
+        max_retries: int = 6,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        transport: Literal["auto", "litellm", "openai", "http"] = "auto",
+        retry_base: float = 0.5,
+        retry_cap: float = 30.0,
+        deadline: float = DEFAULT_DEADLINE_S,
+    ) -> None:
+        if not (0 < timeout < float("inf")) or not (0 < deadline < float("inf")):
+            raise MemplugError(f"LLM timeout and deadline must be finite and positive, got {timeout} and {deadline}")
+        if concurrency < 1:
+            raise MemplugError(f"LLM concurrency must be at least 1, got {concurrency}")
+        if transport not in ("auto", "litellm", "openai", "http"):
+            raise MemplugError(f'LLM transport must be "auto", "litellm" or "openai", got {transport!r}')
+        if transport in ("openai", "http") and not api_base:
+            raise MemplugError(f'LLM transport "{transport}" needs an api_base')
+        self.model = model
+        self.api_base = api_base.rstrip("/") if api_base else None
+        self.api_key = api_key
+        self.use_cache = use_cache
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.seed = seed
+        self.retry_base = retry_base
+        self.retry_cap = retry_cap
+        self.deadline = deadline
+        self.policy = RetryPolicy(timeout=timeout, max_retries=max_retries, deadline=deadline,
+                                  retry_base=retry_base, retry_cap=retry_cap)
+        #: whether the openai SDK carries the requests (else litellm)
+        self.direct = transport in ("openai", "http") or (
+            transport == "auto" and bool(self.api_base) and model.startswith(OPENAI_COMPATIBLE))
+        self.calls = CallCache(model, self.api_base, cache_path, use_cache)
+        self.usage = Usage()
+        self._io: IOLoop | None = None
+        self._io_lock = threading.Lock()
+        self._finalizer: weakref.finalize | None = None
+
+    def __repr__(self) -> str:
+        key = "'***'" if self.api_key else "None"
+        return f"LLM(model={self.model!r}, api_base={redact_url(self.api_base)!r}, api_key={key}, use_cache={self.use_cache}, concurrency={self.concurrency})"
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The response cache in use (None: uncached, or given up after a failed write)."""
+        return self.calls.store
+
+    # --- public API -----------------------------------------------------------------
+
+    async def acomplete(self, messages: list[dict[str, Any]], **params: Any) -> Completion:
+        """One chat completion; served from the cache when the call is deterministic."""
+        body, key = self._prepare(messages, params)
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        result = await asyncio.wrap_future(self._submit(lambda io: self._chat(io, body)))
+        return self._finish(key, result)
+
+    def complete(self, messages: list[dict[str, Any]], **params: Any) -> Completion:
+        """The blocking twin of ``acomplete``; safe from any thread, including worker threads."""
+        body, key = self._prepare(messages, params)
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        return self._finish(key, self._wait(self._submit(lambda io: self._chat(io, body))))
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; each text is cached on its own."""
+        keys, vectors, missing = self._embed_lookup(texts)
+        if missing:
+            batches, futures = self._embed_submit(texts, missing)
+            results = await asyncio.gather(*map(asyncio.wrap_future, futures))
+            self._embed_store(keys, vectors, batches, results)
+        return vectors  # type: ignore[return-value]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The blocking twin of ``aembed``; safe from any thread, including worker threads."""
+        keys, vectors, missing = self._embed_lookup(texts)
+        if missing:
+            batches, futures = self._embed_submit(texts, missing)
+            self._embed_store(keys, vectors, batches, [self._wait(f) for f in futures])
+        return vectors  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Close the connection pool and stop the I/O thread (a later call starts a new one)."""
+        with self._io_lock:
+            io, self._io = self._io, None
+            if self._finalizer is not None:
+                self._finalizer.detach()
+                self._finalizer = None
+        if io is not None:
+            io.close()
+        self.calls.close()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> "LLM":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- caller side: cache and accounting -------------------------------------------
+
+    def _prepare(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        bad = FORBIDDEN_PARAMS & params.keys()
+        if bad:
+            raise TypeError(f"LLM call parameters {sorted(bad)} are set on the LLM, not per call")
+        body = {"temperature": self.temperature, **params, "messages": messages}
+        if self.seed is not None:
+            body.setdefault("seed", self.seed)
+        return body, self.calls.chat_key(body)
+
+    def _cached(self, key: str | None) -> Completion | None:
+        hit = self.calls.completion(key)
+        if hit is not None:
+            record(self.usage, cache_hits=1)
+        return hit
+
+    def _finish(self, key: str | None, result: Completion) -> Completion:
+        self.calls.keep_completion(key, result)
+        record(self.usage, calls=1, prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+               cost_usd=result.cost_usd)
+        return result
+
+    def _embed_lookup(self, texts: Sequence[str]) -> tuple[list[str], list[list[float] | None], list[int]]:
+        keys = self.calls.embed_keys(texts)
+        vectors = self.calls.vectors(keys)
+        hits = sum(v is not None for v in vectors)
+        if hits:
+            record(self.usage, cache_hits=hits)
+        return keys, vectors, [i for i, v in enumerate(vectors) if v is None]
+
+    def _embed_submit(
+        self, texts: Sequence[str], missing: list[int]
+    ) -> tuple[list[list[int]], list[concurrent.futures.Future[Embedded]]]:
+        """Send the texts at the ``missing`` indices to the I/O loop, EMBED_BATCH to a request."""
+        batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
+        return batches, [self._submit(self._embedder([texts[i] for i in b])) for b in batches]
+
+    def _embed_store(self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]],
+                     results: list[Embedded]) -> None:
+        for _, tokens, cost in results:
+            record(self.usage, calls=1, prompt_tokens=tokens, cost_usd=cost)
+        self.calls.keep_vectors(keys, vectors, batches, results)
+
+    # --- the I/O loop side ------------------------------------------------------------
+
+    def _loop(self) -> IOLoop:
+        with self._io_lock:
+            if self._io is None or self._io.pid != os.getpid():  # first use, or a forked child
+                self._io = IOLoop()
+                if self._finalizer is not None:
+                    self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, self._io.close)
+            return self._io
+
+    def _submit(self, make: Callable[[IOLoop], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
+        """Run ``make(io)`` on the I/O loop; the coroutine gets its loop's state explicitly,
+        so a ``close()`` racing with it cannot swap the loop under it."""
+        io = self._loop()
+        if threading.current_thread() is io.thread:
+            raise RuntimeError("LLM calls cannot be made from the LLM's own I/O thread")
+        return io.submit(make(io))
+
+    @staticmethod
+    def _wait(future: concurrent.futures.Future[T]) -> T:
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # Ctrl-C in a sync caller: stop the request too
+            raise
+
+    def _http_key(self) -> str | None:
+        """The given key, else the provider's variable, as litellm would pick it."""
+        return api_key_for(self.model, self.api_key)
+
+    def _scrub(self, text: str) -> str:
+        """Mask the key, the endpoint's password, and every key-like environment value."""
+        return scrub(text, secrets=(self.api_key,), urls=(self.api_base,))
+
+    def _transport(self, io: IOLoop) -> Transport:
+        """The transport of this I/O loop, made on first use (on the loop: its pool is the loop's)."""
+        if io.transport is None:
+            if self.direct:
+                assert self.api_base is not None
+                io.transport = OpenAITransport(self.model, self.api_base, self.api_key, self.timeout, self.concurrency)
+            else:
+                io.transport = LiteLLMTransport(self.model, self.api_base, self.api_key, self.timeout)
+        return io.transport
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, io: IOLoop, meter: Meter | None) -> AsyncIterator[None]:
+        """The permits of one attempt: its tokens under the process's budget per model (waited
+        for first: no call slot is held while the budget refills), this LLM's concurrency,
+        and the process's limit of calls per model."""
+        if io.semaphore is None:
+            io.semaphore = asyncio.Semaphore(self.concurrency)
+        if meter is not None:
+            await meter.take()
+        try:
+            async with io.semaphore, call_limit(self.model):
+                yield
+        finally:
+            if meter is not None:
+                meter.settle()
+
+    def _meter(self, texts: Callable[[], list[str]], reserve: int = 0) -> Meter | None:
+        """A meter of the call's tokens when a token budget limits this model (else None,
+        and no token is counted)."""
+        limiter = token_limiter(self.model)
+        if limiter is None:
+            return None
+        return Meter(limiter, self.model, sum(count_tokens(t) for t in texts()) + reserve)
+
+    async def _chat(self, io: IOLoop, body: dict[str, Any]) -> Completion:
+        transport = self._transport(io)
+        meter = self._meter(lambda: [str(m.get("content") or "") for m in body["messages"]],
+                            int(body.get("max_tokens") or body.get("max_completion_tokens") or 0))
+
+        async def attempt() -> Completion:
+            result = await transport.chat(body)
+            if meter is not None:
+                meter.used = result.prompt_tokens + result.completion_tokens
+            return result
+
+        return await self.policy.run("chat completion", attempt, lambda: self._slot(io, meter), self.model, self._scrub)
+
+    def _embedder(self, texts: list[str]) -> Callable[[IOLoop], Coroutine[Any, Any, Embedded]]:
+        async def embed(io: IOLoop) -> Embedded:
+            transport = self._transport(io)
+            meter = self._meter(lambda: texts)
+
+            async def attempt() -> Embedded:
+                result = await transport.embed(texts)
+                if meter is not None:
+                    meter.used = result[1]
+                return result
+
+            return await self.policy.run("embedding", attempt, lambda: self._slot(io, meter), self.model, self._scrub)
+
+        return embed

@@ -1,0 +1,121 @@
+"""What LLM calls cost: calls, cache hits, tokens and dollars, counted where they are made.
+
+:class:`Usage` is a thread-safe tally; :class:`usage_scope` collects the calls made inside
+a block (a context variable, so it follows tasks and ``asyncio.to_thread``);
+:func:`token_cost` prices tokens from litellm's bundled price map without importing
+litellm for a model it cannot price.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+import threading
+from typing import Any
+
+import attrs
+
+from memplug.tokens import litellm_dir
+
+
+@attrs.define(eq=False)
+class Usage:
+    """Calls that reached a server, cache hits, tokens and dollars. Thread-safe to add to."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
+
+    def add(self, calls: int = 0, cache_hits: int = 0, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0) -> None:
+        with self._lock:
+            self.calls += calls
+            self.cache_hits += cache_hits
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+            self.cost_usd += cost_usd
+
+    def as_dict(self) -> dict[str, int | float]:
+        with self._lock:
+            return {
+                "calls": self.calls,
+                "cache_hits": self.cache_hits,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "cost_usd": self.cost_usd,
+            }
+
+
+_SCOPES: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("memplug_usage_scopes", default=())
+
+
+class usage_scope:  # lower case: used like a function, ``with usage_scope() as usage``
+    """Collect the usage of every LLM call made inside this block, and only those.
+
+    A context variable, so it follows the code: tasks created inside the block and work
+    sent to ``asyncio.to_thread`` count here, while a concurrent task with its own scope
+    counts there. Scopes nest; an inner call counts in every enclosing scope. A class,
+    not ``contextlib.contextmanager``: the runner opens two scopes per question, and a
+    generator-based one cost three times as much.
+    """
+
+    def __enter__(self) -> Usage:
+        self.usage = Usage()
+        self._token = _SCOPES.set(_SCOPES.get() + (self.usage,))
+        return self.usage
+
+    def __exit__(self, *exc: object) -> None:
+        _SCOPES.reset(self._token)
+
+
+def record(usage: Usage, **counts: Any) -> None:
+    """Add ``counts`` to ``usage`` (an LLM's own tally) and to every scope open here."""
+    for each in (usage, *_SCOPES.get()):
+        each.add(**counts)
+
+
+@attrs.frozen
+class Completion:
+    """One chat reply. For a cache hit (``cached``) the token counts and cost are those of
+    the original call; the hit itself costs nothing and counts only in ``cache_hits``."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+
+
+#: one embedding request's result: vectors, prompt tokens, cost
+Embedded = tuple[list[list[float]], int, float]
+
+
+@functools.cache
+def _priced_models() -> frozenset[str]:
+    """Model names in litellm's bundled price map, read without importing litellm."""
+    root = litellm_dir()
+    if root is None:
+        return frozenset()
+    try:
+        return frozenset(json.loads((root / "model_prices_and_context_window_backup.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return frozenset()
+
+
+def token_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """Dollar cost from litellm's price map; 0.0 for models it does not price (local ones)."""
+    names = _priced_models()
+    if model not in names and model.split("/", 1)[-1] not in names:
+        return 0.0  # skip importing litellm for a self-hosted model it cannot price anyway
+    from memplug.llm.transport import litellm
+
+    try:
+        prompt_cost, completion_cost = litellm().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:  # litellm raises for unmapped models and odd providers alike
+        return 0.0
+    return float(prompt_cost + completion_cost)
