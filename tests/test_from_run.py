@@ -54,11 +54,12 @@ def test_more_items_than_the_source_recalled_are_refused(testkit, tmp_path):
 
 def test_the_cli_takes_the_stored_spec_and_the_options_given_now(testkit_env, tmp_path):
     import subprocess
-    import sys
+
+    from inprocess import memplug_main
 
     def memplug(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=testkit_env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=60)
+        """`memplug ARGS` in process, through the console script's entry (tests/inprocess.py)."""
+        return memplug_main(args, env=testkit_env, cwd=tmp_path)
 
     first = memplug("eval", "--agent", "lookup", "--dataset", "counting", "-o", "samples=2", "--quiet")
     assert first.returncode == 0, first.stderr

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from inprocess import memplug_main
 
 from memplug.datasets.locomo.builder import LoCoMoBuilder
 from memplug.datasets.locomo.release import load_release, parse_evidence
@@ -231,9 +230,8 @@ def _official_recall(qa_evidence: list[str], context: list[str]) -> float:
 
 
 def test_bm25_recall_on_conv26(conv26, tmp_path):
-    res = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "bm25", "--dataset", "locomo",
-                          "--data", str(conv26), "--output", str(tmp_path)], capture_output=True, text=True,
-                         timeout=120)
+    res = memplug_main(["eval", "--agent", "bm25", "--dataset", "locomo", "--data", str(conv26),
+                        "--output", str(tmp_path)])  # in process, through the console script's entry
     assert res.returncode == 0, res.stderr[-2000:]
     (run,) = tmp_path.iterdir()
     summary = json.loads((run / "summary.json").read_text())
