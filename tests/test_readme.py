@@ -1,14 +1,15 @@
-"""The README's commands run as written (those that need no LLM endpoint or earlier run)."""
+"""The README's commands run as written (those that need no LLM endpoint or earlier run), in
+process through the console script's entry (tests/inprocess.py): the same arguments, exit
+code and output as the installed `memplug` (which CI's base-install step also runs)."""
 
 from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from inprocess import memplug_main
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_MORE = ("--llm", "<run", "--resume", "pip ", "python -m venv", "pytest")
@@ -39,6 +40,5 @@ def test_the_readme_has_the_commands_this_test_runs():
 @pytest.mark.parametrize("command", readme_params())
 def test_readme_command_runs(command, tmp_path, shared_data):
     argv = shlex.split(command.replace("../shared/data", str(shared_data)))[1:]
-    res = subprocess.run([sys.executable, "-m", "memplug.cli", *argv], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300)
+    res = memplug_main(argv, cwd=tmp_path)
     assert res.returncode == 0, f"{command}\n{res.stderr[-2000:]}"
