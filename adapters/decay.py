@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memplug.adapters.retrieval.agent import ANN_OPTION
 from memplug.adapters.retrieval.embedders import is_remote
 from memplug.adapters.retrieval.message_log import MessageLog
 from memplug.adapters.retrieval.retriever import Retriever
@@ -56,6 +57,7 @@ class DecayAgent:
     options = (
         Option("threshold", float, 0.86, "recall a memory when its recall probability exceeds this"),
         Option("time_scale", float, 1e7, "seconds per unit of t in p_n(t) and S(t)"),
+        ANN_OPTION,
     )
 
     blocking = False  # see RetrievalAgent.blocking
@@ -69,7 +71,7 @@ class DecayAgent:
         self.top_k = config.top_k
         # r is the plain cosine (dense weight 1, nothing blended); messages are embedded
         # lazily, in one batch at the next question
-        self.retriever = Retriever(0.0, 1.0, embedder=config.embedder, llm=config.llm)
+        self.retriever = Retriever(0.0, 1.0, embedder=config.embedder, llm=config.llm, ann_from=opts["ann_from"])
         self.retriever.embedder  # loaded now: an unknown --embedder fails when the agent is built
         self.log = MessageLog()
         self._stored: list[float] = []  # seconds; NaN when the message had no time
@@ -92,20 +94,40 @@ class DecayAgent:
         self._sync()
         if not len(self.log):
             return Recall(())
-        relevance = self.retriever.scores(question.text)
+        rows, relevance = self.retriever.dense_candidates(question.text)
         now = parse_time(question.time)
         if now is None:
             known = self.last[~np.isnan(self.last)]
             now = float(known.max()) if len(known) else 0.0
-        last = np.where(np.isnan(self.last), now, self.last)
+        # p_n(t) <= p_n(0) = (1 - e^-r) / (1 - e^-1): only memories with r > _min_relevance
+        # can be recalled, so p is computed for those alone (a million memories: a few)
+        floor = self._min_relevance()
+        if floor is not None:
+            keep = np.flatnonzero(relevance > floor)
+            rows = keep if rows is None else rows[keep]
+            relevance = relevance[keep]
+        if rows is None:
+            rows = np.arange(len(relevance))
+        last = self.last[rows]
+        last = np.where(np.isnan(last), now, last)
         # time runs forward only: a memory stamped after the question counts as fresh
         elapsed = np.maximum(now - last, 0.0) / self.time_scale
-        p = recall_probability(np.maximum(relevance, 0.0), elapsed, self.g)
+        p = recall_probability(np.maximum(relevance, 0.0), elapsed, self.g[rows])
         above = np.flatnonzero(p > self.threshold)
-        chosen = above[np.argsort(-p[above], kind="stable")][: self.top_k]
-        self.g[chosen] += consolidation_gain(elapsed[chosen])
+        picked = above[np.argsort(-p[above], kind="stable")][: self.top_k]
+        chosen = rows[picked]
+        self.g[chosen] += consolidation_gain(elapsed[picked])
         self.last[chosen] = now
-        return Recall(tuple(self.log.item(int(i), float(p[i])) for i in chosen))
+        return Recall(tuple(self.log.item(int(i), float(p[j])) for i, j in zip(chosen, picked)))
+
+    def _min_relevance(self) -> float | None:
+        """A relevance at or below which p cannot exceed the threshold (with a margin far
+        above rounding), or None when every memory must be scored (threshold < 0, where
+        even r = 0 is recalled, or p_n(0) cannot reach it)."""
+        bound = self.threshold * _NORM
+        if self.threshold < 0 or bound >= 1.0:
+            return None
+        return -math.log1p(-bound) - 1e-6
 
     def stored(self) -> list[StoredItem]:
         """Every ingested message; nothing is forgotten, only recalled less likely."""

@@ -6,7 +6,7 @@ The embedder is the run's ``--embedder`` (wordllama offline by default). Options
 
 from __future__ import annotations
 
-from memplug.adapters.retrieval.agent import RERANK_OPTION, RetrievalAgent
+from memplug.adapters.retrieval.agent import ANN_OPTION, RERANK_OPTION, RetrievalAgent
 from memplug.options import Option
 
 
@@ -17,6 +17,7 @@ class EmbeddingAgent(RetrievalAgent):
         Option("feedback", float, 0.0, "pseudo-relevance feedback: weight of the best hit used as a second query"),
         Option("lexical", float, 0.0, "weight of BM25 blended with the cosine (0: dense only)"),
         RERANK_OPTION,
+        ANN_OPTION,
     )
 
     def weights(self, opts: dict) -> tuple[float, float, float]:

@@ -24,6 +24,11 @@ for every chunk, then ``recall(question)`` for each of ``--questions`` questions
 
     .venv/bin/python bench/agents_scale.py                           # 1,000,000 messages, all four
     .venv/bin/python bench/agents_scale.py --messages 100000 --agents bm25,emg
+    .venv/bin/python bench/agents_scale.py --agents embedding,decay -o ann_from=250000   # approximate dense search
+
+``-o KEY=VALUE`` passes an agent option to every agent that declares it; with an
+approximate dense index (``ann_from``) ``ann_recall_at_k`` is the share of the exact
+top-k (cosine over every vector) that the agent's search returned, over the questions.
 
 One JSON line per agent and size, then a summary JSON line (the last line) keyed by
 agent, then by size, with the targets (>= 20,000 msgs/s, recall p50 <= 10 ms) checked.
@@ -250,18 +255,34 @@ def _peak_kb(reset: bool) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux; since start
 
 
-def _make_agent(name: str, top_k: int):
-    from memplug.adapters.bm25 import BM25Agent
-    from memplug.adapters.decay import DecayAgent
-    from memplug.adapters.emg import EMGAgent
-    from memplug.adapters.embedding import EmbeddingAgent
+def _make_agent(name: str, top_k: int, options: dict | None = None):
     from memplug.protocols import AgentConfig
 
-    cls = {"bm25": BM25Agent, "embedding": EmbeddingAgent, "decay": DecayAgent, "emg": EMGAgent}[name]
-    return cls(AgentConfig(top_k=top_k), Path("."))
+    cls = _make_agent_class(name)
+    return cls(AgentConfig(options=dict(options or {}), top_k=top_k), Path("."))
 
 
-def measure(name: str, n: int, n_questions: int, chunk_size: int, top_k: int, profile: str | None) -> dict:
+def _exact_recall(agent, asked: list, k: int) -> float | None:
+    """For an agent whose dense search is approximate at this size: the share of the exact
+    top-k (by cosine over every vector) that the approximate search returned, over the
+    questions (None when the search is exact)."""
+    retriever = getattr(agent, "retriever", None)
+    dense = getattr(retriever, "_dense", None)
+    if dense is None or not dense.approximate:
+        return None
+    from memplug.adapters.retrieval.bm25_index import top_k as exact_top_k
+
+    found = total = 0
+    for q in asked:
+        query = retriever.embed_query(q.text)
+        exact = {i for i, _ in exact_top_k(dense.similarities(query), k, keep_zero=True)}
+        found += len(exact & {i for i, _ in dense.search(query, k)})
+        total += len(exact)
+    return round(found / max(total, 1), 4)
+
+
+def measure(name: str, n: int, n_questions: int, chunk_size: int, top_k: int, profile: str | None,
+            options: dict | None = None) -> dict:
     """One agent at one size, in this process; see the module docstring for the fields."""
     from memplug.adapters.retrieval.embedders import get_embedder
     from memplug.chunking import chunk_messages
@@ -283,7 +304,7 @@ def measure(name: str, n: int, n_questions: int, chunk_size: int, top_k: int, pr
     if profiler:
         profiler.enable()
     load_before = os.getloadavg()[0]
-    agent = _make_agent(name, top_k)
+    agent = _make_agent(name, top_k, options)
     c0, t0 = time.process_time(), time.perf_counter()
     for chunk in chunks:
         agent.ingest(chunk)
@@ -300,6 +321,7 @@ def measure(name: str, n: int, n_questions: int, chunk_size: int, top_k: int, pr
         profiler.disable()
         profiler.dump_stats(f"{profile}/{name}-{n}.prof")
     peak_kb = _peak_kb(reset)
+    ann_recall = _exact_recall(agent, asked[1:], top_k)
     agent.close()
     row = {
         "agent": name,
@@ -324,6 +346,9 @@ def measure(name: str, n: int, n_questions: int, chunk_size: int, top_k: int, pr
         # VmHWM reset after the messages were made (else getrusage's peak since start)
         "peak_since": "agent" if reset else "start",
         "prep_s": round(prep_s, 1),
+        "options": dict(options or {}),
+        # approximate dense search only (-o ann_from=N): share of the exact top-k found
+        "ann_recall_at_k": ann_recall,
         # the machine's 1-minute load average before and after (2 cores: above 2 means waiting)
         "load_avg": [round(load_before, 1), round(os.getloadavg()[0], 1)],
     }
@@ -336,6 +361,21 @@ def _child(args: tuple) -> dict:
     return measure(*args)
 
 
+def _options_for(name: str, pairs: list[str]) -> dict:
+    """The -o pairs that the agent declares (strings; the agent parses them)."""
+    declared = {o.name for o in _make_agent_class(name).options}
+    return {k: v for k, _, v in (p.partition("=") for p in pairs) if k in declared}
+
+
+def _make_agent_class(name: str):
+    from memplug.adapters.bm25 import BM25Agent
+    from memplug.adapters.decay import DecayAgent
+    from memplug.adapters.emg import EMGAgent
+    from memplug.adapters.embedding import EmbeddingAgent
+
+    return {"bm25": BM25Agent, "embedding": EmbeddingAgent, "decay": DecayAgent, "emg": EMGAgent}[name]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", default="1000000", help="messages to ingest; a comma list runs several sizes")
@@ -345,6 +385,8 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--profile", metavar="DIR", help="write a cProfile of each measurement to DIR")
     parser.add_argument("--inline", action="store_true", help="measure in this process (for py-spy); peak memory is then shared")
+    parser.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an agent option, as memplug eval's -o (e.g. ann_from=250000); given to every agent that has it")
     args = parser.parse_args()
     names = [a for a in args.agents.split(",") if a]
     unknown = sorted(set(names) - set(AGENTS))
@@ -358,7 +400,7 @@ def main() -> None:
                      "results": {}}
     for name in names:
         for n in sizes:
-            job = (name, n, args.questions, args.chunk_size, args.top_k, args.profile)
+            job = (name, n, args.questions, args.chunk_size, args.top_k, args.profile, _options_for(name, args.option))
             if args.inline:
                 row = measure(*job)
             else:

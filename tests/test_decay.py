@@ -76,3 +76,44 @@ def test_question_without_time_is_asked_at_the_newest_memory(monkeypatch):
     agent = make_agent(monkeypatch)
     agent.ingest(Chunk(0, [Message("a", "near", time="2024年04月01日 周一 08:39")]))
     assert [i.message_ids for i in agent.recall(AgentQuestion("q", "q", "c")).items] == [("a",)]
+
+
+class RandomEmbedder:
+    """Fixed random unit vectors per text: relevances spread over (-1, 1)."""
+
+    name, dim = "random", 4
+
+    def embed(self, texts):
+        rows = [np.random.default_rng(int(t.split()[-1])).normal(size=4) for t in texts]
+        return np.asarray([r / np.linalg.norm(r) for r in rows], dtype=np.float32)
+
+
+def _every_memory_recall(agent: DecayAgent, question: AgentQuestion) -> list:
+    """Recall as first written: p for every memory (no relevance floor)."""
+    agent._sync()
+    relevance = agent.retriever.scores(question.text)
+    now = float(question.time)
+    last = np.where(np.isnan(agent.last), now, agent.last)
+    elapsed = np.maximum(now - last, 0.0) / agent.time_scale
+    p = recall_probability(np.maximum(relevance, 0.0), elapsed, agent.g)
+    above = np.flatnonzero(p > agent.threshold)
+    chosen = above[np.argsort(-p[above], kind="stable")][: agent.top_k]
+    agent.g[chosen] += consolidation_gain(elapsed[chosen])
+    agent.last[chosen] = now
+    return [(agent.log.entries[i].message_id, float(p[i])) for i in chosen]
+
+
+@pytest.mark.parametrize("threshold", [0.86, 0.5, 0.0, -0.5, 1.0, 1.7])
+def test_relevance_floor_recalls_what_scoring_every_memory_recalls(monkeypatch, threshold):
+    monkeypatch.setattr("memplug.adapters.retrieval.retriever.get_embedder", lambda name, llm=None: RandomEmbedder())
+    agents = [DecayAgent(AgentConfig(options={"threshold": threshold, "time_scale": 50.0}, top_k=5), Path("."))
+              for _ in range(2)]
+    for agent in agents:
+        agent.ingest(Chunk(0, [Message(str(i), f"m {i}", time=str(i)) for i in range(400)]))
+        if threshold == 0.86:
+            assert agent._min_relevance() is not None
+    for j in range(30):
+        q = AgentQuestion(f"q{j}", f"q {1000 + j}", "c", time=str(400 + 10 * j))
+        fast = [(i.message_ids[0], i.score) for i in agents[0].recall(q).items]
+        assert fast == _every_memory_recall(agents[1], q)
+    assert np.array_equal(agents[0].g, agents[1].g) and np.array_equal(agents[0].last, agents[1].last)

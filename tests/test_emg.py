@@ -207,3 +207,27 @@ def test_expiry_with_and_without_the_ascii_shortcut(text: str, expires: float | 
     from memplug.adapters.emg.graph import expiry_of
 
     assert expiry_of(text) == expires
+
+
+def test_a_hub_is_matched_in_numpy_with_the_same_walk(monkeypatch) -> None:
+    """An entity with many relations (HUB_RELATIONS or more) is matched against each word in
+    one matrix product; the walks and recalls equal the one-relation-at-a-time walk's."""
+    import memplug.adapters.emg.answer as answer
+
+    hobbies = ["chess", "yoga", "tennis", "salsa", "pottery", "fencing", "sailing", "karate"]
+    texts = [f"I started learning {h} level{i} in Oslo with Anna Berg{i}." for i, h in enumerate(hobbies * 15)]
+    texts += [f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(hobbies * 2)]
+    texts += [f"Anna Berg{i} is married to Ben Cruz{i}." for i in range(0, 120, 7)]
+    texts += ["My sister Ann works as a nurse in Oslo.", "I live in Paris."]
+    questions = ["Who am I learning chess with?", "Where am I learning chess level16?", "Where do I live?",
+                 "Who is Anna Berg14 married to?", "Who is the spouse of the person I learn salsa with?",
+                 "What is my favourite colour?"]
+    recalls = {}
+    for hub in (answer.HUB_RELATIONS, 10**9):
+        monkeypatch.setattr(answer, "HUB_RELATIONS", hub)
+        agent = EMGAgent(AgentConfig(), Path("."))
+        agent.ingest(Chunk(0, [Message(str(i), t) for i, t in enumerate(texts)]))
+        assert len(agent.answerer._relations("i")) >= 64
+        recalls[hub] = [agent.recall(AgentQuestion(str(j), q, "test")) for j, q in enumerate(questions)]
+    assert recalls[answer.HUB_RELATIONS] == recalls[10**9]
+    assert sum(r.answer is not None for r in recalls[10**9]) >= 3

@@ -193,3 +193,76 @@ def test_timestamps(text, expected):
     else:
         assert datetime.fromtimestamp(value, timezone.utc).isoformat() == expected
     assert parse_time("next Tuesday-ish") is None
+
+
+_ODD_TEXTS = ["", " ", "  a", "a ", "x  y", "▁hi", "\n", "héllo 😀 世界", "<s> hi </s>", "a<unk>b", "我的上司名叫赵雅琳",
+              "tab\there", "I I I I I", "a" * 300, "Dr. Smith's 2nd appointment is on May 3, 2024 at 9:15."]
+
+
+def test_static_pooler_is_wordllama_embed_bit_for_bit():
+    """The word-cached, unpadded path gives WordLlama's own token ids and rows."""
+    from memplug.adapters.retrieval.static_pool import StaticPooler, splits_at_words
+
+    model = emb.get_embedder("wordllama")._model
+    pooler = StaticPooler(model.embedding, model.tokenizer)
+    assert pooler._words is not None  # the shipped tokenizer takes the word-cached path
+    rng = np.random.default_rng(0)
+    words = "the boss name is Zhao rain in Spain married to Anna Berg 2024 上司 名叫 café naïve".split()
+    texts = _ODD_TEXTS + [" ".join(rng.choice(words, size=int(rng.integers(1, 40)))) for _ in range(300)]
+    texts += texts[:5]  # repeats are embedded once and copied
+    expected = [e.ids for e in pooler._whole.encode_batch(texts, add_special_tokens=False)]
+    assert pooler.token_ids(texts) == expected
+    assert np.array_equal(pooler.embed(texts), model.embed(texts, batch_size=256))
+    assert np.array_equal(emb.get_embedder("wordllama").embed(texts), emb.normalise(model.embed(texts, batch_size=256)))
+    # a tokenizer the word cache does not reproduce goes through the tokenizer whole
+    import json
+
+    spec = json.loads(model.tokenizer.to_str())
+    assert not splits_at_words(dict(spec, pre_tokenizer={"type": "Whitespace"}))
+    vocab = dict(spec["model"]["vocab"], **{"a▁b": len(spec["model"]["vocab"])})
+    assert not splits_at_words(dict(spec, model=dict(spec["model"], vocab=vocab)))
+
+
+def _unit_rows(rng, n: int, dim: int) -> np.ndarray:
+    rows = rng.normal(size=(n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_dense_index_is_exact_below_approximate_from_and_probes_clusters_above():
+    rng = np.random.default_rng(1)
+    vectors, queries = _unit_rows(rng, 5000, 16), _unit_rows(rng, 20, 16)
+    exact, never = DenseIndex(16, approximate_from=6000), DenseIndex(16)
+    exact.add(vectors)
+    never.add(vectors)
+    for q in queries:
+        assert exact.search(q, 5) == never.search(q, 5) == top_k(vectors @ q, 5, keep_zero=True)
+        assert exact.candidates(q)[0] is None and not exact.approximate
+    ann = DenseIndex(16, approximate_from=1000, probe=10**6)  # every cluster: the exact answer
+    ann.add(vectors)
+    for q in queries:
+        rows, scores = ann.candidates(q)
+        assert rows is not None and rows.tolist() == list(range(5000))
+        assert ann.search(q, 5) == never.search(q, 5)
+    ann.probe = 4  # of sqrt(5000) = 71 clusters: rows of the nearest, ascending, scored exactly
+    rows, scores = ann.candidates(queries[0])
+    assert 0 < len(rows) < 5000 and np.all(np.diff(rows) > 0)
+    assert np.array_equal(scores, vectors[rows] @ queries[0])
+    ann.add(_unit_rows(rng, 10, 16))  # rows added after the clustering are assigned and found
+    assert ann.search(ann.vectors[-1], 1)[0][0] == 5009
+
+
+def test_dense_only_search_goes_through_the_index_with_the_same_list(monkeypatch):
+    rng = np.random.default_rng(2)
+    table = {f"t{i}": v for i, v in enumerate(_unit_rows(rng, 300, 8))}
+
+    class Fixed:
+        name, dim = "fixed", 8
+
+        def embed(self, texts):
+            return np.asarray([table[t] for t in texts], dtype=np.float32)
+
+    monkeypatch.setattr("memplug.adapters.retrieval.retriever.get_embedder", lambda name, llm=None: Fixed())
+    r = Retriever(lexical=0.0, dense=1.0)
+    r.add([f"t{i}" for i in range(250)])
+    for q in ("t260", "t270", "t3"):
+        assert r.search(q, 5) == top_k(r.scores(q), 5, keep_zero=True)

@@ -27,6 +27,11 @@ _QUESTION_WORDS = frozenset(
 MAX_HOPS = 4
 #: least match (lexical 1.0, or a cosine) for a fact to be followed
 MIN_MATCH = 0.45
+#: an entity with this many relations (a hub: "I" of a long first-person history has tens
+#: of thousands) is matched against a word in numpy first (:meth:`GraphAnswerer._hub_hop`)
+HUB_RELATIONS = 64
+#: more than the difference between a cosine from a matrix product and from a single dot
+_MARGIN = 1e-4
 
 
 def _stem(word: str) -> str:
@@ -46,6 +51,9 @@ class GraphAnswerer:
         self._similarities: dict[tuple[str, str], float] = {}
         #: entity -> (graph size when made, {relation: its facts' indices, latest first})
         self._groups: dict[str, tuple[int, dict[str, list[int]]]] = {}
+        #: hub entity -> (its groups, relation names, their vectors, stem -> relation rows)
+        self._hubs: dict[str, tuple[dict[str, list[int]], list[str], np.ndarray, dict[str, list[int]]]] = {}
+        self._relation_vectors: dict[str, np.ndarray] = {}
 
     def _relations(self, entity: str) -> dict[str, list[int]]:
         """The entity's facts grouped by normalised relation, latest first; made again when
@@ -108,30 +116,14 @@ class GraphAnswerer:
         value = ""  # the last hop's value
         seen: set[int] = set()
         for _ in range(MAX_HOPS):
-            # facts with one relation match a word equally, so the best of them is the latest
-            # valid one: each relation is compared once (a hub such as "I" has thousands of
-            # facts and far fewer relations)
-            latest: dict[str, tuple[Memory, Triple]] = {}
-            for relation, indices in self._relations(entity).items():
-                for index in indices:
-                    m = self.graph.memories[index]
-                    if m.triple is not None and m.valid_at(when) and index not in seen:
-                        latest[relation] = (m, m.triple)
-                        break
-            if not latest or not remaining:
+            groups = self._relations(entity)
+            if len(groups) >= HUB_RELATIONS:
+                hop = self._hub_hop(entity, groups, remaining, start, end, when, seen) if remaining else None
+            else:
+                hop = self._hop(groups, remaining, start, end, when, seen)
+            if hop is None:
                 break
-            # the nearest remaining word that some fact matches decides the hop
-            best: tuple[float, Memory, Triple, int] | None = None
-            for i in sorted(remaining, key=lambda i: _distance(i, start, end)):
-                for relation, (memory, triple) in latest.items():
-                    sim = self._similarity(remaining[i], relation)
-                    if sim >= MIN_MATCH and (best is None or (sim, memory.index) > (best[0], best[1].index)):
-                        best = (sim, memory, triple, i)
-                if best is not None:
-                    break
-            if best is None:
-                break
-            _, memory, triple, word = best
+            _, memory, triple, word = hop
             path.append(memory)
             seen.add(memory.index)
             relation = normalise(triple.relation)
@@ -143,6 +135,88 @@ class GraphAnswerer:
         if not path:
             return None
         return value, path
+
+    def _hop(self, groups: dict[str, list[int]], remaining: dict[int, str], start: int, end: int,
+             when: float | None, seen: set[int]) -> tuple[float, Memory, Triple, int] | None:
+        """The next fact to follow: (match, fact, its triple, the word it matched), or None."""
+        # facts with one relation match a word equally, so the best of them is the latest
+        # valid one: each relation is compared once (a hub such as "I" has thousands of
+        # facts and far fewer relations)
+        latest: dict[str, tuple[Memory, Triple]] = {}
+        for relation, indices in groups.items():
+            for index in indices:
+                m = self.graph.memories[index]
+                if m.triple is not None and m.valid_at(when) and index not in seen:
+                    latest[relation] = (m, m.triple)
+                    break
+        if not latest or not remaining:
+            return None
+        # the nearest remaining word that some fact matches decides the hop
+        best: tuple[float, Memory, Triple, int] | None = None
+        for i in sorted(remaining, key=lambda i: _distance(i, start, end)):
+            for relation, (memory, triple) in latest.items():
+                sim = self._similarity(remaining[i], relation)
+                if sim >= MIN_MATCH and (best is None or (sim, memory.index) > (best[0], best[1].index)):
+                    best = (sim, memory, triple, i)
+            if best is not None:
+                break
+        return best
+
+    def _hub_hop(self, entity: str, groups: dict[str, list[int]], remaining: dict[int, str], start: int,
+                 end: int, when: float | None, seen: set[int]) -> tuple[float, Memory, Triple, int] | None:
+        """:meth:`_hop` for an entity with many relations, the same fact: each word is compared
+        with all the relations at once (one matrix product, stems looked up), and only the
+        relations that can be the best (within ``_MARGIN`` of it) are looked at one by one,
+        best first, with the exact match of :meth:`_similarity` (a relation's latest valid
+        fact is looked up only for those)."""
+        names, matrix, stems = self._hub(entity, groups)
+        for i in sorted(remaining, key=lambda i: _distance(i, start, end)):
+            word = remaining[i]
+            approx = matrix @ self._vector(word)
+            lexical = stems.get(_stem(word))
+            if lexical:
+                approx[lexical] = 1.0
+            rows = np.flatnonzero(approx >= MIN_MATCH - _MARGIN)
+            best: tuple[float, Memory, Triple, int] | None = None
+            for r in rows[np.argsort(-approx[rows], kind="stable")].tolist():
+                if best is not None and approx[r] < best[0] - _MARGIN:
+                    break  # no relation from here on matches as well as the best
+                relation = names[r]
+                for index in groups[relation]:
+                    m = self.graph.memories[index]
+                    if m.triple is not None and m.valid_at(when) and index not in seen:
+                        sim = self._similarity(word, relation)
+                        if sim >= MIN_MATCH and (best is None or (sim, m.index) > (best[0], best[1].index)):
+                            best = (sim, m, m.triple, i)
+                        break
+            if best is not None:
+                return best
+        return None
+
+    def _hub(self, entity: str, groups: dict[str, list[int]]) -> tuple[list[str], np.ndarray, dict[str, list[int]]]:
+        """A hub's relation names, their unit vectors (one row each) and the rows of the
+        relations holding each word stem; made again with its groups."""
+        cached = self._hubs.get(entity)
+        if cached is None or cached[0] is not groups:
+            names = list(groups)
+            missing = [r for r in names if r not in self._relation_vectors]
+            if missing:
+                if len(self._relation_vectors) + len(missing) > 1_000_000:
+                    self._relation_vectors.clear()
+                    missing = names
+                for r, vector in zip(missing, self._embed(missing)):
+                    self._relation_vectors[r] = vector
+            matrix = np.stack([self._relation_vectors[r] for r in names]).astype(np.float32)
+            stems: dict[str, list[int]] = {}
+            for row, relation in enumerate(names):
+                for token in relation.split():
+                    rows = stems.setdefault(_stem(token), [])
+                    if not rows or rows[-1] != row:
+                        rows.append(row)
+            if len(self._hubs) >= 100:
+                self._hubs.clear()
+            cached = self._hubs[entity] = (groups, names, matrix, stems)
+        return cached[1], cached[2], cached[3]
 
 
 def _distance(i: int, start: int, end: int) -> int:

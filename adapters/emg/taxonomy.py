@@ -52,20 +52,35 @@ _WORD = re.compile(r"[a-z]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 
 
+#: word -> the English cues it starts with (a history repeats its words: each is looked up once)
+_WORD_CUES: dict[str, tuple[str, ...]] = {}
+
+
+def _word_cues(word: str) -> tuple[str, ...]:
+    cues = _WORD_CUES.get(word)
+    if cues is None:
+        cues = tuple(word[:n] for n in _EN_LENGTHS if n <= len(word) and word[:n] in _CUE_OWNER)
+        if len(_WORD_CUES) >= 1_000_000:
+            _WORD_CUES.clear()
+        _WORD_CUES[word] = cues
+    return cues
+
+
 def _cues(text: str) -> set[str]:
     """Cues in ``text``: English ones as word prefixes, Chinese ones as substrings.
 
-    Word prefixes are looked up in a dict (a few lengths per word) rather than with one
-    big regular expression, which is several times slower on short memories.
+    Word prefixes are looked up in a dict (a few lengths per word, once per distinct
+    word) rather than with one big regular expression, which is several times slower on
+    short memories.
     """
     lowered = text.lower()
     found = {c for c in _EN_PHRASES if c in lowered}
     for word in _WORD.findall(lowered):
-        for n in _EN_LENGTHS:
-            if n > len(word):
-                break
-            if word[:n] in _CUE_OWNER:
-                found.add(word[:n])
+        cues = _WORD_CUES.get(word)
+        if cues is None:
+            cues = _word_cues(word)
+        if cues:
+            found.update(cues)
     if _CJK.search(text):
         found.update(c for c in _ZH_CUES if c in text)
     return found

@@ -21,6 +21,12 @@ RERANK_OPTION = Option(
     "rerank", str, "none", "perltqa: classify semantic/episodic, retrieve k per type, re-score (PerLTQA Eq. 3)",
     choices=("none", "perltqa"),
 )
+#: dense agents: from this many memories on, dense search reads only the query's nearest
+#: clusters (DenseIndex; recall of the exact top 5 measured in docs/performance.md)
+ANN_OPTION = Option(
+    "ann_from", int, 0,
+    "approximate dense search (inverted file) from this many memories on; 0: always exact",
+)
 
 
 class RetrievalAgent:
@@ -36,7 +42,8 @@ class RetrievalAgent:
         self.opts = resolve(type(self).options, config.options, type(self).__name__)
         lexical, dense, feedback = self.weights(self.opts)
         self.log = MessageLog()
-        self.retriever = Retriever(lexical, dense, feedback, embedder=config.embedder, llm=config.llm)
+        self.retriever = Retriever(lexical, dense, feedback, embedder=config.embedder, llm=config.llm,
+                                   ann_from=self.opts.get("ann_from", 0))
         self.reranker = PerLTQAReranker() if self.opts["rerank"] == "perltqa" else None
 
     def weights(self, opts: dict) -> tuple[float, float, float]:

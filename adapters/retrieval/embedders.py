@@ -89,12 +89,15 @@ class WordLlamaEmbedder:
             )
         except FileNotFoundError as exc:
             raise MemplugError(f"cannot load wordllama offline: {exc}") from exc
+        from memplug.adapters.retrieval.static_pool import StaticPooler
+
+        # WordLlama's embed() without its padding: the same rows, ~4x less CPU (static_pool.py)
+        self._pooler = StaticPooler(self._model.embedding, self._model.tokenizer)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # batches of 256 are ~20% faster than WordLlama's default of 64 on short texts
-        return normalise(self._model.embed(list(texts), batch_size=256))
+        return normalise(self._pooler.embed(list(texts)))
 
 
 class LiteLLMEmbedder:

@@ -52,6 +52,7 @@ class Retriever:
         feedback: float = 0.0,
         embedder: str = "wordllama",
         llm: "LLM | None" = None,
+        ann_from: int = 0,
     ) -> None:
         if lexical < 0 or dense < 0 or lexical + dense <= 0:
             raise ValueError("retriever weights must be non-negative and not both zero")
@@ -62,6 +63,8 @@ class Retriever:
         self._embedder: Embedder | None = None
         self._dense: DenseIndex | None = None
         self._pending = 0  # texts not embedded yet
+        #: dense top-k is approximate from this many vectors on (0: always exact; DenseIndex)
+        self.ann_from = ann_from
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -87,7 +90,7 @@ class Retriever:
             for start in range(0, len(new), EMBED_BATCH):
                 vectors = embed_batched(self.embedder, new[start : start + EMBED_BATCH])
                 if self._dense is None:
-                    self._dense = DenseIndex(vectors.shape[1])
+                    self._dense = DenseIndex(vectors.shape[1], approximate_from=self.ann_from)
                 if start == 0:
                     self._dense.reserve(len(self._dense) + len(new))
                 self._dense.add(vectors)
@@ -126,4 +129,22 @@ class Retriever:
         Documents that share no word with the query still fill the list (in dataset
         order): a retriever asked for k memories returns k, like the seed's RetrMem.
         """
+        if self._dense_only() and self._texts:
+            self.flush()
+            if self._dense is not None:  # the same list as below (0 + 1 * cosine is the cosine)
+                return self._dense.search(self.embed_query(query), k)
         return top_k(self.scores(query), k, keep_zero=True)
+
+    def _dense_only(self) -> bool:
+        return self._bm25 is None and self.dense == 1.0 and self.feedback == 0
+
+    def dense_candidates(self, query: str) -> tuple[np.ndarray | None, np.ndarray]:
+        """Cosines of the query with the texts worth scoring (dense weight only): (None,
+        every text's cosine) while the index is exact, else (rows, their cosines) of the
+        rows the approximate index reads (see DenseIndex.candidates)."""
+        if not self._texts:
+            return None, np.zeros(0, dtype=np.float32)
+        self.flush()
+        if self._dense is None:
+            return None, np.zeros(len(self._texts), dtype=np.float32)
+        return self._dense.candidates(self.embed_query(query))
