@@ -31,7 +31,7 @@ import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -64,6 +64,18 @@ def forwarded_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def parse_llm_limit(text: str | int | Mapping[str, int] | None) -> dict[str, int]:
     """``--llm-limit``: ``16`` (every model) or ``openai/gpt-4o-mini=8,*=16``; a sweep file may
     give an int or a table. Returns {model or "*": concurrent calls}."""
+    return _per_model(text, "--llm-limit", "a number of calls (e.g. 16 or openai/gpt-4o=8)", "call")
+
+
+def parse_llm_tpm(text: str | int | Mapping[str, int] | None) -> dict[str, int]:
+    """``--llm-tpm``: tokens per minute (prompt and completion), ``200000`` (each model) or
+    ``openai/gpt-4o-mini=200000,*=30000``; a sweep file may give an int or a table.
+    Returns {model or "*": tokens a minute}."""
+    return _per_model(text, "--llm-tpm", "a number of tokens a minute (e.g. 200000 or openai/gpt-4o=30000)",
+                      "token a minute")
+
+
+def _per_model(text: str | int | Mapping[str, int] | None, flag: str, what: str, unit: str) -> dict[str, int]:
     if text is None or text == "":
         return {}
     if isinstance(text, int):
@@ -78,10 +90,9 @@ def parse_llm_limit(text: str | int | Mapping[str, int] | None) -> dict[str, int
         try:
             n = int(value)
         except (TypeError, ValueError):
-            raise MemplugError(f"--llm-limit: {value!r} is not a number of calls (e.g. 16 or openai/gpt-4o=8)") \
-                from None
+            raise MemplugError(f"{flag}: {value!r} is not {what}") from None
         if n < 1:
-            raise MemplugError(f"--llm-limit: {model}={n}: at least 1 call")
+            raise MemplugError(f"{flag}: {model}={n}: at least 1 {unit}")
         out[str(model)] = n
     return out
 
@@ -125,46 +136,75 @@ class LocalExecutor(Executor):
 
     name = "local"
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, llm_tpm: Mapping[str, int] | None = None) -> None:
         self.workers = max(int(workers or 1), 1)
+        #: tokens a minute per model (--llm-tpm), for every LLM of this process
+        self.llm_tpm = dict(llm_tpm or {})
+
+    @contextlib.contextmanager
+    def _token_budgets(self) -> Iterator[None]:
+        """The --llm-tpm budgets installed for the LLMs of this process while samples run."""
+        if not self.llm_tpm:
+            yield
+            return
+        from memplug.llm import TokenLimiter, set_token_limiter
+
+        set_token_limiter(TokenLimiter(self.llm_tpm))
+        try:
+            yield
+        finally:
+            set_token_limiter(None)
 
     def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,
                     total: int, finished: int) -> None:
-        asyncio.run(evaluation._run_samples(run, samples, writer, progress, total=total, finished=finished))
+        with self._token_budgets():
+            asyncio.run(evaluation._run_samples(run, samples, writer, progress, total=total, finished=finished))
 
     def map_cells(self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any],
                   on_done: Callable[[Any, Any], None]) -> None:
         if self.workers <= 1 or len(cells) <= 1:
-            for cell in cells:
-                on_done(cell, run_cell(cell, None))
+            with self._token_budgets():  # one budget for the cells one after another
+                for cell in cells:
+                    on_done(cell, run_cell(cell, None))
             return
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         # spawn, not fork: the parent may hold threads (an LLM's I/O loop) that a fork would copy mid-state
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(cells)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+        processes = min(self.workers, len(cells))
+        # --llm-tpm: each process spends its share of the budget
+        share = {model: max(n // processes, 1) for model, n in self.llm_tpm.items()}
+        with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_install_token_budgets, initargs=(share,)) as pool:
             futures = {pool.submit(run_cell, cell, None): cell for cell in cells}
             for future in as_completed(futures):
                 on_done(futures[future], future.result())
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "workers": self.workers}
+        return {"name": self.name, "workers": self.workers, **({"llm_tpm": self.llm_tpm} if self.llm_tpm else {})}
+
+
+def _install_token_budgets(budgets: Mapping[str, int]) -> None:
+    """In a process of the pool: its share of the --llm-tpm budgets."""
+    if budgets:
+        from memplug.llm import TokenLimiter, set_token_limiter
+
+        set_token_limiter(TokenLimiter(budgets))
 
 
 def make_executor(name: str | None, address: str | None = None, workers: int | None = None,
                   llm_limit: Mapping[str, int] | None = None, runtime_env: Mapping[str, Any] | None = None,
-                  num_cpus: int | None = None) -> Executor:
+                  num_cpus: int | None = None, llm_tpm: Mapping[str, int] | None = None) -> Executor:
     """The executor called ``name`` (``local`` or ``ray``)."""
     name = name or "local"
     if name == "local":
         if address or llm_limit:
             raise MemplugError("--address and --llm-limit are for --executor ray (locally, --concurrency "
                                "bounds the LLM calls)")
-        return LocalExecutor(workers or 1)
+        return LocalExecutor(workers or 1, llm_tpm=llm_tpm)
     if name == "ray":
         return RayExecutor(address=address, workers=workers, llm_limit=llm_limit, runtime_env=runtime_env,
-                           num_cpus=num_cpus)
+                           num_cpus=num_cpus, llm_tpm=llm_tpm)
     raise MemplugError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
 
 
@@ -226,16 +266,27 @@ def _is_loopback(address: str) -> bool:
 
 
 class _Limiter:
-    """Ray actor: per model, at most N LLM calls in flight across every worker of the cluster.
+    """Ray actor: per model, at most N LLM calls in flight across every worker of the cluster
+    (--llm-limit), and a budget of tokens a minute that all workers take from (--llm-tpm).
 
     Permits are held per worker (``holder``), so that the permits of a worker that died are
-    given back when the driver replaces it (:meth:`forget`)."""
+    given back when the driver replaces it (:meth:`forget`). Tokens are taken before an
+    attempt (the caller waits here while the budget is spent) and settled after it."""
 
-    def __init__(self, limits: Mapping[str, int]) -> None:
+    def __init__(self, limits: Mapping[str, int], tpm: Mapping[str, int] | None = None) -> None:
+        from memplug.llm import TokenLimiter
+
         self.limits = dict(limits)
         self.semaphores: dict[str, asyncio.Semaphore] = {}
         self.held: dict[tuple[str, str], int] = {}
         self.peak: dict[str, int] = {}
+        self.tokens = TokenLimiter(tpm or {})
+
+    async def take_tokens(self, model: str, tokens: int) -> None:
+        await self.tokens.acquire(model, tokens)
+
+    def settle_tokens(self, model: str, estimated: int, used: int) -> None:
+        self.tokens.settle(model, estimated, used)
 
     def _semaphore(self, model: str) -> asyncio.Semaphore | None:
         n = self.limits.get(model, self.limits.get("*"))
@@ -269,7 +320,8 @@ class _Limiter:
                 self.held[(model, who)] = 0
 
     def stats(self) -> dict[str, Any]:
-        return {"limits": self.limits, "peak": self.peak}
+        return {"limits": self.limits, "peak": self.peak, "tpm": self.tokens.budgets,
+                "tokens_used": self.tokens.used, "tokens_waited_s": self.tokens.waited}
 
 
 class _RemoteLimit:
@@ -285,6 +337,23 @@ class _RemoteLimit:
             yield
         finally:
             self.actor.release.remote(model, self.holder)
+
+
+class _RemoteTokens:
+    """In a worker: the token budgets of the limiter actor, in the shape of
+    :class:`memplug.llm.TokenLimiter` (set with ``set_token_limiter``)."""
+
+    def __init__(self, actor: Any, budgets: Mapping[str, int]) -> None:
+        self.actor, self.budgets = actor, dict(budgets)
+
+    def applies(self, model: str) -> bool:
+        return model in self.budgets or "*" in self.budgets
+
+    async def acquire(self, model: str, tokens: int) -> None:
+        await self.actor.take_tokens.remote(model, tokens)
+
+    def settle(self, model: str, estimated: int, used: int) -> None:
+        self.actor.settle_tokens.remote(model, estimated, used)
 
 
 class _Collect:
@@ -305,7 +374,7 @@ class _SampleWorker:
 
     KEEP = 4  # evaluations kept per worker
 
-    def __init__(self, holder: str, limiter: Any = None) -> None:
+    def __init__(self, holder: str, limiter: Any = None, llm_tpm: Mapping[str, int] | None = None) -> None:
         self.holder = holder
         import memplug.runner  # noqa: F401  (the imports while the pool starts, not in a run's time)
 
@@ -317,6 +386,8 @@ class _SampleWorker:
             from memplug import llm
 
             llm.set_call_limiter(_RemoteLimit(limiter, holder))
+            if llm_tpm:
+                llm.set_token_limiter(_RemoteTokens(limiter, llm_tpm))
 
     async def _evaluation(self, spec_fields: dict[str, Any], resolved: Any) -> tuple[Any, ThreadPoolExecutor]:
         import orjson
@@ -409,10 +480,12 @@ class RayExecutor(Executor):
 
     def __init__(self, address: str | None = None, workers: int | None = None,
                  llm_limit: Mapping[str, int] | None = None, runtime_env: Mapping[str, Any] | None = None,
-                 num_cpus: int | None = None, sample_retries: int = SAMPLE_RETRIES) -> None:
+                 num_cpus: int | None = None, sample_retries: int = SAMPLE_RETRIES,
+                 llm_tpm: Mapping[str, int] | None = None) -> None:
         self.address = address
         self.workers = workers
         self.llm_limit = dict(llm_limit or {})
+        self.llm_tpm = dict(llm_tpm or {})
         self.runtime_env = dict(runtime_env or {})
         self.num_cpus = num_cpus
         self.sample_retries = sample_retries
@@ -447,8 +520,9 @@ class RayExecutor(Executor):
         env = dict(self.runtime_env)
         env["env_vars"] = forwarded_env(self.runtime_env.get("env_vars"))
         self._env = env
-        if self.llm_limit:
-            self.limiter = ray.remote(_Limiter).options(max_concurrency=100_000, num_cpus=0).remote(self.llm_limit)
+        if self.llm_limit or self.llm_tpm:
+            self.limiter = ray.remote(_Limiter).options(max_concurrency=100_000, num_cpus=0).remote(
+                self.llm_limit, self.llm_tpm)
         self._actor_cls = ray.remote(_SampleWorker)
         for _ in range(n):
             self._add_actor()
@@ -466,7 +540,7 @@ class RayExecutor(Executor):
         holder = uuid.uuid4().hex[:12]
         # max_concurrency: the asyncio tasks of one actor; the spec's --concurrency bounds them per run below
         actor = self._actor_cls.options(num_cpus=1, max_concurrency=1024, max_restarts=0,
-                                        runtime_env=self._env).remote(holder, self.limiter)
+                                        runtime_env=self._env).remote(holder, self.limiter, self.llm_tpm)
         if index is None:
             self.actors.append(actor)
             self.holders.append(holder)
@@ -508,7 +582,8 @@ class RayExecutor(Executor):
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "address": self.address or os.environ.get("RAY_ADDRESS") or "local",
-                "workers": len(self.actors) or self.workers, "llm_limit": self.llm_limit}
+                "workers": len(self.actors) or self.workers, "llm_limit": self.llm_limit,
+                **({"llm_tpm": self.llm_tpm} if self.llm_tpm else {})}
 
     # -- a sharded run ------------------------------------------------------------------
     def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,

@@ -19,6 +19,8 @@ The config (see docs/scale.md)::
     executor = "local"             # or "ray"; --executor overrides
     workers = 2                    # local: cells side by side (processes); ray: workers
     llm_limit = 16                 # ray: LLM calls in flight per model, cluster-wide
+    llm_tpm = 200000               # tokens a minute per model (local: shared out among the
+                                   # processes; ray: cluster-wide)
 
     [base]                         # every cell: RunSpec fields
     limit = 40
@@ -54,7 +56,7 @@ CONFIG_COPY = "sweep.toml"
 #: grid axes and the RunSpec field each one sets
 AXES = {"agents": "agent", "datasets": "dataset", "seeds": "seed", "llms": "llm", "readers": "reader",
         "judges": "judge", "options": "options"}
-TOP_KEYS = {"name", "executor", "workers", "llm_limit", "address", "base", "grid"}
+TOP_KEYS = {"name", "executor", "workers", "llm_limit", "llm_tpm", "address", "base", "grid"}
 DONE = "finished"
 
 

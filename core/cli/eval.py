@@ -103,6 +103,7 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
                  from_run: Path | None, output: Path, repeats: int, verbose: bool, executor: str | None,
                  address: str | None, workers: int | None, llm_limit: str | None, ray_runtime_env: str | None,
+                 llm_tpm: str | None,
                  **given: Any) -> None:
     """Evaluate a memory agent on a dataset.
 
@@ -167,8 +168,8 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
     known = {a.name for a in RunSpec.__attrs_attrs__}
     spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
     # --executor ray: the samples spread over Ray workers, the records written here (memplug.executors)
-    runner = (build_executor(executor, address, workers, llm_limit, ray_runtime_env)
-              if executor or address or workers or llm_limit or ray_runtime_env else None)
+    runner = (build_executor(executor, address, workers, llm_limit, ray_runtime_env, llm_tpm=llm_tpm)
+              if executor or address or workers or llm_limit or llm_tpm or ray_runtime_env else None)
     with runner or contextlib.nullcontext():
         paths = _run_repeats(spec, repeats, output, resume, quiet, verbose, runner)
     if not quiet:

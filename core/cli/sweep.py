@@ -12,7 +12,7 @@ from memplug.errors import MemplugError
 
 
 def executor_options(command: Any) -> Any:
-    """--executor, --address, --workers, --llm-limit, --ray-runtime-env: shared by eval and sweep."""
+    """--executor, --address, --workers, --llm-limit, --llm-tpm, --ray-runtime-env: shared by eval and sweep."""
     for option in reversed([
         click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
                      help="Where samples (eval) or cells (sweep) run: local (this process; default) or ray "
@@ -25,6 +25,10 @@ def executor_options(command: Any) -> Any:
         click.option("--llm-limit", default=None, metavar="N|MODEL=N,...",
                      help="Ray: LLM calls in flight per model across all workers, e.g. 16 or "
                      "openai/gpt-4o-mini=8,*=32 (default: only each worker's --concurrency)."),
+        click.option("--llm-tpm", default=None, metavar="N|MODEL=N,...",
+                     help="Tokens a minute (prompt and completion) per model, e.g. 200000 or "
+                     "openai/gpt-4o-mini=200000,*=30000: a call waits while the budget is spent; in this "
+                     "process, or across all Ray workers (default: no limit)."),
         click.option("--ray-runtime-env", default=None, metavar="JSON",
                      help="Ray runtime environment for the workers, as JSON (e.g. '{\"pip\": [\"my-plugin\"]}'); "
                      "MEMPLUG_* and provider key variables are forwarded as env_vars."),
@@ -34,8 +38,8 @@ def executor_options(command: Any) -> Any:
 
 
 def build_executor(executor: str | None, address: str | None, workers: int | None, llm_limit: Any,
-                   ray_runtime_env: str | None, default: str = "local") -> Any:
-    from memplug.executors import make_executor, parse_llm_limit
+                   ray_runtime_env: str | None, default: str = "local", llm_tpm: Any = None) -> Any:
+    from memplug.executors import make_executor, parse_llm_limit, parse_llm_tpm
 
     runtime_env = None
     if ray_runtime_env:
@@ -49,7 +53,7 @@ def build_executor(executor: str | None, address: str | None, workers: int | Non
     if name == "local" and runtime_env:
         raise MemplugError("--ray-runtime-env is for --executor ray")
     return make_executor(name, address=address, workers=workers, llm_limit=parse_llm_limit(llm_limit),
-                         runtime_env=runtime_env)
+                         llm_tpm=parse_llm_tpm(llm_tpm), runtime_env=runtime_env)
 
 
 @click.command("sweep")
@@ -64,7 +68,7 @@ def build_executor(executor: str | None, address: str | None, workers: int | Non
 @click.pass_context
 def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume: Path | None, dry_run: bool,
                   quiet: bool, executor: str | None, address: str | None, workers: int | None, llm_limit: str | None,
-                  ray_runtime_env: str | None) -> None:
+                  ray_runtime_env: str | None, llm_tpm: str | None = None) -> None:
     """Run a grid of evaluations: one run directory per cell, a manifest, resume.
 
     The TOML file lists axes under [grid] (agents, datasets, seeds, llms, readers, judges,
@@ -109,7 +113,7 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
     runner = build_executor(chosen, address or (settings.get("address") if on_ray else None),
                             workers or settings.get("workers"),
                             llm_limit if llm_limit is not None else (settings.get("llm_limit") if on_ray else None),
-                            ray_runtime_env)
+                            ray_runtime_env, llm_tpm=llm_tpm if llm_tpm is not None else settings.get("llm_tpm"))
     if resume is None:
         sweep = Sweep.create(config, output, runner.describe())  # type: ignore[arg-type]
 

@@ -156,6 +156,22 @@ def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, t
     assert run["status"] in ("failed", "partial") and "401" in run["stopped"]
 
 
+def test_llm_tpm_is_one_budget_for_all_workers(ray_cluster, openai_stub, monkeypatch, tmp_path):
+    """--llm-tpm on Ray: every call of both workers takes from and settles with the limiter
+    actor's one bucket (its waiting is tested with an injected clock in test_llm_tpm.py)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "12"}, llm="openai/stub",
+                   api_base=openai_stub.base_url, reader="llm", concurrency=4, cache=False)
+    with RayExecutor(workers=2, llm_tpm={"openai/stub": 10_000_000}) as executor:
+        path = Evaluation(spec).run(output=tmp_path, executor=executor)
+        stats = executor.limiter_stats()
+    run = RunDir(path)
+    assert run.summary().outcome.status == "finished"
+    assert run.spec()["resolved"]["executor"]["llm_tpm"] == {"openai/stub": 10_000_000}
+    usage = [r.usage for r in run.records()]
+    assert stats["tokens_used"] == {"openai/stub": sum(u.prompt_tokens + u.completion_tokens for u in usage if u)} != {}
+
+
 def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
     spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "16"}, concurrency=2)
     local = Evaluation(spec).run(output=tmp_path / "local")
