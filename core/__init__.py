@@ -4,7 +4,10 @@ The public API is re-exported here; plugin authors need only this module and
 :mod:`memplug.hookspecs` (for ``hookimpl``).
 """
 
-from typing import TYPE_CHECKING
+#: typing's own constant without importing typing: `import memplug` runs as the `memplug`
+#: command's first line, before its Ctrl-C handler exists, so it imports nothing (type
+#: checkers treat any TYPE_CHECKING as true)
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from memplug.errors import DataError, MemplugError, MissingExtra

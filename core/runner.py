@@ -480,18 +480,22 @@ class Evaluation:
         self.executor = executor
         if resume is not None:
             run_dir = RunDir(resume).check()
-            lock = RunLock(run_dir.path).acquire()
         else:
             if output is None:
                 raise MemplugError("no --output directory given")
             run_id, path = self.new_run_dir(Path(output), name=name)
             run_dir = RunDir(path)
-            lock = RunLock(path).acquire()
+        # from here on a Ctrl-C names the directory to resume, whichever line it lands on
+        lock = None
         try:
+            lock = RunLock(run_dir.path).acquire()
             with logs_to(run_dir.path, verbose) if capture_logs else contextlib.nullcontext():
                 return self._run_in(run_dir, samples, resume is not None, progress)
+        except KeyboardInterrupt:
+            raise RunInterrupted(run_dir.path) from None
         finally:
-            lock.release()
+            if lock is not None:
+                lock.release()
 
     def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None) -> Path:
         path = run_dir.path

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from memplug.errors import RunStopped
+from memplug.errors import RunInterrupted, RunStopped
 from memplug.results import RecordWriter, RunDir, RunLock
 from memplug.runner import Evaluation, RunSpec
 
@@ -292,10 +292,12 @@ def test_a_new_run_directory_holds_its_run_json_from_the_start(testkit, tmp_path
 
 
 def _before_memplug_ran(err: str) -> bool:
-    """A KeyboardInterrupt traceback whose only frame is the console script's import line."""
+    """A KeyboardInterrupt traceback from before the console script called memplug's ``main``
+    (whose first act is to catch it): Python's own start-up (``site``), the script's import
+    line, the package's ``__init__`` and what the standard library imports for them."""
     frames = [line.strip() for line in err.splitlines() if line.strip().startswith("File ")]
-    return (err.rstrip().endswith("KeyboardInterrupt") and len(frames) == 1
-            and frames[0].endswith("in <module>") and "/bin/memplug" in frames[0])
+    return (err.rstrip().endswith("KeyboardInterrupt") and bool(frames)
+            and not any("_console.py" in frame and frame.endswith(", in main") for frame in frames))
 
 
 @pytest.mark.slow
@@ -310,7 +312,7 @@ def test_ctrl_c_at_any_moment_is_one_line_without_a_traceback(env, tmp_path, aft
     out, err = process.communicate(timeout=60)
     if after_s < 0.1 and _before_memplug_ran(err):
         pytest.skip("SIGINT arrived while Python was still starting (site, the console script's own import), "
-                    "before any line of memplug ran: no program can catch that; a loaded machine is that slow")
+                    "before memplug's main ran: no program can catch that; a loaded machine is that slow")
     assert "Traceback" not in err, err
     if process.returncode == 130:
         assert len(err.strip().splitlines()) == 1 and err.startswith("memplug: interrupted")
@@ -362,3 +364,20 @@ def test_ctrl_c_while_the_run_directory_is_made_leaves_no_empty_directory(testki
     with pytest.raises(KeyboardInterrupt):
         Evaluation(RunSpec(agent="lookup", dataset="counting")).new_run_dir(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_just_after_the_run_directory_exists_names_it_for_resume(testkit, tmp_path, monkeypatch):
+    """Between the new directory and the sample loop (the lock, the log file, the first
+    run.json write) a Ctrl-C ended in "memplug: interrupted" without the resume command."""
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunLock, "acquire", interrupted)
+    with pytest.raises(RunInterrupted) as caught:
+        Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path)
+    (run,) = tmp_path.iterdir()
+    assert caught.value.run_dir == str(run)
+    monkeypatch.undo()
+    Evaluation(RunSpec(agent="lookup", dataset="counting")).run(resume=run)
+    assert RunDir(run).spec()["status"] == "finished"
