@@ -214,6 +214,13 @@ def test_static_pooler_is_wordllama_embed_bit_for_bit():
     assert pooler.token_ids(texts) == expected
     assert np.array_equal(pooler.embed(texts), model.embed(texts, batch_size=256))
     assert np.array_equal(emb.get_embedder("wordllama").embed(texts), emb.normalise(model.embed(texts, batch_size=256)))
+    small = StaticPooler(model.embedding, model.tokenizer)
+    small_cache = pytest.MonkeyPatch.context()
+    with small_cache as patch:  # a full word cache is emptied and refilled: the same ids
+        patch.setattr("memplug.adapters.retrieval.static_pool.MAX_WORDS", 5)
+        assert [small.token_ids(texts[i : i + 7]) for i in range(0, 70, 7)] == [
+            expected[i : i + 7] for i in range(0, 70, 7)]
+        assert len(small._cache) <= 40
     # a tokenizer the word cache does not reproduce goes through the tokenizer whole
     import json
 

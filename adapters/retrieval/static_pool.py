@@ -89,7 +89,9 @@ class StaticPooler:
         """Each text's token ids, as the model's tokenizer gives them (no special tokens)."""
         if self._words is None:
             return [e.ids for e in self._whole.encode_batch(list(texts), add_special_tokens=False)]
-        cache = self._cache
+        # the ids of this call's words are kept here: the shared cache may be cleared by
+        # another thread (the embedder is one object per process) between the two passes
+        cache, known = self._cache, {}
         split: list[list[str] | None] = []
         missing: dict[str, None] = {}
         whole: list[int] = []
@@ -101,19 +103,23 @@ class StaticPooler:
             words = _WORD.findall(f"{_SPACE}{text.replace(' ', _SPACE)}") if text else []
             split.append(words)
             for w in words:
-                if w not in cache:
-                    missing[w] = None
+                if w not in known:
+                    ids = cache.get(w)
+                    if ids is None:
+                        missing[w] = None
+                    else:
+                        known[w] = ids
         if missing:
             if len(cache) + len(missing) > MAX_WORDS:
                 cache.clear()
             new = list(missing)
             for w, enc in zip(new, self._words.encode_batch(new, add_special_tokens=False)):
-                cache[w] = enc.ids
+                cache[w] = known[w] = enc.ids
         out: list[list[int]] = []
         for parts in split:
-            ids: list[int] = []
+            ids = []
             for w in parts or ():
-                ids += cache[w]
+                ids += known[w]
             out.append(ids)
         if whole:
             for i, enc in zip(whole, self._whole.encode_batch([texts[i] for i in whole], add_special_tokens=False)):
