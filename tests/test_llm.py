@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from memplug.errors import MemplugError
-from memplug.llm import LLM, Completion, LLMError, _env_proxy, default_model, usage_scope
+from memplug.llm import LLM, Completion, LLMError, default_model, usage_scope
+from memplug.llm.transport import env_proxy
 from openai_stub import hashed_embedding
 
 SECRET = "sk-SECRET-0123456789abcdef"
@@ -313,12 +314,12 @@ def test_proxy_comes_from_the_environment(monkeypatch):
     for var in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(var, raising=False)
         monkeypatch.delenv(var.upper(), raising=False)
-    assert _env_proxy("http://10.1.2.3:8000/v1/chat/completions") is None
+    assert env_proxy("http://10.1.2.3:8000/v1/chat/completions") is None
     monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
-    assert _env_proxy("http://10.1.2.3:8000/v1/chat/completions") == "http://proxy:3128"
-    assert _env_proxy("https://api.example/v1/embeddings") is None
+    assert env_proxy("http://10.1.2.3:8000/v1/chat/completions") == "http://proxy:3128"
+    assert env_proxy("https://api.example/v1/embeddings") is None
     monkeypatch.setenv("NO_PROXY", "10.1.2.3")
-    assert _env_proxy("http://10.1.2.3:8000/v1/chat/completions") is None
+    assert env_proxy("http://10.1.2.3:8000/v1/chat/completions") is None
 
 
 def test_requests_go_through_the_proxy_of_the_environment(openai_stub, make_llm, monkeypatch):

@@ -13,7 +13,7 @@ from memplug.datasets.locomo.builder import LoCoMoBuilder
 from memplug.datasets.locomo.release import load_release, parse_evidence
 from memplug.datasets.locomo.scoring import LoCoMoF1, LoCoMoF1NoAdversarial, f1_score, normalize_answer
 from memplug.errors import MemplugError
-from memplug.metrics import RecallAtK, SessionHitAtK, session_of
+from memplug.metrics import SessionHitAtK, session_of
 from memplug.models import AgentQuestion, Question, Recalled
 from memplug.protocols import BuildOptions, MetricConfig, ScoreContext
 

@@ -9,7 +9,6 @@ LLM call taken out, so that the fixture is rendered and scored by both.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest

@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import attrs
-import pytest
 
 from memplug.record import QuestionRecord
 from memplug.results import RunDir, summarize

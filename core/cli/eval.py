@@ -126,7 +126,7 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
       memplug eval --from runs/20250101-120000-mem0-locomo --llm openai/gpt-4o-mini
       memplug eval --agent bm25 --dataset memsim -o n=200 --executor ray
     """
-    from memplug.runner import Evaluation, RunSpec
+    from memplug.runner import RunSpec
 
     raw = parse_pairs(pairs)
     fields: dict[str, Any] = {}

@@ -36,8 +36,6 @@ from memplug.llm.retry import (
     on_wait,
 )
 from memplug.llm.transport import KEY_VARIABLES, OPENAI_COMPATIBLE, endpoint
-from memplug.llm.transport import env_proxy as _env_proxy
-from memplug.llm.transport import litellm as _litellm
 from memplug.llm.usage import Completion, Usage, usage_scope
 
 __all__ = [
