@@ -226,10 +226,12 @@ def test_cancelling_a_call_frees_its_slot(openai_stub, make_llm):
 
     async def cancel_then_call() -> str:
         stuck = asyncio.ensure_future(llm.acomplete(user("stuck")))
-        await asyncio.sleep(0.2)
+        while not openai_stub.chat_requests:  # the hung request holds the slot (however slow the first call's start)
+            await asyncio.sleep(0.01)
         stuck.cancel()
-        # the hung request was cancelled in the I/O loop too, so the one slot is free
-        return (await asyncio.wait_for(llm.acomplete(user("next")), 2)).text
+        # the hung request was cancelled in the I/O loop too, so the one slot is free; a slot
+        # still held would wait for the hang's 10 s timeout
+        return (await asyncio.wait_for(llm.acomplete(user("next")), 8)).text
 
     assert asyncio.run(cancel_then_call()) == "next"
     assert llm.usage.calls == 1
