@@ -155,7 +155,7 @@ def test_hang_times_out_then_succeeds(openai_stub, make_llm):
     openai_stub.fail_next(1, "hang")
     start = time.monotonic()
     assert llm.complete(user("q")).text == "q"
-    assert 0.3 <= time.monotonic() - start < 3
+    assert 0.3 <= time.monotonic() - start < openai_stub.hang_s  # the timeout, not the end of the hang, ended it
     assert len(openai_stub.chat_requests) == 3
 
 
@@ -405,10 +405,10 @@ def test_faults_of_one_question_are_its_error_not_retried_not_cached(openai_stub
 def test_a_call_ends_at_its_deadline_whatever_the_retries(openai_stub, make_llm):
     openai_stub.retry_after = 0.4
     openai_stub.fail_next(100, "429")
-    t0 = time.monotonic()
     with pytest.raises(LLMError, match="deadline of 1s passed"):
         make_llm(max_retries=20, deadline=1.0).complete(user("hi"))
-    assert time.monotonic() - t0 < 1.5
+    # 0.4 s apart, at most three attempts fit in the second (a slow machine makes fewer), not 21
+    assert 1 <= len(openai_stub.chat_requests) <= 3
 
 
 def test_waiting_is_told_to_listeners(openai_stub, make_llm):
