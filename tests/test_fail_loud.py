@@ -276,6 +276,18 @@ def test_a_full_cache_disk_warns_once_and_keeps_every_answer(openai_stub, testki
     assert err.count("cannot be written (database or disk is full); going on uncached") == 1
 
 
+def test_an_unwritable_cache_directory_is_one_warning_line(env, openai_stub, tmp_path):
+    """Before a run has its memplug.log, the warning's log record went to Python's last-resort
+    handler too: the terminal showed the line twice, once without "memplug: warning:"."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = real_memplug({**env, "MEMPLUG_CACHE_DIR": str(blocker / "cache")}, "eval", *LOOKUP,
+                          "--api-base", openai_stub.base_url, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "cannot be written" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("memplug: warning: cache "), result.stderr
+
+
 def test_a_new_run_directory_holds_its_run_json_from_the_start(testkit, tmp_path):
     evaluation = Evaluation(RunSpec(agent="lookup", dataset="counting"))
     run_id, path = evaluation.new_run_dir(tmp_path)

@@ -7,6 +7,7 @@ without a traceback; set MEMPLUG_DEBUG=1 to see it.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 from typing import Any
@@ -108,6 +109,12 @@ def cli() -> None:
 
 def main() -> None:
     """Entry point. Click's own usage errors are shortened to one line like every other."""
+    # memplug's warnings that matter on the terminal are printed as one line each; their log
+    # records go to memplug.log once a run has one, and before that nowhere: without a
+    # handler, Python's last resort would print every one of them a second time, bare
+    own = logging.getLogger("memplug")
+    if not own.handlers:
+        own.addHandler(logging.NullHandler())
     try:
         code = cli.main(prog_name="memplug", standalone_mode=False)
     except click.UsageError as exc:
