@@ -155,5 +155,8 @@ def test_runs_under_two_protocols_are_never_compared_silently(tmp_path, shared_d
     assert pair["metrics"] == {} and "memsim v1 (official) vs memsim v1 (parse=lenient)" in pair["skipped"]
     shown = CliRunner().invoke(cli, ["report", str(official), str(lenient)], env={"COLUMNS": "200"})
     assert shown.exit_code == 0 and "not compared:" in shown.output and "protocol memsim v1 (official)" in shown.output
+    # each protocol's numbers in tables of their own, never in one column
+    assert "Scores, protocol memsim v1 (official) (95% CI)" in shown.output
+    assert "Scores, protocol memsim v1 (parse=lenient) (95% CI)" in shown.output
     table = CliRunner().invoke(cli, ["report", str(official), str(lenient), "--format", "markdown"])
     assert table.exit_code == 2 and "cannot share a table: different answer protocols" in table.output

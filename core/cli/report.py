@@ -121,10 +121,13 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
                       f"protocol {compare.protocol_label(path)}"
                       f"{', judge ' + compare.judge_text(judge) if judge else ''}{status}")
     level = next((s.ci.level for s in summaries if s.ci is not None and isinstance(s.ci.level, float)), 0.95)
-    datasets = list(dict.fromkeys(s.dataset for s in summaries))
+    # one set of tables per dataset and answer protocol: its runs share metrics and categories,
+    # and no column holds numbers from two protocols (another prompt, parser, memory unit, depth)
+    kinds = [(s.dataset, compare.protocol_label(path)) for path, s in zip(paths, summaries)]
+    groups = list(dict.fromkeys(kinds))
     reasons: set[str] = set()
-    for dataset in datasets:  # one set of tables per dataset: its runs share its metrics and categories
-        group = [(k, s) for k, s in enumerate(summaries, 1) if s.dataset == dataset]
+    for dataset, protocol in groups:
+        group = [(k, s) for k, (s, kind) in enumerate(zip(summaries, kinds), 1) if kind == (dataset, protocol)]
         metrics = list(dict.fromkeys(m for _, s in group for m in s.metrics.overall))
         cells = [(values.get(m), *s.interval(m, cat)) for _, s in group for cat, values in _rows(s) for m in metrics]
         scored = [c for c in cells if c[0] is not None]
@@ -132,7 +135,9 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
         reasons |= found
         # no mean of the table has an interval, for one reason: the title says it once, not every cell
         none_at_all = bool(scored) and all(c[1] is None for c in scored) and len(found) == 1
-        title = (f"Scores{' on ' + dataset if len(datasets) > 1 else ''} ({level:.0%} CI"
+        where = (f" on {dataset}" if len({d for d, _ in groups}) > 1 else "") + (
+            f", protocol {protocol}" if len(groups) > len({d for d, _ in groups}) else "")
+        title = (f"Scores{where} ({level:.0%} CI"
                  f"{' n/a: ' + next(iter(found)) if none_at_all else ''})")
 
         def scores_table(block: Any, group: list[tuple[int, RunSummary]] = group, title: str = title, none_at_all: bool = none_at_all) -> Any:
