@@ -31,7 +31,7 @@ import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 
@@ -61,40 +61,69 @@ def forwarded_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def parse_llm_limit(text: str | int | Mapping[str, int] | None) -> dict[str, int]:
+def parse_llm_limit(text: Any, source: str = "--llm-limit") -> dict[str, int]:
     """``--llm-limit``: ``16`` (every model) or ``openai/gpt-4o-mini=8,*=16``; a sweep file may
-    give an int or a table. Returns {model or "*": concurrent calls}."""
-    return _per_model(text, "--llm-limit", "a number of calls (e.g. 16 or openai/gpt-4o=8)", "call")
+    give an int or a table. Returns {model or "*": concurrent calls}. ``source`` (the option,
+    or the file and its key) begins each error."""
+    return parse_per_model(text, source, "a number of calls (e.g. 16 or openai/gpt-4o=8)", "call")
 
 
-def parse_llm_tpm(text: str | int | Mapping[str, int] | None) -> dict[str, int]:
+def parse_llm_tpm(text: Any, source: str = "--llm-tpm") -> dict[str, int]:
     """``--llm-tpm``: tokens per minute (prompt and completion), ``200000`` (each model) or
     ``openai/gpt-4o-mini=200000,*=30000``; a sweep file may give an int or a table.
     Returns {model or "*": tokens a minute}."""
-    return _per_model(text, "--llm-tpm", "a number of tokens a minute (e.g. 200000 or openai/gpt-4o=30000)",
-                      "token a minute")
+    return parse_per_model(text, source, "a number of tokens a minute (e.g. 200000 or openai/gpt-4o=30000)",
+                           "token a minute")
 
 
-def _per_model(text: str | int | Mapping[str, int] | None, flag: str, what: str, unit: str) -> dict[str, int]:
-    if text is None or text == "":
+def parse_per_model(text: Any, source: str, what: str, unit: str) -> dict[str, int]:
+    """The one reader of ``N`` / ``MODEL=N,...`` (``*``: each model not named) specs, from the
+    command line (a string) or a sweep file (a string, an integer or a table). None: no limit.
+    An empty spec or entry, an empty model or value, a second ``=``, a value that is not a
+    whole number of at least 1 (booleans included) and a model given twice are one-line errors
+    that begin with ``source``."""
+    if text is None:
         return {}
+    items: list[tuple[str, Any, str]] = []  # (model, value, the entry as given)
+    if isinstance(text, bool) or not isinstance(text, (str, int, Mapping)):
+        raise MemplugError(f"{source}: {_shown(text)} is not {what}")
     if isinstance(text, int):
-        items: Iterable[tuple[str, Any]] = [("*", text)]
+        items.append(("*", text, str(text)))
     elif isinstance(text, Mapping):
-        items = text.items()
+        items.extend((str(k).strip(), v, f"{k}={_shown(v)}") for k, v in text.items())
+        if not items:
+            raise MemplugError(f"{source}: an empty table; give {what}")
     else:
-        items = [(p.rpartition("=")[0].strip() or "*", p.rpartition("=")[2].strip())
-                 for p in str(text).split(",") if p.strip()]
+        if not text.strip():
+            raise MemplugError(f"{source}: empty; give {what}")
+        for part in text.split(","):
+            if not part.strip():
+                raise MemplugError(f"{source}: an empty entry in {text!r}")
+            if part.count("=") > 1:
+                raise MemplugError(f"{source}: {part.strip()!r} has more than one '=' (MODEL=N)")
+            model, eq, value = part.partition("=")
+            items.append((model.strip() if eq else "*", value.strip() if eq else model.strip(), part.strip()))
     out: dict[str, int] = {}
-    for model, value in items:
-        try:
-            n = int(value)
-        except (TypeError, ValueError):
-            raise MemplugError(f"{flag}: {value!r} is not {what}") from None
+    for model, value, given in items:
+        if not model:
+            raise MemplugError(f"{source}: {given!r} has no model before '=' (MODEL=N, or N for every model)")
+        if isinstance(value, str) and not value:
+            raise MemplugError(f"{source}: {given!r} has no number after '='")
+        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit()
+                                                                      and value.isascii())):
+            raise MemplugError(f"{source}: {_shown(value)} is not {what}")
+        n = int(value)
         if n < 1:
-            raise MemplugError(f"{flag}: {model}={n}: at least 1 {unit}")
-        out[str(model)] = n
+            raise MemplugError(f"{source}: {model}={n}: at least 1 {unit}")
+        if model in out:
+            raise MemplugError(f"{source}: {'every model (N or *=N)' if model == '*' else model} is given twice")
+        out[model] = n
     return out
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it: TOML's true/false for booleans, repr otherwise."""
+    return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 # -- the interface ---------------------------------------------------------------------

@@ -151,3 +151,54 @@ def test_eval_records_the_budget_and_refuses_a_bad_one_in_one_line(openai_stub, 
     run = RunDir(Path(ok.output.strip().splitlines()[-1]))
     assert run.spec()["resolved"]["executor"] == {"name": "local", "workers": 1, "llm_tpm": {"openai/stub": 100000}}
     assert openai_stub.chat_requests and token_limiter("openai/stub") is None  # the budget ended with the run
+
+
+@pytest.mark.parametrize("given, error", [
+    ("=5", "--llm-tpm: '=5' has no model before '='"),
+    ("a=", "--llm-tpm: 'a=' has no number after '='"),
+    ("a=1=2", "--llm-tpm: 'a=1=2' has more than one '='"),
+    (" ", "--llm-tpm: empty"),
+    ("", "--llm-tpm: empty"),
+    ("a=1,", "--llm-tpm: an empty entry"),
+    ("openai/x=5,openai/x=6", "--llm-tpm: openai/x is given twice"),
+    ("16,*=32", "--llm-tpm: every model (N or *=N) is given twice"),
+    ("a=-1", "--llm-tpm: '-1' is not a number"),
+    ("a=1.5", "--llm-tpm: '1.5' is not a number"),
+    ("a=0", "--llm-tpm: a=0: at least 1 token a minute"),
+    (True, "--llm-tpm: true is not a number"),
+    (2.0, "--llm-tpm: 2.0 is not a number"),
+    ({"a": True}, "--llm-tpm: true is not a number"),
+    ({"": 5}, "--llm-tpm: '=5' has no model"),
+    ({}, "--llm-tpm: an empty table"),
+])
+def test_one_parser_refuses_each_bad_spec_in_one_line(given, error):
+    from memplug.executors import parse_llm_limit, parse_llm_tpm
+
+    with pytest.raises(MemplugError) as caught:
+        parse_llm_tpm(given)
+    assert str(caught.value).startswith(error) and "\n" not in str(caught.value)
+    with pytest.raises(MemplugError, match="^--llm-limit: "):
+        parse_llm_limit(given)
+    with pytest.raises(MemplugError, match="^sweep.toml: llm_tpm: "):
+        parse_llm_tpm(given, "sweep.toml: llm_tpm")
+
+
+def test_the_documented_forms_parse():
+    from memplug.executors import parse_llm_limit, parse_llm_tpm
+
+    assert parse_llm_tpm(" openai/a = 10 , *=3") == {"openai/a": 10, "*": 3}
+    assert parse_llm_limit("openai/gpt-4o-mini=8,*=32") == {"openai/gpt-4o-mini": 8, "*": 32}
+    assert parse_llm_limit(16) == {"*": 16} and parse_llm_tpm({"openai/a": 5}) == {"openai/a": 5}
+
+
+@pytest.mark.parametrize("option", ["--llm-tpm", "--llm-limit"])
+@pytest.mark.parametrize("value", ["=5", " ", "a=1=2", "x=5,x=6"])
+def test_eval_refuses_a_bad_spec_before_any_work(option, value, tmp_path):
+    from click.testing import CliRunner
+
+    from memplug.cli import cli
+
+    result = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=2", "--quiet",
+                                      "--output", str(tmp_path / "runs"), option, value])
+    assert result.exit_code == 2 and result.output.startswith(f"memplug: error: {option}: ")
+    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "runs").exists()

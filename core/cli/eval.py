@@ -169,7 +169,8 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
     spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
     # --executor ray: the samples spread over Ray workers, the records written here (memplug.executors)
     runner = (build_executor(executor, address, workers, llm_limit, ray_runtime_env, llm_tpm=llm_tpm)
-              if executor or address or workers or llm_limit or llm_tpm or ray_runtime_env else None)
+              if executor or workers or any(v is not None for v in (address, llm_limit, llm_tpm, ray_runtime_env))
+              else None)
     with runner or contextlib.nullcontext():
         paths = _run_repeats(spec, repeats, output, resume, quiet, verbose, runner)
     if not quiet:
