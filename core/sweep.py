@@ -18,7 +18,8 @@ The config (see docs/scale.md)::
     name = "retrievers"            # default: the file's stem
     executor = "local"             # or "ray"; --executor overrides
     workers = 2                    # local: cells side by side (processes); ray: workers
-    llm_limit = 16                 # ray: LLM calls in flight per model, cluster-wide
+    # llm_limit = 16               # ray only (a local sweep refuses it, as --llm-limit): LLM calls
+    #                              # in flight per model, cluster-wide
     llm_tpm = 200000               # tokens a minute per model (local: shared out among the
                                    # processes; ray: cluster-wide)
 
@@ -91,6 +92,12 @@ def load_config(path: Path) -> dict[str, Any]:
     for axis, values in grid.items():
         if not isinstance(values, list) or not values:
             raise MemplugError(f"{path}: [grid] {axis} must be a non-empty list")
+    from memplug.executors import EXECUTORS, parse_llm_limit, parse_llm_tpm
+
+    if config.get("executor", "local") not in EXECUTORS:
+        raise MemplugError(f"{path}: executor: {config['executor']!r} is not one of {', '.join(EXECUTORS)}")
+    parse_llm_limit(config.get("llm_limit"), f"{path}: llm_limit")  # checked here, so --dry-run checks them too
+    parse_llm_tpm(config.get("llm_tpm"), f"{path}: llm_tpm")
     config.setdefault("name", Path(path).stem)
     return config
 
@@ -145,9 +152,14 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
             extra = {}
         option_set = {str(k): str(v) for k, v in (chosen["options"] or {}).items()}
         raw = {**base_options, **extra, **option_set}
-        agent_opts = declared_options(reg("agents").get(fields["agent"]).load(), f"agent {fields['agent']!r}")
-        dataset_opts = declared_options(reg("datasets").get(fields["dataset"]).load(), f"dataset {fields['dataset']!r}")
-        fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
+        try:
+            agent_opts = declared_options(reg("agents").get(fields["agent"]).load(), f"agent {fields['agent']!r}")
+            dataset_opts = declared_options(reg("datasets").get(fields["dataset"]).load(),
+                                            f"dataset {fields['dataset']!r}")
+            fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
+        except MemplugError as exc:  # which cell (and so which agent, dataset and option set) it is
+            raise MemplugError(f"cell c{index:03d} ({fields['agent']} on {fields['dataset']}, "
+                               f"options {raw or 'none'}): {exc}") from None
         seed = fields.get("seed", 0)
         run_id = _safe(f"{sweep_id}-c{index:03d}-{fields['agent']}-{fields['dataset']}-s{seed}")
         cells.append({

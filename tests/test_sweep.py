@@ -180,3 +180,65 @@ def test_run_json_names_the_executor(testkit, tmp_path):
         pooled = RunDir(Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "b",
                                                                                    executor=pool))
     assert pooled.spec()["resolved"]["executor"] == {"name": "local", "workers": 2}
+
+
+def _docs_sweep_toml(shared_data: Path) -> str:
+    """The sweep.toml of docs/scale.md, as written (its data path pointed at the shared data)."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "scale.md").read_text()
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", text, re.S) if b.startswith("# sweep.toml"))
+    return block.replace("../shared/data", str(shared_data))
+
+
+def test_the_docs_sweep_example_parses_and_dry_runs(tmp_path, shared_data):
+    path = tmp_path / "sweep.toml"
+    path.write_text(_docs_sweep_toml(shared_data))
+    result = CliRunner().invoke(cli, ["sweep", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == "18 cells"
+    assert "hybrid on memdaily, seed 2" in result.output
+
+
+def test_an_option_a_cell_refuses_names_the_cell(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[base]\noptions = { n = "20" }\n[grid]\nagents = ["bm25"]\n'
+                    'datasets = ["memsim", { name = "memdaily", data = "x" }]\n')
+    result = CliRunner().invoke(cli, ["sweep", str(path), "--dry-run"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert result.output.startswith("memplug: error: cell c001 (bm25 on memdaily, options {'n': '20'}): -o n: "
+                                    "neither the agent nor the dataset accepts it")
+
+
+LOCAL_LIMIT = "--address and --llm-limit are for --executor ray (locally, --concurrency bounds the LLM calls)"
+
+
+@pytest.mark.parametrize("head, args, error", [
+    ("", ["--llm-limit", "16"], f"memplug: error: {LOCAL_LIMIT}"),
+    ("llm_limit = 16\n", [], "llm_limit is for --executor ray"),
+    ('executor = "local"\naddress = "auto"\n', [], "address is for --executor ray"),
+    ("llm_tpm = true\n", [], "llm_tpm: true is not a number of tokens a minute"),
+    ("llm_tpm = 1.5\n", [], "llm_tpm: 1.5 is not a number of tokens a minute"),
+    ('llm_tpm = "=5"\n', [], "llm_tpm: '=5' has no model before '='"),
+    ("llm_limit = { \"a\" = 0 }\n", ["--executor", "ray"], "llm_limit: a=0: at least 1 call"),
+    ("", ["--llm-tpm", "a=1=2"], "memplug: error: --llm-tpm: 'a=1=2' has more than one '='"),
+    ('executor = "dask"\n', [], "executor: 'dask' is not one of local, ray"),
+])
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_the_file_and_dry_run_refuse_what_the_command_line_refuses(tmp_path, head, args, error, dry_run):
+    path = tmp_path / "s.toml"
+    path.write_text(head + '[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n')
+    result = CliRunner().invoke(cli, ["sweep", str(path), "--output", str(tmp_path / "out"), *args,
+                                      *(["--dry-run"] if dry_run else [])])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and error in result.output
+    if head and not args:
+        assert result.output.startswith(f"memplug: error: {path}: ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_ray_file_run_with_executor_local_drops_its_ray_settings(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('executor = "ray"\nllm_limit = 16\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n')
+    result = CliRunner().invoke(cli, ["sweep", str(path), "--dry-run", "--executor", "local"])
+    assert result.exit_code == 0, result.output

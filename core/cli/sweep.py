@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import click
 
@@ -56,6 +56,32 @@ def build_executor(executor: str | None, address: str | None, workers: int | Non
                          llm_tpm=parse_llm_tpm(llm_tpm), runtime_env=runtime_env)
 
 
+def sweep_executor(settings: Mapping[str, Any], path: Path, executor: str | None, address: str | None,
+                   workers: int | None, llm_limit: str | None, ray_runtime_env: str | None,
+                   llm_tpm: str | None) -> Any:
+    """The executor of a sweep: the command line's options over the file's (``settings``),
+    built but not started (so --dry-run refuses what a run would). The file's Ray settings
+    do not apply when --executor local overrides its ``executor = "ray"``; a file that runs
+    locally with ``address`` or ``llm_limit`` is refused, as the command line's are."""
+    from memplug.executors import parse_llm_limit, parse_llm_tpm
+
+    chosen = executor or settings.get("executor") or "local"
+    on_ray = chosen == "ray"
+    overridden = settings.get("executor") == "ray" and not on_ray
+    if not on_ray and not overridden:
+        for key in ("address", "llm_limit"):
+            if settings.get(key) is not None:
+                raise MemplugError(f"{path}: {key} is for --executor ray (locally, --concurrency bounds the "
+                                   "LLM calls)")
+    limit = (parse_llm_limit(llm_limit) if llm_limit is not None
+             else parse_llm_limit(settings.get("llm_limit"), f"{path}: llm_limit") if on_ray else None)
+    tpm = (parse_llm_tpm(llm_tpm) if llm_tpm is not None
+           else parse_llm_tpm(settings.get("llm_tpm"), f"{path}: llm_tpm"))
+    return build_executor(chosen, address or (settings.get("address") if on_ray else None),
+                          workers or settings.get("workers"), limit or None, ray_runtime_env,
+                          llm_tpm=tpm or None)
+
+
 @click.command("sweep")
 @click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--output", type=click.Path(path_type=Path), default=Path("sweeps"), show_default=True,
@@ -88,6 +114,11 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
     if config is None and resume is None:
         raise MemplugError("give a sweep file, or --resume SWEEP_DIR")
     if dry_run:
+        # what a run would refuse (executor options, the file's limits) is refused here too
+        if config is not None or resume is not None:
+            settings = load_config(config) if config is not None else Sweep(resume).read().get("config") or {}  # type: ignore[arg-type]
+            sweep_executor(settings, config or resume / "sweep.toml", executor, address, workers,  # type: ignore[operator]
+                           llm_limit, ray_runtime_env, llm_tpm)
         if config is None:
             cells = Sweep(resume).read()["cells"]  # type: ignore[arg-type]
         else:
@@ -108,12 +139,8 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
         settings = stored.get("config") or {}
     else:
         settings = load_config(config)  # type: ignore[arg-type]
-    chosen = executor or settings.get("executor") or "local"
-    on_ray = chosen == "ray"  # the file's Ray settings do not apply when --executor local overrides it
-    runner = build_executor(chosen, address or (settings.get("address") if on_ray else None),
-                            workers or settings.get("workers"),
-                            llm_limit if llm_limit is not None else (settings.get("llm_limit") if on_ray else None),
-                            ray_runtime_env, llm_tpm=llm_tpm if llm_tpm is not None else settings.get("llm_tpm"))
+    runner = sweep_executor(settings, config or resume / "sweep.toml", executor, address, workers,  # type: ignore[operator]
+                            llm_limit, ray_runtime_env, llm_tpm)
     if resume is None:
         sweep = Sweep.create(config, output, runner.describe())  # type: ignore[arg-type]
 
