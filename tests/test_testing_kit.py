@@ -73,6 +73,44 @@ def test_the_agent_check_reports_a_crash_and_bad_options() -> None:
     assert check_agent(bm25, options={"no_such_option": "1"})[0].startswith("options:")
 
 
+def test_the_agent_check_holds_stored_to_its_promise() -> None:
+    """The runner never fails a run for stored() (it logs and goes on), so the kit is where a
+    plugin author learns that it raised or returned something else than StoredItems."""
+    from memplug.models import StoredItem
+
+    class Lists(Forgetful):
+        def __init__(self, config, workdir: Path) -> None:
+            super().__init__(config, workdir)
+            self.mine: list[str] = []
+
+        def ingest(self, chunk) -> None:
+            self.mine.extend(m.id for m in chunk.messages)
+
+        def recall(self, question) -> Recall:
+            return Recall(())
+
+        def stored(self):
+            return [StoredItem("a message", id="1", message_ids=tuple(self.mine[:1])), "plain text is fine"]
+
+    class Raises(Lists):
+        def stored(self):
+            raise RuntimeError("store offline")
+
+    class Five(Lists):
+        def stored(self):
+            return 5
+
+    class Elsewhere(Lists):
+        def stored(self):
+            return [StoredItem("x", message_ids=("not-a-message",)), {"text": "a dict"}]
+
+    assert check_agent(Lists, expect_recall=False) == []
+    assert any("stored() raised RuntimeError: store offline" in p for p in check_agent(Raises, expect_recall=False))
+    assert any("stored() returned int" in p for p in check_agent(Five, expect_recall=False))
+    text = "\n".join(check_agent(Elsewhere, expect_recall=False))
+    assert "names messages of no ingested chunk: not-a-message" in text and "listed a dict" in text
+
+
 def test_memplugs_datasets_and_the_tiny_one_conform(shared_data: Path) -> None:
     assert_dataset_conforms(TinyDataset())
     datasets = get_plugins().registry("datasets")

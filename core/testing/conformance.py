@@ -15,10 +15,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from memplug.chunking import chunk_messages
 from memplug.errors import MemplugError
-from memplug.models import AgentQuestion, DatasetInfo, Recall, Recalled, Sample
+from memplug.models import AgentQuestion, DatasetInfo, Recall, Recalled, Sample, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import (
-    AgentConfig, BuildOptions, DeclaresBlocking, async_variant, capability_problems, options_of,
+    AgentConfig, BuildOptions, DeclaresBlocking, async_variant, capability_problems, lists_stored, options_of,
 )
 from memplug.testing.tiny import tiny_samples
 
@@ -38,7 +38,25 @@ def _call(loop: asyncio.AbstractEventLoop, agent: Any, method: str, *args: Any) 
     declared = async_variant(agent, method)
     if declared is not None:
         return loop.run_until_complete(declared(*args))
-    return {"ingest": agent.ingest, "recall": agent.recall, "close": agent.close}[method](*args)
+    return getattr(agent, method)(*args)
+
+
+def _check_stored(listed: Any, sample: Sample, where: str) -> list[str]:
+    """What ``stored()`` returned: StoredItem or plain strings, linked only to this sample's
+    messages. The runner tolerates anything (a run never fails for it); a plugin should not."""
+    if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__"):
+        return [f"{where}: stored() returned {type(listed).__name__}, not a list of memplug.StoredItem"]
+    ids = {m.id for m in sample.messages}
+    problems = []
+    for item in listed:
+        if isinstance(item, str):
+            continue
+        if not isinstance(item, StoredItem):
+            problems.append(f"{where}: stored() listed a {type(item).__name__}, not memplug.StoredItem or str")
+        elif set(item.message_ids) - ids:
+            problems.append(f"{where}: stored() item {item.text[:40]!r} names messages of no ingested chunk: "
+                            f"{', '.join(sorted(set(item.message_ids) - ids)[:3])}")
+    return problems
 
 
 def _check_recall(recall: Any, sample: Sample, others: set[str], top_k: int | None, where: str) -> list[str]:
@@ -117,6 +135,11 @@ def check_agent(
                     problems.append(f"{sample.id}: the agent set blocking = {agent.blocking!r}, not True or False")
                 for chunk in chunk_messages(sample.messages, chunk_size):
                     _call(loop, agent, "ingest", chunk)
+                if lists_stored(agent):
+                    try:
+                        problems += _check_stored(_call(loop, agent, "stored"), sample, f"{sample.id}/stored")
+                    except Exception as exc:  # noqa: BLE001 - reported like the runner logs it, then on
+                        problems.append(f"{sample.id}/stored: stored() raised {type(exc).__name__}: {exc}")
                 for question in sample.questions:
                     recall = _call(loop, agent, "recall", AgentQuestion.of(question))
                     problems += _check_recall(recall, sample, others, None if whole_history else top_k, f"{sample.id}/{question.id}")
