@@ -94,7 +94,7 @@ class DecayAgent:
         self._sync()
         if not len(self.log):
             return Recall(())
-        rows, relevance = self.retriever.dense_candidates(question.text)
+        rows, relevance = self.retriever.dense_candidates(question.text, self.top_k)
         now = parse_time(question.time)
         if now is None:
             known = self.last[~np.isnan(self.last)]

@@ -235,7 +235,7 @@ def _unit_rows(rng, n: int, dim: int) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def test_dense_index_is_exact_below_approximate_from_and_probes_clusters_above():
+def test_dense_index_is_exact_below_approximate_from():
     rng = np.random.default_rng(1)
     vectors, queries = _unit_rows(rng, 5000, 16), _unit_rows(rng, 20, 16)
     exact, never = DenseIndex(16, approximate_from=6000), DenseIndex(16)
@@ -244,18 +244,59 @@ def test_dense_index_is_exact_below_approximate_from_and_probes_clusters_above()
     for q in queries:
         assert exact.search(q, 5) == never.search(q, 5) == top_k(vectors @ q, 5, keep_zero=True)
         assert exact.candidates(q)[0] is None and not exact.approximate
-    ann = DenseIndex(16, approximate_from=1000, probe=10**6)  # every cluster: the exact answer
+    few = DenseIndex(16, approximate_from=10)  # fewer vectors than candidates: every row, exactly
+    few.add(vectors[:500])
+    assert few.approximate and few.candidates(queries[0])[0] is None
+
+
+def test_two_stage_search_returns_the_exact_top_k_with_exact_cosines():
+    # 5000 random rows (48 dimensions: the sign codes are padded to a 64-bit word), and
+    # for each query five rows planted close to it: the sign pass must keep them among
+    # its 100 candidates, and the re-rank then gives exact search's list and scores
+    rng = np.random.default_rng(3)
+    dim = 48
+    queries = _unit_rows(rng, 10, dim)
+    planted = np.repeat(queries, 5, axis=0) + 0.03 * rng.normal(size=(50, dim)).astype(np.float32)
+    planted /= np.linalg.norm(planted, axis=1, keepdims=True)
+    vectors = np.concatenate([_unit_rows(rng, 2500, dim), planted, _unit_rows(rng, 2450, dim)])
+    ann = DenseIndex(dim, approximate_from=1000, min_candidates=100, candidates_per_k=10)
+    never = DenseIndex(dim)
     ann.add(vectors)
+    never.add(vectors)
     for q in queries:
-        rows, scores = ann.candidates(q)
-        assert rows is not None and rows.tolist() == list(range(5000))
-        assert ann.search(q, 5) == never.search(q, 5)
-    ann.probe = 4  # of sqrt(5000) = 71 clusters: rows of the nearest, ascending, scored exactly
-    rows, scores = ann.candidates(queries[0])
-    assert 0 < len(rows) < 5000 and np.all(np.diff(rows) > 0)
-    assert np.array_equal(scores, vectors[rows] @ queries[0])
-    ann.add(_unit_rows(rng, 10, 16))  # rows added after the clustering are assigned and found
+        exact = never.search(q, 5)
+        rows, scores = ann.candidates(q, 5)
+        assert rows is not None and 100 <= len(rows) <= 400 and np.all(np.diff(rows) > 0)
+        assert {i for i, _ in exact} <= set(rows.tolist())  # the case: the candidates hold them
+        # exact cosines (float32; the BLAS may sum a subset in another order: last bit)
+        assert np.allclose(scores, vectors[rows].astype(np.float64) @ q, rtol=0, atol=1e-6)
+        found = ann.search(q, 5)
+        assert [i for i, _ in found] == [i for i, _ in exact]
+        assert np.allclose([s for _, s in found], [s for _, s in exact], rtol=0, atol=1e-6)
+    assert len(ann.candidates(queries[0], 20)[0]) >= 200  # candidates_per_k * k when larger
+    ann.add(_unit_rows(rng, 10, dim))  # rows added after the encoding are encoded and found
     assert ann.search(ann.vectors[-1], 1)[0][0] == 5009
+
+
+def test_popcount_without_bitwise_count_is_the_same(monkeypatch):
+    from memplug.adapters.retrieval import dense_index
+
+    words = np.random.default_rng(4).integers(0, 2**63, size=1000, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    words[:2] = [0, np.iinfo(np.uint64).max]
+    expected = np.array([bin(int(w)).count("1") for w in words], dtype=np.uint8)
+    assert np.array_equal(dense_index.popcount(words), expected)
+    monkeypatch.delattr(np, "bitwise_count", raising=False)  # numpy < 2.0
+    assert np.array_equal(dense_index.popcount(words), expected)
+
+
+def test_two_stage_search_bounds_the_rows_tied_at_the_cut():
+    same = np.zeros((3000, 16), dtype=np.float32)
+    same[:, 0] = 1.0
+    ann = DenseIndex(16, approximate_from=1000, min_candidates=10, candidates_per_k=1)
+    ann.add(same)
+    rows, scores = ann.candidates(same[0])  # all 3000 at distance 0: the first 10 rows
+    assert rows is not None and rows.tolist() == list(range(10)) and np.all(scores == 1.0)
+    assert ann.search(same[0], 3) == [(0, 1.0), (1, 1.0), (2, 1.0)]
 
 
 def test_dense_only_search_goes_through_the_index_with_the_same_list(monkeypatch):

@@ -21,11 +21,12 @@ RERANK_OPTION = Option(
     "rerank", str, "none", "perltqa: classify semantic/episodic, retrieve k per type, re-score (PerLTQA Eq. 3)",
     choices=("none", "perltqa"),
 )
-#: dense agents: from this many memories on, dense search reads only the query's nearest
-#: clusters (DenseIndex; recall of the exact top 5 measured in docs/performance.md)
+#: dense agents: from this many memories on, dense search scores exactly only the rows
+#: whose sign bits are nearest the query's (DenseIndex; recall of the exact top 5 and
+#: latency measured in docs/performance.md)
 ANN_OPTION = Option(
     "ann_from", int, 0,
-    "approximate dense search (inverted file) from this many memories on; 0: always exact",
+    "approximate dense search (sign-bit first pass, exact cosine re-rank) from this many memories on; 0: always exact",
 )
 
 

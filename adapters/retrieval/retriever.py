@@ -138,13 +138,14 @@ class Retriever:
     def _dense_only(self) -> bool:
         return self._bm25 is None and self.dense == 1.0 and self.feedback == 0
 
-    def dense_candidates(self, query: str) -> tuple[np.ndarray | None, np.ndarray]:
+    def dense_candidates(self, query: str, k: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
         """Cosines of the query with the texts worth scoring (dense weight only): (None,
-        every text's cosine) while the index is exact, else (rows, their cosines) of the
-        rows the approximate index reads (see DenseIndex.candidates)."""
+        every text's cosine) while the index is exact, else (rows, their exact cosines)
+        of the rows the approximate index's first pass keeps for a top ``k`` (see
+        DenseIndex.candidates)."""
         if not self._texts:
             return None, np.zeros(0, dtype=np.float32)
         self.flush()
         if self._dense is None:
             return None, np.zeros(len(self._texts), dtype=np.float32)
-        return self._dense.candidates(self.embed_query(query))
+        return self._dense.candidates(self.embed_query(query), k)
