@@ -222,3 +222,20 @@ def test_a_column_of_single_words_is_never_folded_mid_word():
     readable(out)
     for word in ("openai/gpt-4o-mini", "multiple_choice", "agreement"):
         assert re.search(rf"[┃│] {re.escape(word)} +[┃│]", out), word
+
+
+@pytest.mark.parametrize("command", ["eval", "sweep"])
+def test_help_fits_80_columns(command, tmp_path):
+    result = run([command, "--help"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    readable(result.stdout)
+    assert "\\\n" in result.stdout or command != "eval"  # a continued example stays two lines
+
+
+def test_eval_workers_is_for_ray_and_its_help_says_so(tmp_path):
+    help_text = words(run(["eval", "--help"], tmp_path).stdout)
+    assert "refused locally" in help_text and "Sweep" not in help_text
+    result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "--workers", "2", "--output", "runs"], tmp_path)
+    assert result.returncode == 2 and result.stderr.strip() == ("memplug: error: --workers is for --executor ray "
+                                                                "(locally, --concurrency sets the samples side by side)")
+    assert not (tmp_path / "runs").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -98,7 +99,7 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run N times with seeds S, S+1, ... and report mean, spread and each repeat.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
-@executor_options
+@functools.partial(executor_options, sweep=False)
 @click.pass_context
 def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
                  from_run: Path | None, output: Path, repeats: int, verbose: bool, executor: str | None,
@@ -119,11 +120,11 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
       memplug eval --agent bm25 --dataset memsim -o n=20
       memplug eval --agent bm25 --dataset memdaily --data ../shared/data/memdaily
       memplug eval --agent mem0 --dataset factcon --llm openai/gpt-4o-mini
-      memplug eval --agent hybrid --dataset locomo --data locomo10.json --llm openai/gpt-4o-mini \
-        --judge openai/gpt-4o --judge-prompt memplug
+      memplug eval --agent hybrid --dataset locomo --data locomo10.json \\
+        --llm openai/gpt-4o-mini --judge openai/gpt-4o --judge-prompt memplug
       memplug eval --agent bm25 --dataset memsim -o n=50 --repeats 5
       memplug eval --resume runs/20250101-120000-bm25-memsim
-      memplug eval --from runs/20250101-120000-mem0-locomo --llm openai/gpt-4o-mini
+      memplug eval --from runs/20250101-120000-mem0-locomo --llm openai/gpt-4o
       memplug eval --agent bm25 --dataset memsim -o n=200 --executor ray
     """
     from memplug.runner import RunSpec
@@ -168,6 +169,8 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
     known = {a.name for a in RunSpec.__attrs_attrs__}
     spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
     # --executor ray: the samples spread over Ray workers, the records written here (memplug.executors)
+    if workers is not None and (executor or "local") != "ray":
+        raise MemplugError("--workers is for --executor ray (locally, --concurrency sets the samples side by side)")
     runner = (build_executor(executor, address, workers, llm_limit, ray_runtime_env, llm_tpm=llm_tpm)
               if executor or workers or any(v is not None for v in (address, llm_limit, llm_tpm, ray_runtime_env))
               else None)

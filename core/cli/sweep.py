@@ -11,8 +11,12 @@ import click
 from memplug.errors import MemplugError
 
 
-def executor_options(command: Any) -> Any:
-    """--executor, --address, --workers, --llm-limit, --llm-tpm, --ray-runtime-env: shared by eval and sweep."""
+def executor_options(command: Any, sweep: bool = True) -> Any:
+    """--executor, --address, --workers, --llm-limit, --llm-tpm, --ray-runtime-env: shared by eval
+    and sweep (``sweep=False``: eval's help, where --workers is for Ray only)."""
+    workers_help = ("Ray: worker actors (default: the cluster's CPUs). Local: cells side by side in processes "
+                    "(default 1)." if sweep else "Ray: worker actors (default: the cluster's CPUs); refused "
+                    "locally, where --concurrency sets the samples side by side.")
     for option in reversed([
         click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
                      help="Where samples (eval) or cells (sweep) run: local (this process; default) or ray "
@@ -20,8 +24,7 @@ def executor_options(command: Any) -> Any:
         click.option("--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS, else a "
                      "local Ray bound to 127.0.0.1)."),
         click.option("--workers", type=click.IntRange(min=1, max=4096), default=None,
-                     help="Ray: worker actors (default: the cluster's CPUs). Sweep, local: cells side by side "
-                     "in processes (default 1)."),
+                     help=workers_help),
         click.option("--llm-limit", default=None, metavar="N|MODEL=N,...",
                      help="Ray: LLM calls in flight per model across all workers, e.g. 16 or "
                      "openai/gpt-4o-mini=8,*=32 (default: only each worker's --concurrency)."),
