@@ -21,7 +21,7 @@ import math
 from datetime import datetime, timezone
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from memplug.errors import MemplugError
 from memplug.files import read_json
@@ -32,6 +32,9 @@ from memplug.rescoring import build_metrics, dataset_info, make_llm, score_recor
 from memplug.results import RunDir, write_json_atomic
 from memplug.stats import agreement, cohen_kappa
 from memplug.text import tokens
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
 
 
 #: a judge verdict (a score in [0, 1]) counts as "correct" from this value on
@@ -57,6 +60,13 @@ def compare(x: list[int], y: list[int]) -> dict[str, Any]:
     return {"n": len(x), "agreement": agreement(x, y), "kappa": None if math.isnan(kappa) else kappa, "table": table}
 
 
+def judge_llms(judges: list[str], api_base: str | None, cache: bool) -> dict[str, "LLM"]:
+    """{model: its client} for every judge, each checked as `memplug eval` checks its judge
+    (:func:`memplug.rescoring.make_llm`): a missing key or an endpoint that does not answer
+    stops the check before any judge is called."""
+    return {model: make_llm(model, api_base, cache) for model in judges}
+
+
 def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words: int = 5,
               api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None,
               judge_prompt: str | None = None) -> dict[str, Any]:
@@ -69,6 +79,8 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
     run = RunDir(path).check()
     spec = run.spec().get("spec", {})
     info = dataset_info(spec, plugins)
+    # every judge's model checked (key, endpoint) before the first call of any
+    llms = judge_llms(judges, api_base or spec.get("api_base"), cache)
     answered = [r for r in run.records() if scorable(r)]
     kinds = {r.key: question_kind(r, info.language, max_answer_words) for r in answered}
     objective = [r for r in answered if kinds[r.key]]
@@ -86,7 +98,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
     described: dict[str, Any] = {}
     usage: dict[str, Any] = {}
     for model in judges:
-        llm = make_llm(model, api_base or spec.get("api_base"), cache)
+        llm = llms[model]
         (judge,) = build_metrics(["judge"], MetricConfig(top_k=config.top_k, language=info.language, judge=llm),
                                  plugins)
         if judge_prompt:
@@ -153,9 +165,11 @@ def leniency_questions(block: dict[str, Any]) -> list[tuple[dict[str, Any], Any]
 
 
 def check_leniency(judges: list[str], benchmarks: list[str] | None = None, judge_prompt: str | None = None,
-                   api_base: str | None = None, cache: bool = True) -> dict[str, Any]:
+                   api_base: str | None = None, cache: bool = True,
+                   llms: Mapping[str, "LLM"] | None = None) -> dict[str, Any]:
     """Per judge model and benchmark: the share of vague, hedged and wrong answers the judge
-    accepts (its leniency), per kind, and the share of correct controls it accepts."""
+    accepts (its leniency), per kind, and the share of correct controls it accepts.
+    ``llms``: the judges' clients from :func:`judge_llms`, when the caller checked them earlier."""
     from memplug.judge import Judge
 
     if not judges:
@@ -166,9 +180,11 @@ def check_leniency(judges: list[str], benchmarks: list[str] | None = None, judge
     unknown = [b for b in chosen if b not in known]
     if unknown:
         raise MemplugError(f"--benchmark {unknown[0]!r}: the leniency set has {', '.join(known)}")
+    if llms is None:
+        llms = judge_llms(judges, api_base, cache)
     result: dict[str, Any] = {"set_version": data["version"], "verdict_threshold": VERDICT_THRESHOLD, "judges": {}}
     for model in judges:
-        llm = make_llm(model, api_base, cache)
+        llm = llms[model]
         per: dict[str, Any] = {}
         for bench in chosen:
             block = data["benchmarks"][bench]

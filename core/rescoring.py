@@ -46,10 +46,16 @@ def dataset_info(spec: dict[str, Any], plugins: Plugins) -> DatasetInfo:
 
 
 def make_llm(model: str, api_base: str | None, cache: bool) -> LLM:
-    """An LLM client configured like the runner's judge (temperature 0, on-disk cache)."""
+    """An LLM client configured like the runner's judge (temperature 0, on-disk cache), checked
+    as `memplug eval` checks its judge before the first call (:func:`memplug.preflight.check_llm`):
+    the model resolves, its provider's key is in the environment, an ``api_base`` answers. A
+    missing key or a dead endpoint is one line now, not a failure after minutes of retries."""
+    from memplug import preflight
     from memplug.llm import LLM
 
-    return LLM(model, api_base=api_base, use_cache=cache)
+    llm = LLM(model, api_base=api_base, use_cache=cache)
+    preflight.check_llm(llm, "--judge")
+    return llm
 
 
 def metric_entry(name: str, plugins: Plugins) -> tuple[Entry, int | None]:

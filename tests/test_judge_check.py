@@ -20,7 +20,8 @@ from memplug.record import QuestionRecord
 from memplug.results import summarize, write_json_atomic, write_records_atomic
 from test_rescore import record as counting_record
 from test_rescore import scripted_judge  # noqa: F401 (fixture)
-from test_rescore import stub_judge
+from test_rescore import closed_port, one_line_exit_2, stub_judge
+from test_rescore import keyless_env  # noqa: F401 (fixture)
 
 CHOICES = {"A": "apple", "B": "river", "C": "lamp", "D": "violin"}
 
@@ -164,3 +165,63 @@ def test_the_real_judge_through_the_llm_layer(testkit, openai_stub, tmp_path):
     assert check["judge"]["prompt_version"].startswith("strict@")
     assert len(openai_stub.chat_requests) == 20  # one judge: only the objective questions are judged
     assert check["llm"]["calls"] == 20
+
+
+# --- the judges' LLMs are checked before the first call, as eval checks them -------------
+
+
+@pytest.mark.parametrize("with_run", [True, False])
+def test_a_hosted_judge_without_its_key_fails_before_any_call(keyless_env, openai_stub, tmp_path, with_run):
+    from inprocess import memplug_main
+
+    args = ["judge-check", write_run(tmp_path / "run")] if with_run else ["judge-check", "--leniency"]
+    result = memplug_main([*args, "--judge", "openai/gpt-4o-mini"], env=keyless_env, cwd=tmp_path)
+    one_line_exit_2(result, "openai needs OPENAI_API_KEY in the environment")
+    assert not openai_stub.log  # no request reached the stub
+    assert not (tmp_path / "run" / "judge-check.json").exists()
+
+
+def test_the_leniency_judges_are_checked_before_the_runs_check(keyless_env, openai_stub, tmp_path):
+    """The run's judges go to the run's endpoint (the stub); --leniency's to the provider, whose
+    key is missing: that stops the command before the run's check calls anyone."""
+    openai_stub.reply = stub_judge
+    path = write_run(tmp_path / "run")
+    stored = json.loads((path / "run.json").read_text())
+    stored["spec"]["api_base"] = openai_stub.base_url
+    write_json_atomic(path / "run.json", stored)
+    from inprocess import memplug_main
+
+    result = memplug_main(["judge-check", path, "--leniency", "--judge", "openai/stub-judge"], env=keyless_env,
+                          cwd=tmp_path)
+    one_line_exit_2(result, "openai needs OPENAI_API_KEY in the environment")
+    assert not openai_stub.chat_requests
+
+
+@pytest.mark.parametrize("with_run", [True, False])
+def test_an_endpoint_that_does_not_answer_fails_at_once(keyless_env, openai_stub, tmp_path, with_run):
+    from inprocess import memplug_main
+
+    args = ["judge-check", write_run(tmp_path / "run")] if with_run else ["judge-check", "--leniency"]
+    result = memplug_main([*args, "--judge", "openai/gpt-4o", "--api-base", f"http://127.0.0.1:{closed_port()}/v1"],
+                          env=keyless_env, cwd=tmp_path)
+    one_line_exit_2(result, "does not answer")
+    assert not openai_stub.log
+
+
+@pytest.mark.parametrize("with_run", [True, False])
+def test_a_judge_error_every_call_would_repeat_stops_the_check_unretried(keyless_env, openai_stub, tmp_path,
+                                                                         with_run):
+    from memplug.judge_checks import leniency_set
+
+    from inprocess import memplug_main
+
+    openai_stub.fail_next(1000, "401")
+    if with_run:
+        args, most = ["judge-check", write_run(tmp_path / "run")], 20  # the objective questions, once each
+    else:
+        args = ["judge-check", "--leniency", "--benchmark", "memplug"]
+        most = len(leniency_set()["benchmarks"]["memplug"]["items"])
+    result = memplug_main([*args, "--judge", "openai/stub-judge", "--api-base", openai_stub.base_url, "--no-cache"],
+                          env=keyless_env, cwd=tmp_path)
+    one_line_exit_2(result, "HTTP 401")
+    assert 1 <= len(openai_stub.chat_requests) <= most

@@ -269,3 +269,66 @@ def test_a_judged_run_rescored_through_the_llm_layer(testkit, openai_stub, tmp_p
     assert len(openai_stub.chat_requests) == asked  # all 18 verdicts came from the cache
     assert result.changes["llm"]["cache_hits"] == 18
     assert result.changes["judge"]["rescore"]["model"] == "openai/stub-judge"
+
+
+# --- the judge's LLM is checked before the first call, as eval checks it ----------------
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def keyless_env(testkit_env, openai_stub) -> dict[str, str]:
+    """The testkit through its entry point, no *_API_KEY in the environment, and the OpenAI
+    SDK pointed at the stub: a call that slipped past the check would show in its log (and
+    never reach the network)."""
+    env = {k: v for k, v in testkit_env.items() if not k.endswith("_API_KEY")}
+    env["OPENAI_BASE_URL"] = env["OPENAI_API_BASE"] = openai_stub.base_url
+    env["no_proxy"] = env["NO_PROXY"] = "127.0.0.1,localhost"
+    return env
+
+
+def one_line_exit_2(result, expected: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert expected in result.stderr and "Traceback" not in result.stderr
+    assert "attempts" not in result.stderr  # stopped at once, not after retries
+
+
+def test_rescore_with_a_hosted_judge_and_no_key_fails_before_any_call(keyless_env, openai_stub, tmp_path):
+    from inprocess import memplug_main
+
+    path = finished_run(tmp_path)
+    result = memplug_main(["rescore", path, "--judge", "openai/gpt-4o"], env=keyless_env, cwd=tmp_path)
+    one_line_exit_2(result, "openai needs OPENAI_API_KEY in the environment")
+    assert not openai_stub.log  # no request reached the stub
+    assert not list(path.glob("*rescored*"))
+
+
+def test_rescore_with_an_endpoint_that_does_not_answer_fails_at_once(keyless_env, openai_stub, tmp_path):
+    from inprocess import memplug_main
+
+    path = finished_run(tmp_path)
+    result = memplug_main(["rescore", path, "--judge", "openai/gpt-4o", "--api-base",
+                           f"http://127.0.0.1:{closed_port()}/v1"], env=keyless_env, cwd=tmp_path)
+    one_line_exit_2(result, "does not answer")
+    assert not openai_stub.log and not list(path.glob("*rescored*"))
+
+
+@pytest.mark.parametrize("fault, expected", [("401", "HTTP 401"), ("404", "HTTP 404")])
+def test_a_judge_error_every_call_would_repeat_stops_the_rescore_unretried(keyless_env, openai_stub, tmp_path,
+                                                                           fault, expected):
+    from inprocess import memplug_main
+
+    path = finished_run(tmp_path)
+    openai_stub.fail_next(1000, fault)
+    result = memplug_main(["rescore", path, "--judge", "openai/stub-judge", "--api-base", openai_stub.base_url,
+                           "--no-cache"], env=keyless_env, cwd=tmp_path)
+    one_line_exit_2(result, expected)
+    assert 1 <= len(openai_stub.chat_requests) <= 15  # each of the 15 answered questions asked at most once
+    assert not list(path.glob("*rescored*"))

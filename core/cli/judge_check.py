@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from memplug.errors import MemplugError
-from memplug.judge_checks import check_leniency, check_run, merge_into_run
+from memplug.judge_checks import check_leniency, check_run, judge_llms, merge_into_run
 from memplug.results import RunDir
 
 
@@ -92,12 +92,15 @@ def judge_check_command(run: Path | None, judges: tuple[str, ...], judge_prompt:
     if run is None and not leniency:
         raise MemplugError("judge-check needs a RUN directory, or --leniency")
     out: dict[str, Any] = {}
+    # the leniency judges (on --api-base, not the run's) are checked now, not after the run's check
+    lenient_llms = judge_llms(list(judges), api_base, not no_cache) if leniency and run is not None else None
     if run is not None:
         out = check_run(run, list(judges), exact, max_answer_words, api_base, cache=not no_cache,
                         judge_prompt=judge_prompt)
     lenient = None
     if leniency:
-        lenient = check_leniency(list(judges), list(benchmarks) or None, judge_prompt, api_base, cache=not no_cache)
+        lenient = check_leniency(list(judges), list(benchmarks) or None, judge_prompt, api_base, cache=not no_cache,
+                                 llms=lenient_llms)
         if run is not None:
             merge_into_run(RunDir(run).judge_check, {"leniency": lenient["judges"]})
     if as_json:
