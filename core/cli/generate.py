@@ -38,9 +38,10 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Pa
 
     \b
     Examples:
-      memplug generate --dataset memsim --n 300 --seed 7 --out memsim.jsonl --check
-      memplug generate --dataset factcon -o tokens=32000 --seed 1 --out factcon.jsonl
-      memplug generate --dataset factcon --data ../shared/data/factconsolidation --out release.jsonl --check
+      memplug generate --dataset memsim --n 300 --seed 7 --out ms.jsonl --check
+      memplug generate --dataset factcon -o tokens=32000 --out fc.jsonl
+      memplug generate --dataset factcon --out release.jsonl --check \\
+          --data ../shared/data/factconsolidation
     """
     from memplug.plugins import get_plugins
 
