@@ -440,3 +440,20 @@ def test_a_password_in_the_endpoint_is_sent_as_basic_auth_and_never_shown(openai
     with pytest.raises(LLMError) as info:
         llm.complete(user("again"))
     assert "pa55word99" not in str(info.value) and "pa55word99" not in repr(llm)
+
+
+def test_litellm_missing_key_is_fatal_not_retried():
+    """litellm reports the openai client's missing key as an InternalServerError (HTTP 500),
+    which every attempt would repeat: it stops at once instead of being retried 7 times."""
+    import litellm
+
+    from memplug.llm.retry import Fatal, Transient
+    from memplug.llm.transport import classify_litellm
+
+    missing = litellm.InternalServerError(
+        "OpenAIException - Missing credentials. Please pass an `api_key`, or set the `OPENAI_API_KEY` "
+        "environment variable.", llm_provider="openai", model="gpt-4o-mini")
+    assert isinstance(classify_litellm(missing), Fatal)
+    busy = litellm.InternalServerError("OpenAIException - The server had an error", llm_provider="openai",
+                                       model="gpt-4o-mini")
+    assert isinstance(classify_litellm(busy), Transient)

@@ -224,7 +224,8 @@ def test_a_column_of_single_words_is_never_folded_mid_word():
         assert re.search(rf"[┃│] {re.escape(word)} +[┃│]", out), word
 
 
-@pytest.mark.parametrize("command", ["eval", "sweep", "list", "generate", "report", "rescore", "reproduce"])
+@pytest.mark.parametrize("command", ["eval", "sweep", "list", "generate", "report", "rescore", "reproduce",
+                                     "judge-check"])
 def test_help_fits_80_columns(command, tmp_path):
     result = run([command, "--help"], tmp_path)
     assert result.returncode == 0, result.stderr

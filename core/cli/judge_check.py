@@ -86,7 +86,7 @@ def judge_check_command(run: Path | None, judges: tuple[str, ...], judge_prompt:
     \b
     Examples:
       memplug judge-check runs/RUN --judge openai/gpt-4o-mini
-      memplug judge-check runs/RUN --judge openai/gpt-4o-mini --judge ollama/qwen2.5
+      memplug judge-check runs/RUN --judge openai/gpt-4o --judge ollama/qwen2.5
       memplug judge-check --leniency --judge openai/gpt-4o-mini --benchmark locomo
     """
     if run is None and not leniency:

@@ -230,6 +230,10 @@ def litellm() -> Any:
     return module
 
 
+#: what the openai client says when no key was given (every attempt would repeat it)
+_MISSING_KEY = "Missing credentials"
+
+
 def classify_litellm(exc: Exception) -> Exception:
     """litellm maps every provider's errors onto OpenAI's classes with a status code."""
     status = getattr(exc, "status_code", None)
@@ -238,6 +242,8 @@ def classify_litellm(exc: Exception) -> Exception:
     kind = type(exc).__name__
     if kind in ("ContextWindowExceededError", "ContentPolicyViolationError"):
         return Unanswered(f"{kind}: {message}")
+    if _MISSING_KEY in message:  # the openai client's refusal to start without a key, which
+        return Fatal(f"{kind}: {message}")  # litellm passes on as an InternalServerError
     if kind in ("APIConnectionError", "Timeout", "ServiceUnavailableError", "InternalServerError"):
         return Transient(f"{kind}: {message}")
     if isinstance(status, int):
