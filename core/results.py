@@ -71,6 +71,8 @@ class RunDir:
 
     def check(self) -> "RunDir":
         """This run directory, or a MemplugError when it holds no run.json."""
+        if not self.path.exists():
+            raise MemplugError(f"{self.path}: no such run directory")
         if not self.run_json.is_file():
             raise MemplugError(f"{self.path}: not a memplug run (no run.json)")
         return self

@@ -387,6 +387,8 @@ class Evaluation:
         """
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         base = safe_name(name or f"{stamp}-{self.spec.agent}-{self.spec.dataset}")
+        if output.exists() and not output.is_dir():
+            raise OutputError(f"--output {output}: is a file, not a directory")
         try:
             output.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

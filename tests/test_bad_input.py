@@ -533,10 +533,10 @@ def test_output_under_a_regular_file(testkit_env, earlier_run: Path, tmp_path: P
     blocker = earlier_run / "run.txt"
     blocker.write_text("a note beside the runs\n")
     before = snapshot(tmp_path)
-    for target in (blocker / "runs", blocker):
+    for target, says in ((blocker / "runs", "cannot create"), (blocker, "is a file, not a directory")):
         code, stderr, _ = run_in_process(testkit_env, ["eval", "--agent", "lookup", "--dataset", "counting",
                                                        "--output", str(target), "--quiet"], tmp_path)
-        case = Case("output", "counting", dict, ("--output", str(target), "cannot create"))
+        case = Case("output", "counting", dict, ("--output", str(target), says))
         check_error(code, stderr, case, target)
         assert snapshot(tmp_path) == before
 

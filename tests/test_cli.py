@@ -83,6 +83,7 @@ def test_missing_data_path(testkit_env, tmp_path):
 
 def test_report_of_a_folder_that_is_not_a_run(testkit_env, tmp_path):
     one_line_error(memplug(testkit_env, "report", str(tmp_path)), "not a memplug run")
+    one_line_error(memplug(testkit_env, "report", str(tmp_path / "nowhere")), "nowhere: no such run directory")
 
 
 def test_generate_n_for_a_dataset_without_it(testkit_env, tmp_path):
