@@ -132,7 +132,7 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
             options = " ".join(f"{k}={v}" for k, v in a["options"].items())
             click.echo(f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
                        f"{', ' + extras if extras else ''}{', -o ' + options if options else ''}")
-        click.echo(f"{len(cells)} cells")
+        click.echo(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}")
         return
     if resume is not None:
         sweep = Sweep(resume)
