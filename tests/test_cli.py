@@ -140,6 +140,11 @@ def test_repeats_report_mean_spread_and_each_repeat(testkit_env, tmp_path):
     assert em["values"] == [pytest.approx(12 / 18)] * 3 and em["std"] == 0.0 and em["n"] == 3
     seeds = {json.loads((tmp_path / r / "run.json").read_text())["spec"]["seed"] for r in result["runs"]}
     assert seeds == {5, 6, 7}
+    shown = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--repeats", "2",
+                    "--output", str(tmp_path / "shown"))
+    # the repeats table sums repeats up; pairing runs that differ only in their seed says nothing
+    assert shown.returncode == 0 and "repeats of" in shown.stdout
+    assert "Paired comparison" not in shown.stdout and "not compared" not in shown.stdout
 
 
 def test_generate_loads_and_checks_a_release(testkit_env, shared_data, tmp_path):

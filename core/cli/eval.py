@@ -179,7 +179,8 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
     if not quiet:
         from memplug.cli.report import print_tables
 
-        print_tables(paths)
+        # repeats differ only in their seed: the repeats table below sums them up, not pairs
+        print_tables(paths, pairs=[] if repeats > 1 else None)
     if repeats > 1:
         summary_path = write_repeats(paths, output)
         if not quiet:
