@@ -161,7 +161,7 @@ def test_report_of_runs_star_reads_the_repeats_file(tmp_path):
     assert bogus.returncode == 2 and len(bogus.stderr.strip().splitlines()) == 1
     assert "not the summary of an `eval --repeats`" in bogus.stderr
     stray = run(["report", *map(str, runs), str(tmp_path / "runs" / "notes.txt")], tmp_path)
-    assert stray.returncode == 2 and "not a memplug run" in stray.stderr  # a typo is not skipped silently
+    assert stray.returncode == 2 and "no such run directory" in stray.stderr  # a typo is not skipped silently
 
 
 def test_many_runs_split_their_tables_instead_of_breaking_numbers(tmp_path):
