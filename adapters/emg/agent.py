@@ -42,6 +42,8 @@ _EXPAND_IN_NUMPY = 512
 
 def sentences(text: str) -> list[str]:
     """The sentences of ``text``; a bare list number ("37.") joins the sentence after it."""
+    if _SENTENCE_END.search(text) is None and not _LIST_NUMBER.match(text.strip()):
+        return [text]  # one sentence, most messages: what the loop below returns for it
     out: list[str] = []
     pending = ""
     for part in _SENTENCE_END.split(text):

@@ -31,6 +31,10 @@ _COPULA = re.compile(r"\s(?:is|are|was|were)\s")
 _LEFT_MARKER = re.compile(r"\s(where|that|which|whom|who)\s")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
+_ARTICLES = ("the", "a", "an")
+#: an initial before a final full stop ("Washington, D.C."): the stop is part of it
+_INITIAL_END = re.compile(r"\b[A-Z]\.[A-Z]?\.?$")
+_LATIN = re.compile(r"[A-Za-z]")
 
 
 @attrs.frozen
@@ -55,7 +59,7 @@ _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+")
 def _clean(sentence: str) -> str:
     # list markers ("310. ", "- ") number or bullet a fact; they are not part of it
     sentence = _LIST_MARKER.sub("", sentence.strip())
-    if sentence.endswith(".") and not re.search(r"\b[A-Z]\.[A-Z]?\.?$", sentence[:-1]):
+    if sentence.endswith(".") and not _INITIAL_END.search(sentence[:-1]):
         sentence = sentence[:-1]
     elif sentence.endswith(".."):
         sentence = sentence[:-1]
@@ -72,15 +76,24 @@ def _value_start(words: list[str], lo: int) -> int | None:
     A tail qualifies when each lower-case function word in it sits between name words
     ("United States of America", "University of California, Berkeley"), so
     "a citizen of United States of America" yields "United States of America".
+
+    One pass from the right finds the last function word that is not between name
+    words; only function words from just before it on can start a tail that qualifies
+    (the word right after the start must not be a function word either), so each tail
+    is not checked word by word again (the same index as testing every tail in turn).
     """
-    for i in range(lo, len(words) - 1):
-        if words[i] not in FUNCTION_WORDS:
-            continue
-        tail = words[i + 1 :]
-        if all(
-            w not in FUNCTION_WORDS or (0 < j < len(tail) - 1 and _is_name_word(tail[j - 1]) and _is_name_word(tail[j + 1]))
-            for j, w in enumerate(tail)
-        ) and not (tail[0] in ("the", "a", "an") and len(tail) > 1 and not _is_name_word(tail[1])):
+    n = len(words)
+    first = lo
+    for k in range(n - 1, lo + 1, -1):
+        if words[k] in FUNCTION_WORDS and not (
+            k < n - 1 and _is_name_word(words[k - 1]) and _is_name_word(words[k + 1])
+        ):
+            first = k - 1
+            break
+    for i in range(first, n - 1):
+        if words[i] in FUNCTION_WORDS and words[i + 1] not in FUNCTION_WORDS and not (
+            words[i + 1] in _ARTICLES and i + 2 < n and not _is_name_word(words[i + 2])
+        ):
             return i + 1
     return None
 
@@ -104,7 +117,7 @@ def _strip_trailing_lowercase(words: list[str]) -> list[str]:
 def extract_triple(sentence: str) -> Triple | None:
     """(subject, relation, value) of a simple English fact, or None."""
     text = _clean(sentence)
-    if not text or not text.isascii() and not re.search(r"[A-Za-z]", text):
+    if not text or not text.isascii() and not _LATIN.search(text):
         return None
     first_words = text.split(maxsplit=2)
     if len(first_words) > 1 and first_words[0].lower() == "the" and not _is_name_word(first_words[1]):

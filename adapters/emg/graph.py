@@ -53,7 +53,8 @@ class Memory:
     index: int
     text: str
     message_id: str
-    time: float | None
+    #: the message's time as the dataset wrote it; :attr:`time` is it in seconds
+    stamp: str | None
     partition: tuple[str, str]
     triple: Triple | None
     operation: str = INSERTION
@@ -66,6 +67,11 @@ class Memory:
     @key.default
     def _key(self) -> tuple[str, str] | None:
         return (normalise(self.triple.subject), normalise(self.triple.relation)) if self.triple else None
+
+    @property
+    def time(self) -> float | None:
+        """The message's time in seconds (parsed when asked: nothing in ingestion reads it)."""
+        return parse_time(self.stamp)
 
     def valid_at(self, when: float | None) -> bool:
         """Current, and not expired at ``when`` (a dataset time; None: no expiry check)."""
@@ -126,7 +132,7 @@ class MemoryGraph:
     def add(self, text: str, message_id: str, time: str | None = None, meta: Mapping[str, Any] | None = None) -> Memory:
         triple = self.extractor(text)
         partition = partition_of(f"{triple.subject} {triple.relation}" if triple else text)
-        memory = Memory(len(self.memories), text, message_id, parse_time(time), partition, triple)
+        memory = Memory(len(self.memories), text, message_id, time, partition, triple)
         old = self._top1(memory)
         if old is not None and self._same_relation(memory, old):
             old.current, old.replaced_by = False, memory.index
@@ -162,8 +168,12 @@ class MemoryGraph:
         ids = ids[self._current[ids]]
         if not len(ids):
             return None
-        memories, votes = np.unique(ids, return_counts=True)
-        return self.memories[int(memories[np.flatnonzero(votes == votes.max())[-1]])]
+        # np.unique(ids, return_counts=True) without its checks: runs of the sorted ids
+        ids.sort()
+        ends = np.flatnonzero(ids[1:] != ids[:-1])  # the last index of each run but the last
+        ends = np.append(ends, len(ids) - 1)
+        votes = np.diff(ends, prepend=-1)
+        return self.memories[int(ids[ends[np.flatnonzero(votes == votes.max())[-1]]])]
 
     @staticmethod
     def _same_relation(new: Memory, old: Memory) -> bool:
