@@ -118,7 +118,9 @@ class MemoryGraph:
     def __init__(self, extractor: Callable[[str], Triple | None]) -> None:
         self.extractor = extractor
         self.memories: list[Memory] = []
-        self._by_key: dict[tuple[tuple[str, str], tuple[str, str]], int] = {}
+        #: partition -> {(subject, relation) key: the latest memory with it}; nested rather than
+        #: keyed by (partition, key), so that adding a memory makes no tuple for the look-up
+        self._by_key: dict[tuple[str, str], dict[tuple[str, str], int]] = defaultdict(dict)
         # token postings per partition, as array('i'): 4 bytes a posting, read by numpy without a copy
         self._postings: dict[tuple[str, str], dict[str, array]] = defaultdict(lambda: defaultdict(lambda: array("i")))
         #: memory.current of every memory (and spare room), for counting votes in numpy
@@ -133,7 +135,9 @@ class MemoryGraph:
         triple = self.extractor(text)
         partition = partition_of(f"{triple.subject} {triple.relation}" if triple else text)
         memory = Memory(len(self.memories), text, message_id, time, partition, triple)
-        old = self._top1(memory)
+        # tokens for top-1 look-ups and postings, made once (a memory with no extracted fact)
+        tokens = set(tokenize(text)) if memory.key is None else None
+        old = self._top1(memory, tokens)
         if old is not None and self._same_relation(memory, old):
             old.current, old.replaced_by = False, memory.index
             self._current[old.index] = False
@@ -141,15 +145,15 @@ class MemoryGraph:
         memory.expires = expiry_of(text)
         if memory.expires is not None:
             memory.operation = DELETION
-        self._register(memory)
+        self._register(memory, tokens)
         return memory
 
-    def _top1(self, memory: Memory) -> Memory | None:
+    def _top1(self, memory: Memory, tokens: set[str] | None = None) -> Memory | None:
         if memory.key is not None:
-            found = self._by_key.get((memory.partition, memory.key))
+            found = self._by_key[memory.partition].get(memory.key)
             return self.memories[found] if found is not None else None
         postings = self._postings[memory.partition]
-        lists = [hits for token in set(tokenize(memory.text))
+        lists = [hits for token in (set(tokenize(memory.text)) if tokens is None else tokens)
                  if (hits := postings.get(token)) is not None and 0 < len(hits) <= MAX_POSTINGS]
         if sum(map(len, lists)) > _VOTE_IN_NUMPY:
             return self._top1_numpy(lists)
@@ -181,17 +185,17 @@ class MemoryGraph:
             return new.key == old.key
         return differs_in_value_only(new.text, old.text)
 
-    def _register(self, memory: Memory) -> None:
+    def _register(self, memory: Memory, tokens: set[str] | None = None) -> None:
         self.memories.append(memory)
         if len(self._current) < len(self.memories):  # grown by doubling
             self._current = np.concatenate([self._current, np.ones(max(len(self._current), 1024), dtype=bool)])
         if memory.key is not None and memory.triple is not None:  # a key is made of the triple
-            self._by_key[(memory.partition, memory.key)] = memory.index
+            self._by_key[memory.partition][memory.key] = memory.index
             self.by_subject[memory.key[0]].append(memory.index)
             self.by_value[normalise(memory.triple.value)].append(memory.index)
         else:
             postings = self._postings[memory.partition]
-            for token in set(tokenize(memory.text)):
+            for token in set(tokenize(memory.text)) if tokens is None else tokens:
                 postings[token].append(memory.index)
 
     def neighbour_lists(self, memory: Memory) -> list[tuple[tuple[str, str], list[int]]]:
