@@ -144,11 +144,9 @@ class GraphAnswerer:
         # facts and far fewer relations)
         latest: dict[str, tuple[Memory, Triple]] = {}
         for relation, indices in groups.items():
-            for index in indices:
-                m = self.graph.memories[index]
-                if m.triple is not None and m.valid_at(when) and index not in seen:
-                    latest[relation] = (m, m.triple)
-                    break
+            fact = self._latest(indices, when, seen)
+            if fact is not None:
+                latest[relation] = fact
         if not latest or not remaining:
             return None
         # the nearest remaining word that some fact matches decides the hop
@@ -161,6 +159,15 @@ class GraphAnswerer:
             if best is not None:
                 break
         return best
+
+    def _latest(self, indices: list[int], when: float | None, seen: set[int]) -> tuple[Memory, Triple] | None:
+        """The first fact of ``indices`` (a relation's facts, latest first) valid at ``when``
+        and not yet on the path, with its triple; None when there is none."""
+        for index in indices:
+            m = self.graph.memories[index]
+            if m.triple is not None and m.valid_at(when) and index not in seen:
+                return m, m.triple
+        return None
 
     def _hub_hop(self, entity: str, groups: dict[str, list[int]], remaining: dict[int, str], start: int,
                  end: int, when: float | None, seen: set[int]) -> tuple[float, Memory, Triple, int] | None:
@@ -182,13 +189,12 @@ class GraphAnswerer:
                 if best is not None and approx[r] < best[0] - _MARGIN:
                     break  # no relation from here on matches as well as the best
                 relation = names[r]
-                for index in groups[relation]:
-                    m = self.graph.memories[index]
-                    if m.triple is not None and m.valid_at(when) and index not in seen:
-                        sim = self._similarity(word, relation)
-                        if sim >= MIN_MATCH and (best is None or (sim, m.index) > (best[0], best[1].index)):
-                            best = (sim, m, m.triple, i)
-                        break
+                fact = self._latest(groups[relation], when, seen)
+                if fact is not None:
+                    m, triple = fact
+                    sim = self._similarity(word, relation)
+                    if sim >= MIN_MATCH and (best is None or (sim, m.index) > (best[0], best[1].index)):
+                        best = (sim, m, triple, i)
             if best is not None:
                 return best
         return None
