@@ -117,15 +117,15 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
     if config is None and resume is None:
         raise MemplugError("give a sweep file, or --resume SWEEP_DIR")
     if dry_run:
-        # what a run would refuse (executor options, the file's limits) is refused here too
-        if config is not None or resume is not None:
-            settings = load_config(config) if config is not None else Sweep(resume).read().get("config") or {}  # type: ignore[arg-type]
-            sweep_executor(settings, config or resume / "sweep.toml", executor, address, workers,  # type: ignore[operator]
-                           llm_limit, ray_runtime_env, llm_tpm)
         if config is None:
-            cells = Sweep(resume).read()["cells"]  # type: ignore[arg-type]
+            stored = Sweep(resume).read()  # type: ignore[arg-type]
+            settings = stored.get("config") or {}
         else:
-            cells = plan_cells(load_config(config), "DRYRUN")
+            settings = load_config(config)
+        # what a run would refuse (executor options, the file's limits) is refused here too
+        sweep_executor(settings, config or resume / "sweep.toml", executor, address, workers,  # type: ignore[operator]
+                       llm_limit, ray_runtime_env, llm_tpm)
+        cells = stored["cells"] if config is None else plan_cells(settings, "DRYRUN")
         for cell in cells:
             a = cell["axes"]
             extras = ", ".join(f"{k} {a[k]}" for k in ("llm", "reader", "judge", "data") if a.get(k))
