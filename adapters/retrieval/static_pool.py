@@ -71,8 +71,9 @@ class StaticPooler:
         from tokenizers import Tokenizer  # type: ignore[import-untyped]
 
         self.embedding = np.ascontiguousarray(embedding, dtype=np.float32)
-        spec = json.loads(tokenizer.to_str())
-        whole = Tokenizer.from_str(tokenizer.to_str())  # a copy: the model's own is padded
+        serialized = tokenizer.to_str()
+        spec = json.loads(serialized)
+        whole = Tokenizer.from_str(serialized)  # a copy: the model's own is padded
         whole.no_padding()
         whole.no_truncation()
         self._whole = whole
