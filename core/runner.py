@@ -54,7 +54,7 @@ from memplug.protocols import (
     async_variant, dataset_info, default_chunk_size, is_blocking, lists_stored, options_of, reader_cannot,
     reads_answer,
 )
-from memplug.record import SCHEMA, LLMUsage, Outcome, QuestionRecord, RunSummary, Timings
+from memplug.record import SCHEMA, Outcome, QuestionRecord, RunSummary, Timings
 from memplug.results import RecordWriter, RunDir, RunLock, keep_complete_samples, summarize, write_json_atomic
 from memplug.secrets import scrub
 from memplug import stored as stored_file
@@ -686,7 +686,7 @@ class Evaluation:
                 record = await self._ask(recall, question, sample, ingest_error)
                 record.timings.setup_s, record.timings.ingest_s = round(setup_s, 6), round(ingest_s, 6)
                 record.timings.n_messages = len(sample.messages)
-                record.ingest_usage = LLMUsage.from_json(ingest_usage.as_dict())
+                record.ingest_usage = ingest_usage.snapshot()
                 writer.write(record)
                 records.append(record)
                 tick()
@@ -753,7 +753,7 @@ class Evaluation:
                 record.error = _describe(exc)
                 record.scores = {}
                 log.warning("question %s/%s failed: %s", sample.id, question.id, record.error)
-        record.usage = LLMUsage.from_json(usage.as_dict())
+        record.usage = usage.snapshot()
         return record
 
 

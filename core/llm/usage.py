@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from memplug.record import LLMUsage
 from memplug.tokens import litellm_dir
 
 
@@ -38,15 +39,13 @@ class Usage:
             self.completion_tokens += completion_tokens
             self.cost_usd += cost_usd
 
-    def as_dict(self) -> dict[str, int | float]:
+    def snapshot(self) -> LLMUsage:
+        """The counts now, as the value a record keeps (this class only accumulates them)."""
         with self._lock:
-            return {
-                "calls": self.calls,
-                "cache_hits": self.cache_hits,
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "cost_usd": self.cost_usd,
-            }
+            return LLMUsage(self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens, self.cost_usd)
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.snapshot().to_json()
 
 
 _SCOPES: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("memplug_usage_scopes", default=())
