@@ -57,12 +57,11 @@ _WORD_CUES: dict[str, tuple[str, ...]] = {}
 
 
 def _word_cues(word: str) -> tuple[str, ...]:
-    cues = _WORD_CUES.get(word)
-    if cues is None:
-        cues = tuple(word[:n] for n in _EN_LENGTHS if n <= len(word) and word[:n] in _CUE_OWNER)
-        if len(_WORD_CUES) >= 1_000_000:
-            _WORD_CUES.clear()
-        _WORD_CUES[word] = cues
+    """The cues ``word`` starts with, kept in :data:`_WORD_CUES` (which :func:`_cues` reads first)."""
+    cues = tuple(word[:n] for n in _EN_LENGTHS if n <= len(word) and word[:n] in _CUE_OWNER)
+    if len(_WORD_CUES) >= 1_000_000:
+        _WORD_CUES.clear()
+    _WORD_CUES[word] = cues
     return cues
 
 
