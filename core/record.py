@@ -259,14 +259,18 @@ class Intervals:
         return cls(obj.get("method", ""), obj.get("level", 0.95), obj.get("resamples", 1000), obj.get("overall") or {},
                    obj.get("by_category") or {}, Breakdown.from_json(na) if na is not None else None)
 
+    @property
+    def breakdown(self) -> Breakdown[list[float] | None]:
+        """The intervals (overall and by_category, the same dicts) as a :class:`Breakdown`,
+        so that a category is looked up and a metric renamed as in ``metrics``, ``n`` and ``na``."""
+        return Breakdown(self.overall, self.by_category)
+
     def get(self, category: str | None) -> dict[str, list[float] | None]:
-        if category is None or category == "overall":
-            return self.overall
-        return self.by_category.get(category) or {}
+        return self.breakdown.get(category)
 
     def renamed(self, rename: Any) -> "Intervals":
-        return attrs.evolve(self, overall={rename(k): v for k, v in self.overall.items()},
-                            by_category={c: {rename(k): v for k, v in m.items()} for c, m in self.by_category.items()},
+        values = self.breakdown.renamed(rename)
+        return attrs.evolve(self, overall=values.overall, by_category=values.by_category,
                             na=self.na.renamed(rename) if self.na is not None else None)
 
 
