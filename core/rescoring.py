@@ -197,8 +197,9 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
 
         preflight.check_judge(judge_model, judge_name, plugins)
     judge_llm = make_llm(judge_model, api_base or spec.get("api_base"), cache) if "judge" in names else None
-    config = MetricConfig(top_k=run.top_k(), language=info.language, judge=judge_llm, judge_name=judge_name)
-    instances = build_metrics(names, config, plugins, recalled_k=run.top_k())
+    top_k = run.top_k(stored)
+    config = MetricConfig(top_k=top_k, language=info.language, judge=judge_llm, judge_name=judge_name)
+    instances = build_metrics(names, config, plugins, recalled_k=top_k)
 
     raw_too = bool(((stored.get("resolved") or {}).get("protocol") or {}).get("score_raw_too"))
     new_scores = asyncio.run(score_records(records, instances, info.language, raw_too))

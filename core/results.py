@@ -86,10 +86,11 @@ class RunDir:
         check_schema(stored, self.run_json)
         return stored
 
-    def top_k(self) -> int:
+    def top_k(self, stored: dict[str, Any] | None = None) -> int:
         """K of the run: the depth it recalled (``resolved.top_k``; runs before it had
-        ``spec.top_k``; 5 when neither is there)."""
-        stored = self.spec()
+        ``spec.top_k``; 5 when neither is there). ``stored``: run.json's content when the
+        caller has already read it (:meth:`spec`), so that it is not read again."""
+        stored = self.spec() if stored is None else stored
         return int((stored.get("resolved") or {}).get("top_k") or (stored.get("spec") or {}).get("top_k") or 5)
 
     def summary(self) -> RunSummary:
