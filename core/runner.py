@@ -788,8 +788,9 @@ def _stored_recalls(path: Path, top_k: int) -> dict[tuple[str, str], QuestionRec
     if stored.get("status") not in ("finished", "partial"):
         raise MemplugError(f"--from {path}: the run is {stored.get('status')!r}; finish it first "
                            f"(memplug eval --resume {path})")
-    if top_k > run.top_k():
-        raise MemplugError(f"--from {path}: it recalled {run.top_k()} items per question; --top-k {top_k} "
+    recalled = run.top_k(stored)
+    if top_k > recalled:
+        raise MemplugError(f"--from {path}: it recalled {recalled} items per question; --top-k {top_k} "
                            "cannot be answered from them")
     return {r.key: r for r in run.records()}
 
