@@ -387,3 +387,18 @@ def test_ctrl_c_just_after_the_run_directory_exists_names_it_for_resume(testkit,
     monkeypatch.undo()
     Evaluation(RunSpec(agent="lookup", dataset="counting")).run(resume=run)
     assert RunDir(run).spec()["status"] == "finished"
+
+
+def test_ctrl_c_while_the_command_line_is_parsed_is_one_line(env, tmp_path, monkeypatch):
+    """click's own main() answered a Ctrl-C during parsing with a blank line before ours
+    (seen once by the Ctrl-C test above under load)."""
+    from inprocess import memplug_main
+
+    from memplug.cli import cli
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "make_context", interrupted)
+    result = memplug_main(["list"], env=env, cwd=tmp_path)
+    assert result.returncode == 130 and result.stderr == "memplug: interrupted\n"

@@ -116,7 +116,12 @@ def main() -> None:
     if not own.handlers:
         own.addHandler(logging.NullHandler())
     try:
-        code = cli.main(prog_name="memplug", standalone_mode=False)
+        # click's own main() would answer a Ctrl-C during parsing with a blank line before
+        # ours; the context and invocation are the part of it memplug needs
+        with cli.make_context("memplug", sys.argv[1:]) as ctx:
+            code = cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # ctx.exit(n): --help, --version, MemplugError's exit 2
+        code = exc.exit_code
     except click.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
         click.echo(f"memplug: error: {one_line(exc.format_message())}{hint}", err=True)
@@ -131,4 +136,7 @@ def main() -> None:
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("memplug: interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:  # `memplug list | head`: the reader left; as click's main() does
+        sys.stdout = None  # nothing left to flush at exit
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
