@@ -1,4 +1,6 @@
-"""The decay agent reproduces the seed's Table 1 and consolidates what it recalls."""
+"""The decay agent reproduces the seed's Table 1 (seed-exact, ``relevance=cosine``),
+consolidates what it recalls, and by default (``relevance=rank``) recalls on any
+embedder's scale while still forgetting what is never recalled."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memplug.adapters.decay import DecayAgent, consolidation_gain, recall_probability
+from memplug.adapters.decay import RANK_STEP, DecayAgent, consolidation_gain, rank_relevance, recall_probability
 from memplug.models import AgentQuestion, Chunk, Message
 from memplug.protocols import AgentConfig
 
@@ -43,19 +45,19 @@ class FixedEmbedder:
     """Maps known texts to fixed unit vectors so relevance is exact."""
 
     name, dim = "fixed", 2
-    table = {"q": [1.0, 0.0], "near": [1.0, 0.0], "far": [0.0, 1.0], "mid": [0.6, 0.8]}
+    table = {"q": [1.0, 0.0], "near": [1.0, 0.0], "far": [0.0, 1.0], "mid": [0.6, 0.8], "q far": [0.0, 1.0]}
 
     def embed(self, texts):
         return np.asarray([self.table[t] for t in texts], dtype=np.float32)
 
 
-def make_agent(monkeypatch, **options) -> DecayAgent:
+def make_agent(monkeypatch, top_k: int = 5, **options) -> DecayAgent:
     monkeypatch.setattr("memplug.adapters.retrieval.retriever.get_embedder", lambda name, llm=None: FixedEmbedder())
-    return DecayAgent(AgentConfig(options=options, top_k=5), Path("."))
+    return DecayAgent(AgentConfig(options=options, top_k=top_k), Path("."))
 
 
-def test_recall_uses_dataset_time_and_consolidates(monkeypatch):
-    agent = make_agent(monkeypatch, time_scale=1.0)
+def test_seed_exact_recall_uses_dataset_time_and_consolidates(monkeypatch):
+    agent = make_agent(monkeypatch, time_scale=1.0, relevance="cosine")
     agent.ingest(Chunk(0, [Message("a", "near", time="1000"), Message("b", "far", time="1000"),
                            Message("c", "mid", time="1000")]))
     first = agent.recall(AgentQuestion("q1", "q", "c", time="1000"))
@@ -65,7 +67,7 @@ def test_recall_uses_dataset_time_and_consolidates(monkeypatch):
     # two seconds later: t = 2, so p = (1 - exp(-e^-2)) / (1 - e^-1) < 0.86, nothing recalled
     later = agent.recall(AgentQuestion("q2", "q", "c", time="1002"))
     assert later.items == ()
-    lenient = make_agent(monkeypatch, time_scale=1.0, threshold=0.1)
+    lenient = make_agent(monkeypatch, time_scale=1.0, threshold=0.1, relevance="cosine")
     lenient.ingest(Chunk(0, [Message("a", "near", time="1000")]))
     lenient.recall(AgentQuestion("q", "q", "c", time="1002"))
     assert lenient.g[0] == pytest.approx(1.0 + float(consolidation_gain(2.0)))
@@ -89,25 +91,33 @@ class RandomEmbedder:
 
 
 def _every_memory_recall(agent: DecayAgent, question: AgentQuestion) -> list:
-    """Recall as first written: p for every memory (no relevance floor)."""
+    """Recall as first written: p for every memory (no relevance floor), r by a full sort
+    of the cosines for ``relevance=rank``."""
     agent._sync()
-    relevance = agent.retriever.scores(question.text)
+    cosine = agent.retriever.scores(question.text)
+    if agent.relevance == "rank":
+        order = sorted(range(len(cosine)), key=lambda i: (-cosine[i], i))
+        relevance = np.zeros(len(cosine))
+        relevance[order] = [max(0.0, 1.0 - rank * (RANK_STEP / agent.top_k)) for rank in range(len(order))]
+    else:
+        relevance, order = np.maximum(cosine, 0.0), list(range(len(cosine)))
     now = float(question.time)
     last = np.where(np.isnan(agent.last), now, agent.last)
     elapsed = np.maximum(now - last, 0.0) / agent.time_scale
-    p = recall_probability(np.maximum(relevance, 0.0), elapsed, agent.g)
-    above = np.flatnonzero(p > agent.threshold)
-    chosen = above[np.argsort(-p[above], kind="stable")][: agent.top_k]
+    p = recall_probability(relevance, elapsed, agent.g)
+    above = [i for i in order if p[i] > agent.threshold]  # ties in p: the agent's order
+    chosen = np.asarray(sorted(above, key=lambda i: -p[i])[: agent.top_k], dtype=int)
     agent.g[chosen] += consolidation_gain(elapsed[chosen])
     agent.last[chosen] = now
     return [(agent.log.entries[i].message_id, float(p[i])) for i in chosen]
 
 
+@pytest.mark.parametrize("relevance", ["rank", "cosine"])
 @pytest.mark.parametrize("threshold", [0.86, 0.5, 0.0, -0.5, 1.0, 1.7])
-def test_relevance_floor_recalls_what_scoring_every_memory_recalls(monkeypatch, threshold):
+def test_relevance_floor_recalls_what_scoring_every_memory_recalls(monkeypatch, threshold, relevance):
     monkeypatch.setattr("memplug.adapters.retrieval.retriever.get_embedder", lambda name, llm=None: RandomEmbedder())
-    agents = [DecayAgent(AgentConfig(options={"threshold": threshold, "time_scale": 50.0}, top_k=5), Path("."))
-              for _ in range(2)]
+    options = {"threshold": threshold, "time_scale": 50.0, "relevance": relevance}
+    agents = [DecayAgent(AgentConfig(options=options, top_k=5), Path(".")) for _ in range(2)]
     for agent in agents:
         agent.ingest(Chunk(0, [Message(str(i), f"m {i}", time=str(i)) for i in range(400)]))
         if threshold == 0.86:
@@ -117,3 +127,64 @@ def test_relevance_floor_recalls_what_scoring_every_memory_recalls(monkeypatch, 
         fast = [(i.message_ids[0], i.score) for i in agents[0].recall(q).items]
         assert fast == _every_memory_recall(agents[1], q)
     assert np.array_equal(agents[0].g, agents[1].g) and np.array_equal(agents[0].last, agents[1].last)
+
+
+def test_rank_relevance_is_one_for_the_best_match_and_steps_down_per_rank():
+    cosine = np.asarray([0.2, 0.5, 0.5, 0.9, 0.1], dtype=np.float32)
+    order, r = rank_relevance(cosine, top_k=2)
+    assert order.tolist() == [3, 1, 2, 0, 4]  # the tie at 0.5 in dataset order
+    assert r == pytest.approx([1.0, 0.95, 0.9, 0.85, 0.8])
+    # the first `keep` are those of the full sort, ties at the cut included
+    for keep in range(6):
+        part_order, part_r = rank_relevance(cosine, top_k=2, keep=keep)
+        assert part_order.tolist() == order[:keep].tolist() and part_r == pytest.approx(r[:keep])
+    assert rank_relevance(np.linspace(0, 1, 100), top_k=1)[1].min() == 0.0  # clipped, never negative
+
+
+class LowCosineEmbedder:
+    """Every text a fixed random direction near one common vector: cosines of 0.2 to 0.4,
+    far below the 0.784 the seed's threshold needs (wordllama's scale on MemSim)."""
+
+    name, dim = "low", 64
+
+    def embed(self, texts):
+        common = np.zeros(64)
+        common[0] = 1.0
+        rows = [0.5 * common + np.random.default_rng(int(t.split()[-1])).normal(size=64) / 8 for t in texts]
+        return np.asarray([r / np.linalg.norm(r) for r in rows], dtype=np.float32)
+
+
+@pytest.mark.parametrize("relevance, recalled", [("rank", 5), ("cosine", 0)])
+def test_by_default_the_top_k_by_cosine_is_recalled_on_a_low_cosine_scale(monkeypatch, relevance, recalled):
+    monkeypatch.setattr("memplug.adapters.retrieval.retriever.get_embedder", lambda name, llm=None: LowCosineEmbedder())
+    agent = DecayAgent(AgentConfig(options={"relevance": relevance}, top_k=5), Path("."))
+    agent.ingest(Chunk(0, [Message(str(i), f"m {i}", time="2024-05-01") for i in range(8)]))
+    question = AgentQuestion("q", "q 99", "c", time="2024-05-03")
+    cosine = agent.retriever.scores(question.text)
+    assert cosine.max() < 0.6
+    items = agent.recall(question).items
+    assert len(items) == recalled
+    # what it recalls is the embedding agent's top k, in the same order
+    assert [i.message_ids[0] for i in items] == [str(i) for i in np.argsort(-cosine, kind="stable")[:recalled]]
+
+
+def test_by_default_a_memory_never_recalled_is_forgotten_and_a_rehearsed_one_kept(monkeypatch):
+    """Two memories stored on 1 January, each the best match of its own question. One is
+    asked about every ten days; two months on, it is still recalled (each recall reset its
+    clock and grew g), while the other, the best match of its question too, never asked
+    about, is forgotten: p fell below the threshold 28 days after it was stored."""
+    def fresh() -> DecayAgent:
+        agent = make_agent(monkeypatch, top_k=1)
+        agent.ingest(Chunk(0, [Message("a", "near", time="2024-01-01"), Message("b", "far", time="2024-01-01")]))
+        return agent
+
+    control = fresh()  # nine days on, b's question still cues it
+    cued = control.recall(AgentQuestion("q", "q far", "c", time="2024-01-10")).items
+    assert [i.message_ids for i in cued] == [("b",)]
+    agent = fresh()
+    for day in ("2024-01-11", "2024-01-21", "2024-01-31", "2024-02-10", "2024-02-20", "2024-03-01"):
+        assert [i.message_ids for i in agent.recall(AgentQuestion("q", "q", "c", time=day)).items] == [("a",)]
+    assert agent.g[0] > 1.0 and agent.g[1] == 1.0
+    forgotten = agent.recall(AgentQuestion("q", "q far", "c", time="2024-03-01")).items
+    assert ("b",) not in [i.message_ids for i in forgotten]
+    assert float(recall_probability(1.0, (60 * 86400) / 1e7, 1.0)) < 0.86  # why: 60 days unrecalled

@@ -20,12 +20,12 @@ from memplug.testing import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-#: native agents that search; `recent` and `none` do not, `decay` recalls only above its
-#: seed's threshold (0.86), `noisy`/`oracle` need the reference channel
-RETRIEVING = ("full", "bm25", "embedding", "emg", "hybrid")
+#: native agents that search (`decay` by its rank-calibrated relevance); `recent` and
+#: `none` do not, `noisy`/`oracle` need the reference channel
+RETRIEVING = ("full", "bm25", "embedding", "emg", "hybrid", "decay")
 
 
-@pytest.mark.parametrize("name", RETRIEVING + ("decay", "recent", "none"))
+@pytest.mark.parametrize("name", RETRIEVING + ("recent", "none"))
 def test_every_native_agent_conforms(name: str) -> None:
     factory = get_plugins().registry("agents").get(name).load()
     assert_agent_conforms(factory, expect_recall=name in RETRIEVING, whole_history=name == "full")
@@ -58,9 +58,51 @@ def test_the_agent_check_names_every_broken_promise() -> None:
     assert "never given (nowhere)" in text
     assert "score nan" in text
     assert "messages of another sample" in text
-    assert "found the answering message of only" in text
+    assert "recalled nothing on 8 questions" in text and "recall@3 = 0; none empty" in text
     with pytest.raises(ConformanceError, match="promise"):
         assert_agent_conforms(Forgetful)
+
+
+class FirstFactOnly:
+    """Recalls each sample's first fact whatever the question: right on 3 of tiny's 8."""
+
+    def __init__(self, config, workdir: Path) -> None:
+        self.first: Recalled | None = None
+
+    def ingest(self, chunk) -> None:
+        for m in chunk.messages:
+            if self.first is None and m.id == f"{m.speaker}-0":  # not a filler note
+                self.first = Recalled(m.text, 1.0, (m.id,))
+
+    def recall(self, question) -> Recall:
+        return Recall(() if self.first is None else (self.first,))
+
+    def close(self) -> None:
+        pass
+
+
+class RecallsNothing(FirstFactOnly):
+    def recall(self, question) -> Recall:
+        return Recall(())
+
+
+def test_the_agent_check_tells_a_memory_that_recalls_nothing_from_a_weak_one() -> None:
+    assert check_agent(RecallsNothing) == [
+        "your agent recalled nothing on 8 questions: the answering message was in none of its top 3 "
+        "(recall@3 = 0; every Recall empty); with its default options, an agent that searches should "
+        "find some (expect_recall=False for one that does not)"]
+    assert check_agent(RecallsNothing, min_recall=0) == check_agent(RecallsNothing)  # never excused
+    assert check_agent(RecallsNothing, expect_recall=False) == []
+    weak = check_agent(FirstFactOnly)
+    assert weak == ["found the answering message of only 3 of 8 questions in the top 3, under min_recall=0.5 "
+                    "(pass expect_recall=False for an agent that does not retrieve)"]
+    assert check_agent(FirstFactOnly, min_recall=0.375) == check_agent(FirstFactOnly, min_recall=0) == []
+
+
+def test_the_agent_check_gives_a_reference_agent_its_channel() -> None:
+    oracle = get_plugins().registry("agents").get("oracle").load()
+    assert any("needs the reference channel" in p for p in check_agent(oracle))
+    assert check_agent(oracle, reference=True) == []
 
 
 def test_the_agent_check_reports_a_crash_and_bad_options() -> None:

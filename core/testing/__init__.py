@@ -10,7 +10,8 @@ than mocks.
 - :func:`check_dataset` / :func:`assert_dataset_conforms`: the same for a dataset builder
   (unique ids, targets that name messages of their sample, answers or choices to score).
 - :class:`TinyDataset` and :func:`tiny_samples`: three small conversations with one
-  question per fact, known answers and targets, for tests that need data but not a benchmark.
+  question per fact, known answers and targets, for tests that need data but not a benchmark;
+  :func:`dataset_samples`: a registered benchmark's samples, for checking on real data.
 - :func:`run_cli`: ``memplug ...`` in process, returning the exit code, the output and the
   run directory it wrote; :func:`comparable_records`: a run's records as two runs of one
   spec must agree on them.
@@ -21,11 +22,11 @@ see docs/writing-a-plugin.md for how a plugin's tests start one.
 
 from memplug.testing.cli import CliResult, comparable_records, run_cli
 from memplug.testing.conformance import (
-    ConformanceError, assert_agent_conforms, assert_dataset_conforms, check_agent, check_dataset,
+    ConformanceError, assert_agent_conforms, assert_dataset_conforms, check_agent, check_dataset, dataset_samples,
 )
 from memplug.testing.tiny import TinyDataset, tiny_samples
 
 __all__ = [
     "CliResult", "ConformanceError", "comparable_records", "TinyDataset", "assert_agent_conforms", "assert_dataset_conforms",
-    "check_agent", "check_dataset", "run_cli", "tiny_samples",
+    "check_agent", "check_dataset", "dataset_samples", "run_cli", "tiny_samples",
 ]
