@@ -1,0 +1,1 @@
+"""LoCoMo-Plus (xjtuleeyf/Locomo-Plus): LoCoMo with a sixth, cognitive category judged by an LLM."""

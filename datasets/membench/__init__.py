@@ -1,0 +1,1 @@
+"""MemBench (Tan et al., ACL Findings 2025): multiple choice over message trajectories."""
