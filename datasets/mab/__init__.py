@@ -1,0 +1,1 @@
+"""MemoryAgentBench (HUST-AI-HYZ/MemoryAgentBench): every source of its four competencies."""
