@@ -1,0 +1,376 @@
+"""memplug from Python: :func:`evaluate` runs what `memplug eval` runs; :func:`read_run` and
+:func:`read_runs` read run directories as the report does.
+
+One path: `memplug eval` resolves its command line with :func:`resolve_spec` and runs it
+with :func:`run_spec`, the functions :func:`evaluate` calls, so a notebook and the command
+line resolve options, preflight, write, resume and fail alike. What the command line turns
+into exit codes is here an exception or a status: bad configuration raises
+:class:`~memplug.errors.MemplugError` before any work (the command's exit 2); a run with
+failed questions returns a :class:`Run` whose ``status`` is ``partial`` or ``failed`` (exit
+1); Ctrl-C raises KeyboardInterrupt after the run directory is left resumable.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from memplug.errors import MemplugError
+from memplug.record import QuestionRecord, RunSummary
+from memplug.results import RunDir
+
+if TYPE_CHECKING:
+    import pandas
+    from rich.progress import Progress
+
+    from memplug.runner import Evaluation, RunSpec
+
+#: RunSpec fields that name the run's data rather than choose how it is evaluated; every
+#: other field a caller gives overrides the stored spec of a resumed run
+_EVAL_ONLY = frozenset({"output", "resume", "from_run", "progress", "verbose", "executor", "say"})
+
+
+def resolve_spec(fields: Mapping[str, Any], options: Mapping[str, str] | None = None, *,
+                 explicit: Iterable[str] = (), resume: Path | None = None,
+                 from_run: Path | None = None) -> RunSpec:
+    """The :class:`~memplug.runner.RunSpec` of an evaluation, as `memplug eval` builds it.
+
+    ``fields``: RunSpec fields (``agent``, ``dataset``, ``data``, ``llm`` ...; ``no_cache``
+    as the command line spells ``cache``); ``options``: the ``-o KEY=VALUE`` pairs, split
+    between agent and dataset by what each declares (``agent.KEY`` / ``dataset.KEY`` where
+    both accept KEY). With ``resume`` or ``from_run`` the stored run's spec is the start
+    and only the ``explicit`` fields override it (a default must not undo a stored value).
+    An unknown field, agent, dataset or option is a MemplugError.
+    """
+    from memplug.options import split_for
+    from memplug.plugins import get_plugins
+    from memplug.preflight import declared_options
+    from memplug.runner import RunSpec
+    from memplug.secrets import is_redacted
+
+    raw = dict(options or {})
+    explicit = set(explicit)
+    known = {a.name for a in RunSpec.__attrs_attrs__}
+    unknown = sorted(set(fields) - known - {"no_cache"})
+    if unknown:
+        raise MemplugError(f"unknown evaluation setting(s): {', '.join(unknown)} "
+                           f"(known: {', '.join(sorted(known - {'agent_options', 'dataset_options'}))})")
+    spec: dict[str, Any] = {}
+    if resume is not None and from_run is not None:
+        raise MemplugError("--resume finishes a run, --from starts one from another: give one of them")
+    source = resume or from_run
+    if source is not None:  # start from the stored spec; options given now override it
+        from memplug.runner import LEGACY_SPEC  # what a spec from before a field meant without it
+
+        spec.update({**LEGACY_SPEC, **RunDir(source).check().spec().get("spec", {})})
+    if from_run is not None:
+        spec["from_run"] = str(from_run)
+    for key, value in fields.items():
+        if source is not None and key not in explicit:
+            continue
+        if key == "no_cache":
+            spec["cache"] = not value
+        else:
+            spec[key] = str(value) if key == "data" and value is not None else value
+    if not spec.get("agent") or not spec.get("dataset"):
+        raise MemplugError("--agent and --dataset are required (or --resume RUN_DIR)")
+    if resume is None or raw:
+        reg = get_plugins().registry
+        # --from replays the stored recalls: no agent is built, and its options are the stored run's
+        agent_opts = () if spec.get("from_run") else declared_options(reg("agents").get(spec["agent"]).load(),
+                                                                       f"agent {spec['agent']!r}")
+        dataset_opts = declared_options(reg("datasets").get(spec["dataset"]).load(), f"dataset {spec['dataset']!r}")
+        given_agent, given_dataset = split_for(raw, agent_opts, dataset_opts)
+        if spec.get("from_run"):  # the same data as the stored run, with the protocol options given now
+            spec["dataset_options"] = {**(spec.get("dataset_options") or {}), **given_dataset}
+        else:
+            spec["agent_options"], spec["dataset_options"] = given_agent, given_dataset
+    if resume is not None and is_redacted(spec.get("api_base")) and "api_base" not in explicit:
+        raise MemplugError(f"{resume}: run.json keeps --api-base without its password "
+                           f"({spec['api_base']}): pass --api-base again to resume")
+    return RunSpec(**{k: v for k, v in spec.items() if k in known})
+
+
+def run_spec(spec: RunSpec, *, output: Path, resume: Path | None = None, progress: bool = False,
+             verbose: bool = False, executor: Any = None, say: Callable[[str], None] | None = None) -> Path:
+    """Run (or resume) one spec and return its run directory: the agent's note and what the
+    loader skipped are said (one line each, through ``say``) before the first question;
+    ``progress``: a rich progress bar on stderr (a live widget in a notebook)."""
+    from memplug.runner import Evaluation
+
+    evaluation = Evaluation(spec)
+    tell = say or _stderr
+    if evaluation.agent_note:
+        tell(f"memplug: {_one_line(evaluation.agent_note)}")
+    _say_data_warnings(evaluation, tell)
+    if not progress:
+        return evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose, executor=executor)
+    bar, start = progress_bar()
+    with bar:
+        return evaluation.run(output=output, resume=resume, progress=start, capture_logs=True, verbose=verbose,
+                              executor=executor)
+
+
+def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
+    """A rich progress bar on stderr (stdout stays clean) and the runner's callback.
+
+    While the LLM layer backs off (a 429, a 5xx, a timeout) the bar says what it waits
+    for, so that a run held up by a rate limit does not look stuck. In Jupyter, rich draws
+    the same bar as a notebook widget.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from memplug.display import console, visible
+    from memplug.llm import on_wait
+
+    # the reason is a provider's error text: shown as text, never read as markup
+    bar = Progress(TextColumn("questions"), BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn(),
+                   TextColumn("{task.fields[waiting]}", style="yellow", markup=False),
+                   console=console(stderr=True), transient=False)
+
+    def start(total: int, finished: int) -> Callable[[], None]:
+        task = bar.add_task("eval", total=total, completed=finished, waiting="")
+
+        def waiting(reason: str | None) -> None:
+            bar.update(task, waiting=f"waiting: {visible(reason[:60])}" if reason else "")
+
+        on_wait(waiting)
+        return lambda: bar.advance(task)
+
+    return bar, start
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    from memplug.cli import one_line
+
+    return one_line(text, limit)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _say_data_warnings(evaluation: Evaluation, say: Callable[[str], None]) -> None:
+    """Load the data now, so that what the loader skipped is one line before the run, not many."""
+    evaluation.samples()  # loaded once: the run uses these
+    found = evaluation.data_warnings
+    if found:
+        more = f" (and {len(found) - 1} more, listed in run.json)" if len(found) > 1 else ""
+        say(f"memplug: warning: {_one_line(found[0])}{more}")
+
+
+def _interactive() -> bool:
+    """A terminal or a notebook is watching: the default for ``evaluate(progress=None)``."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        return True
+    return "ipykernel" in sys.modules
+
+
+def evaluate(agent: str | None = None, dataset: str | None = None, *,
+             options: Mapping[str, Any] | None = None, output: str | Path = "runs",
+             resume: str | Path | None = None, from_run: str | Path | None = None,
+             progress: bool | None = None, verbose: bool = False, executor: str | None = None,
+             **settings: Any) -> Run:
+    """Evaluate a memory agent on a dataset, exactly as `memplug eval` does, and return the run.
+
+    ``options`` are the command line's ``-o`` pairs (``{"n": 50}``; ``agent.KEY`` or
+    ``dataset.KEY`` where both accept KEY); ``settings`` are its other options by their
+    Python names: ``data``, ``limit``, ``seed``, ``llm``, ``api_base``, ``reader``,
+    ``judge``, ``judge_prompt``, ``embedder``, ``chunk_size``, ``top_k``, ``concurrency``,
+    ``cache``, ``llm_timeout``, ``llm_retries``, ``llm_deadline``, ``sample_timeout`` ...
+    ``resume``: finish that run directory (the stored spec, overridden by what is given);
+    ``from_run``: answer a stored run's recalls again. ``executor="ray"`` spreads the samples
+    over Ray. ``progress``: a progress bar (default: when a terminal or notebook watches).
+
+    Raises MemplugError before any work for bad configuration. A run with failed questions
+    returns normally: check ``run.status`` (``finished``, ``partial``, ``failed``).
+
+    >>> run = memplug.evaluate("bm25", "memsim", options={"n": 20}, output="runs")  # doctest: +SKIP
+    >>> run.overall["accuracy"]  # doctest: +SKIP
+    """
+    fields: dict[str, Any] = dict(settings)
+    if agent is not None:
+        fields["agent"] = agent
+    if dataset is not None:
+        fields["dataset"] = dataset
+    pairs = {str(k): _option_text(v) for k, v in (options or {}).items()}
+    resume_path = Path(resume) if resume is not None else None
+    spec = resolve_spec(fields, pairs, explicit=fields, resume=resume_path,
+                        from_run=Path(from_run) if from_run is not None else None)
+    runner = None
+    if executor is not None:
+        from memplug.executors import make_executor
+
+        runner = make_executor(executor)
+    show = _interactive() if progress is None else progress
+    if runner is None:
+        path = run_spec(spec, output=Path(output), resume=resume_path, progress=show, verbose=verbose)
+    else:
+        with runner:
+            path = run_spec(spec, output=Path(output), resume=resume_path, progress=show, verbose=verbose,
+                            executor=runner)
+    return read_run(path)
+
+
+def _option_text(value: Any) -> str:
+    """An option's value as `-o KEY=VALUE` would give it (options parse their text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@attrs.define
+class Run:
+    """One run directory, read as `memplug report` reads it: run.json (``spec``, ``resolved``,
+    ``status`` ...), summary.json (``summary``), and the question records, read when first used."""
+
+    path: Path
+    #: run.json's content (checked for its schema)
+    info: dict[str, Any]
+    summary: RunSummary
+
+    @property
+    def run_id(self) -> str:
+        return self.summary.run_id or self.path.name
+
+    @property
+    def status(self) -> str:
+        """finished, partial (some questions failed) or failed (none answered)."""
+        outcome = self.summary.outcome
+        return outcome.status if outcome is not None else str(self.info.get("status", "finished"))
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The run's spec as run.json stores it (secrets masked)."""
+        return dict(self.info.get("spec") or {})
+
+    @property
+    def overall(self) -> dict[str, float]:
+        """Each metric's mean over the answered questions."""
+        return dict(self.summary.metrics.overall)
+
+    @cached_property
+    def records(self) -> list[QuestionRecord]:
+        """The question records (samples.jsonl), read on first use."""
+        return RunDir(self.path).records()
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """One row per question: the spec's fields, the question's ids and category, each
+        metric's score as a column (NaN where it does not apply), its error and timings."""
+        pd = _pandas()
+        return pd.DataFrame(list(_question_rows(self)))
+
+    def _repr_html_(self) -> str:
+        """The score table in a notebook: each metric overall and per category, with n."""
+        from html import escape
+
+        metrics = sorted(self.summary.metrics.overall)
+        blocks = [("overall", self.summary.metrics.overall)] + sorted(self.summary.metrics.by_category.items())
+        counts = self.summary.n
+        head = "".join(f"<th>{escape(m)}</th>" for m in metrics)
+        rows = []
+        for name, values in blocks:
+            n = counts.get(None if name == "overall" else name) if counts is not None else {}
+            cells = "".join(
+                f"<td>{values[m]:.3f}</td>" if isinstance(values.get(m), (int, float)) else "<td></td>"
+                for m in metrics)
+            size = max(n.values()) if n else ""
+            rows.append(f"<tr><td>{escape(name)}</td><td>{size}</td>{cells}</tr>")
+        title = (f"<p><b>{escape(self.run_id)}</b>: {escape(self.summary.agent)} on "
+                 f"{escape(self.summary.dataset)}, {escape(self.status)}</p>")
+        return (f"{title}<table><thead><tr><th>category</th><th>n</th>{head}</tr></thead>"
+                f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+@attrs.define
+class Runs:
+    """Several runs (a list of directories, or a sweep's finished cells)."""
+
+    runs: list[Run]
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __getitem__(self, index: int) -> Run:
+        return self.runs[index]
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """One row per run: its id, status, path, the spec's fields and each metric's overall mean."""
+        pd = _pandas()
+        return pd.DataFrame([_run_row(r) for r in self.runs])
+
+    def questions(self) -> pandas.DataFrame:
+        """One row per question of every run (:meth:`Run.to_pandas`, concatenated)."""
+        pd = _pandas()
+        return pd.DataFrame([row for r in self.runs for row in _question_rows(r)])
+
+
+def read_run(path: str | Path) -> Run:
+    """A run directory, schema-checked: MemplugError when it is not a finished memplug run
+    (a run without summary.json is unfinished: finish it with ``evaluate(resume=path)``)."""
+    run_dir = RunDir(Path(path)).check()
+    return Run(run_dir.path, run_dir.spec(), run_dir.summary())
+
+
+def read_runs(paths: str | Path | Iterable[str | Path]) -> Runs:
+    """Run directories, or a sweep directory (its finished cells), or a folder holding runs."""
+    from memplug.sweep import Sweep, expand
+
+    given = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    found: list[Path] = []
+    for path in given:
+        if Sweep.is_sweep(path):
+            found.extend(expand(path))
+        elif path.is_dir() and not (path / "run.json").exists():
+            found.extend(sorted(p.parent for p in path.glob("*/run.json")))
+        else:
+            found.append(path)
+    if not found:
+        raise MemplugError(f"no run directories in {', '.join(map(str, given))}")
+    return Runs([read_run(p) for p in found])
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise MemplugError("to_pandas() needs pandas: pip install 'memplug[pandas]'") from None
+    return pandas
+
+
+def _spec_columns(run: Run) -> dict[str, Any]:
+    spec = run.spec
+    return {"run_id": run.run_id, "agent": spec.get("agent", run.summary.agent),
+            "dataset": spec.get("dataset", run.summary.dataset),
+            **{k: v for k, v in spec.items() if k not in ("agent", "dataset") and not isinstance(v, dict)},
+            **{f"agent.{k}": v for k, v in (spec.get("agent_options") or {}).items()},
+            **{f"dataset.{k}": v for k, v in (spec.get("dataset_options") or {}).items()}}
+
+
+def _run_row(run: Run) -> dict[str, Any]:
+    llm = run.summary.llm
+    return {**_spec_columns(run), "status": run.status, "path": str(run.path),
+            "n_questions": run.summary.n_questions, "n_errors": run.summary.n_errors,
+            "cost_usd": llm.cost_usd, "prompt_tokens": llm.prompt_tokens, "completion_tokens": llm.completion_tokens,
+            **run.overall}
+
+
+def _question_rows(run: Run) -> Iterator[dict[str, Any]]:
+    base = _spec_columns(run)
+    metrics = sorted({m for r in run.records for m in r.scores})
+    for r in run.records:
+        yield {**base, "sample_id": r.sample_id, "question_id": r.question_id, "category": r.category,
+               "question": r.question, "gold": r.gold[0] if len(r.gold) == 1 else r.gold,
+               "prediction": r.prediction, "error": r.error,
+               **{m: (float("nan") if r.scores.get(m) is None else r.scores[m]) for m in metrics},
+               "recall_s": r.timings.recall_s, "read_s": r.timings.read_s,
+               "cost_usd": r.usage.cost_usd if r.usage is not None else None}
