@@ -2,7 +2,7 @@
 
 Starts a loopback OpenAI-compatible server that answers every chat completion after a
 fixed latency, then runs `memplug eval` (a separate process, as a user would) on the
-offline MemSim generator with the llm reader at several concurrencies. The default
+offline MemSim generator with the llm reader at concurrency 1, 16, 64 and 256. The default
 agent is `recent`, whose own work is negligible, so what is measured is memplug's
 overhead; pass `--agent bm25` to include a retriever's work (agents' own speed is
 bench/agents_scale.py's subject). MemSim trajectories carry one question each, so every sample costs one
@@ -59,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2, help="injected seconds per chat completion")
     parser.add_argument("--seconds", type=float, default=4.0, help="ideal wall time per run (sets n)")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--warm-runs", type=int, default=5, help="warm reruns per concurrency (the fastest is reported)")
     parser.add_argument("--agent", default="recent", help="memory agent (default recent: it costs next to nothing, "
                         "so the figures are memplug's own overhead; agents' costs are in bench/agents_scale.py)")

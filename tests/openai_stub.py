@@ -10,7 +10,8 @@ reuses its connection pool is measured as such. ``fail_next(n, kind)`` injects f
 ``"429"`` (with a ``Retry-After`` header), ``"500"``, ``"malformed"`` (200 with a body
 that is not JSON), ``"hang"`` (no answer until the client times out), ``"400"`` (a bad
 request) and ``"401"`` (which, like OpenAI's, quotes the key it was given: tests use it
-to prove keys are scrubbed from errors).
+to prove keys are scrubbed from errors). ``capacity=N`` answers 429 at once to a request
+that arrives while N are being served (an overloaded server; ``--concurrency auto``).
 
 Run as a script for benches and manual use:
     python tests/openai_stub.py --port 8000 --latency 0.2
@@ -89,8 +90,12 @@ class OpenAIStub:
         hang_s: float = 30.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        capacity: int | None = None,
     ) -> None:
         self.reply = reply
+        self.capacity = capacity
+        #: requests answered 429 for want of capacity
+        self.refused = 0
         self.latency = latency
         self.embed_dim = embed_dim
         self.retry_after = retry_after
@@ -160,9 +165,15 @@ class OpenAIStub:
         with self._lock:
             self.requests.append(body)
             self.log.append((path, body, auth))
+            if self._faults:
+                fault: str | None = self._faults.popleft()
+            elif self.capacity is not None and self.in_flight >= self.capacity:
+                fault, self.refused = "429", self.refused + 1
+            else:
+                fault = None
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            return self._faults.popleft() if self._faults else None
+            return fault
 
     def _leave(self) -> None:
         with self._lock:
@@ -329,8 +340,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds slept per chat call")
     parser.add_argument("--embed-dim", type=int, default=64)
     parser.add_argument("--reply", default=None, help="fixed reply (default: echo the last user line)")
+    parser.add_argument("--capacity", type=int, default=None, help="requests served at once; more are answered 429")
+    parser.add_argument("--retry-after", type=float, default=0.2, help="seconds a 429 asks the client to wait")
     args = parser.parse_args()
-    stub = OpenAIStub(reply=args.reply, latency=args.latency, embed_dim=args.embed_dim, host=args.host, port=args.port)
+    stub = OpenAIStub(reply=args.reply, latency=args.latency, embed_dim=args.embed_dim, host=args.host, port=args.port,
+                      capacity=args.capacity, retry_after=args.retry_after)
     print(f"serving {stub.base_url} (latency {args.latency}s)", flush=True)
     stub.serve()
 

@@ -457,3 +457,45 @@ def test_litellm_missing_key_is_fatal_not_retried():
     busy = litellm.InternalServerError("OpenAIException - The server had an error", llm_provider="openai",
                                        model="gpt-4o-mini")
     assert isinstance(classify_litellm(busy), Transient)
+
+
+def test_the_cookie_jar_reads_only_responses_that_set_cookies(openai_stub, make_llm):
+    """httpx parsed every response for cookies (a seventh of the SDK's CPU a call); the jar
+    memplug gives the SDK's client skips responses without Set-Cookie, and keeps the rest."""
+    import httpx
+
+    from memplug.llm.transport import cookie_jar_class
+
+    llm = make_llm()
+    llm.complete([{"role": "user", "content": "hello"}], temperature=0.7)  # makes the transport
+    assert llm._io is not None and llm._io.transport is not None
+    jar = llm._io.transport.client._client.cookies  # the SDK's httpx client
+    assert isinstance(jar, cookie_jar_class()), "httpx no longer keeps the jar where memplug puts it"
+    request = httpx.Request("POST", "https://api.example.com/v1/chat/completions")
+    jar.extract_cookies(httpx.Response(200, headers={"content-type": "application/json"}, request=request))
+    assert len(jar) == 0
+    jar.extract_cookies(httpx.Response(200, headers={"set-cookie": "lb=node-3; Path=/"}, request=request))
+    assert jar.get("lb") == "node-3"
+
+
+def test_replies_kept_in_memory_are_written_at_close_and_at_exit(openai_stub, make_llm, tmp_path: Path):
+    """Fresh replies are written in batches (memplug.llm.caching.BATCH): none may be lost
+    when the LLM is closed, or when the process exits without closing it."""
+    import subprocess
+    import sys
+
+    from memplug.cache import ResponseCache
+
+    llm = make_llm(cache_path=tmp_path / "closed.sqlite3")
+    for text in ("one", "two", "three"):
+        llm.complete(user(text))
+    llm.close()
+    assert len(ResponseCache(tmp_path / "closed.sqlite3")) == 3
+
+    code = ("import sys; from memplug.llm import LLM; "
+            "llm = LLM('openai/stub', api_base=sys.argv[1], api_key='sk-test', cache_path=sys.argv[2]); "
+            "llm.complete([{'role': 'user', 'content': 'left open'}])")
+    done = subprocess.run([sys.executable, "-c", code, openai_stub.base_url, str(tmp_path / "open.sqlite3")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(ResponseCache(tmp_path / "open.sqlite3")) == 1

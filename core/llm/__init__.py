@@ -17,6 +17,9 @@ The parts:
 - :mod:`memplug.llm.limits`: the process-wide limits per model: calls in flight
   (:func:`set_call_limiter`) and tokens per minute (:func:`set_token_limiter`).
 - :mod:`memplug.llm.usage`: :class:`Usage`, :class:`usage_scope`, :class:`Completion`, cost.
+- :mod:`memplug.llm.adaptive`: the calls in flight of ``--concurrency auto`` (``LLM(adaptive=True)``).
+- :mod:`memplug.llm.local`: ``local`` and ``local:PATH`` models, a GGUF served by llama.cpp on
+  loopback for the run (started, timed and stopped with the LLMs that use it).
 
 Secrets: the API key is never part of a cache key, a repr, a log line or an error message
 (any text that reaches the user goes through :func:`memplug.secrets.scrub`).

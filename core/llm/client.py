@@ -19,8 +19,12 @@ import weakref
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Coroutine, Literal, Sequence, TypeVar
 
+import attrs
+
 from memplug.cache import ResponseCache
 from memplug.errors import MemplugError
+from memplug.llm import local
+from memplug.llm.adaptive import AdaptiveLimit
 from memplug.llm.caching import CallCache
 from memplug.llm.limits import Meter, call_limit, token_limiter
 from memplug.llm.retry import DEFAULT_DEADLINE_S, RetryPolicy
@@ -88,6 +92,13 @@ class LLM:
     spelled ``"http"``). ``retry_base`` and ``retry_cap`` shape the backoff (seconds) when
     the server gives no Retry-After. ``max_retries`` counts retries: at most
     ``max_retries + 1`` attempts per call, all of them within ``deadline`` seconds.
+
+    ``adaptive``: the calls in flight find their own level up to ``concurrency``
+    (:mod:`memplug.llm.adaptive`, ``--concurrency auto``) instead of ``concurrency`` always.
+
+    ``model`` ``local`` or ``local:PATH`` is a GGUF served by llama.cpp on loopback
+    (:mod:`memplug.llm.local`): ``api_base`` is ignored (it is the other model's), one call
+    is in flight at a time, and the timeout is fitted to the model's measured speed.
     """
 
     def __init__(
@@ -106,6 +117,7 @@ class LLM:
         retry_base: float = 0.5,
         retry_cap: float = 30.0,
         deadline: float = DEFAULT_DEADLINE_S,
+        adaptive: bool = False,
     ) -> None:
         if not (0 < timeout < float("inf")) or not (0 < deadline < float("inf")):
             raise MemplugError(f"LLM timeout and deadline must be finite and positive, got {timeout} and {deadline}")
@@ -113,6 +125,12 @@ class LLM:
             raise MemplugError(f"LLM concurrency must be at least 1, got {concurrency}")
         if transport not in ("auto", "litellm", "openai", "http"):
             raise MemplugError(f'LLM transport must be "auto", "litellm" or "openai", got {transport!r}')
+        #: the local model ``local``/``local:PATH`` names, else None
+        self.local = local.LocalModel.parse(model) if local.is_local(model) else None
+        if self.local is not None:
+            # llama.cpp's server computes one request at a time: more in flight would only
+            # queue there, inside their timeouts
+            api_base, concurrency, transport = None, 1, "auto"
         if transport in ("openai", "http") and not api_base:
             raise MemplugError(f'LLM transport "{transport}" needs an api_base')
         self.model = model
@@ -130,10 +148,17 @@ class LLM:
         self.policy = RetryPolicy(timeout=timeout, max_retries=max_retries, deadline=deadline,
                                   retry_base=retry_base, retry_cap=retry_cap)
         #: whether the openai SDK carries the requests (else litellm)
-        self.direct = transport in ("openai", "http") or (
+        self.direct = self.local is not None or transport in ("openai", "http") or (
             transport == "auto" and bool(self.api_base) and model.startswith(OPENAI_COMPATIBLE))
-        self.calls = CallCache(model, self.api_base, cache_path, use_cache)
+        self.calls = CallCache(self.local.identity if self.local else model, self.api_base, cache_path, use_cache)
+        self._server: local.LocalServer | None = None
+        self._server_lock = threading.Lock()
+        #: the local model's server as run.json records it (kept after close), else None
+        self.local_info: dict[str, Any] | None = None
         self.usage = Usage()
+        #: the adaptive limit of calls in flight (``adaptive``; not for a local model, which
+        #: takes one call at a time), else None: ``concurrency`` is the limit
+        self.adaptive = AdaptiveLimit(concurrency) if adaptive and self.local is None else None
         self._io: IOLoop | None = None
         self._io_lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
@@ -192,6 +217,10 @@ class LLM:
                 self._finalizer = None
         if io is not None:
             io.close()
+        with self._server_lock:
+            server, self._server = self._server, None
+        if server is not None:
+            local.release(server)  # the last LLM on it stops the server
         self.calls.close()
 
     async def aclose(self) -> None:
@@ -202,6 +231,22 @@ class LLM:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def local_server(self) -> local.LocalServer:
+        """The local model's server, started (or joined) now, with this LLM's timeout fitted to
+        its measured speed (:meth:`memplug.llm.local.LocalServer.call_timeout`); and the deadline
+        at least that long, or no attempt could end before it."""
+        if self.local is None:
+            raise MemplugError(f"{self.model} is not a local model")
+        with self._server_lock:
+            if self._server is None:
+                server = local.acquire(self.local)
+                self.timeout = server.call_timeout(self.timeout)
+                self.deadline = max(self.deadline, self.timeout)
+                self.policy = attrs.evolve(self.policy, timeout=self.timeout, deadline=self.deadline)
+                self.local_info = {**server.describe(), "timeout_s": self.timeout}
+                self._server = server
+            return self._server
 
     # --- caller side: cache and accounting -------------------------------------------
 
@@ -285,7 +330,9 @@ class LLM:
     def _transport(self, io: IOLoop) -> Transport:
         """The transport of this I/O loop, made on first use (on the loop: its pool is the loop's)."""
         if io.transport is None:
-            if self.direct:
+            if self.local is not None:
+                io.transport = local.LocalTransport(self.local_server(), self.timeout)
+            elif self.direct:
                 assert self.api_base is not None
                 io.transport = OpenAITransport(self.model, self.api_base, self.api_key, self.timeout, self.concurrency)
             else:
@@ -302,7 +349,7 @@ class LLM:
         if meter is not None:
             await meter.take()
         try:
-            async with io.semaphore, call_limit(self.model):
+            async with self.adaptive.slot() if self.adaptive else io.semaphore, call_limit(self.model):
                 yield
         finally:
             if meter is not None:

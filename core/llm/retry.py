@@ -65,11 +65,12 @@ class FatalLLMError(LLMError):
 
 
 class Transient(Exception):
-    """A failed attempt worth retrying; ``retry_after`` is the server's wish, if any."""
+    """A failed attempt worth retrying; ``retry_after`` is the server's wish, if any, and
+    ``status`` the HTTP status when there was one (a 429 lowers ``--concurrency auto``)."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None) -> None:
         super().__init__(reason)
-        self.reason, self.retry_after = reason, retry_after
+        self.reason, self.retry_after, self.status = reason, retry_after, status
 
 
 class Fatal(Exception):
@@ -101,7 +102,7 @@ def retry_after(headers: Any) -> float | None:
 def status_failure(status: int, message: str, headers: Any) -> Exception:
     """The kind of an HTTP error status (with the server's message and headers)."""
     if status in RETRY_STATUSES or status >= 500:
-        return Transient(f"HTTP {status}: {message}", retry_after(headers))
+        return Transient(f"HTTP {status}: {message}", retry_after(headers), status)
     if status == 413 or _TOO_LONG.search(message):
         return Unanswered(f"HTTP {status}: {message}")
     hint = _HINTS.get(status)

@@ -103,11 +103,40 @@ def env_proxy(url: str) -> str | None:
 
 # --- the openai SDK ----------------------------------------------------------------
 
+
+@functools.cache
+def cookie_jar_class() -> type:
+    """httpx's cookie jar, reading a response for cookies only when it sets one.
+
+    httpx hands every response to the standard library's cookie jar, which wraps request
+    and response in urllib objects to find that there is no Set-Cookie header: an eighth
+    of the SDK's CPU per call (measured with cProfile, 64 calls in flight; docs/
+    performance.md). A response without the header leaves the jar as it was either way,
+    so cookies (a load balancer's sticky session) still work.
+    """
+    import httpx
+
+    class SetCookieOnly(httpx.Cookies):
+        def extract_cookies(self, response: httpx.Response) -> None:
+            if "set-cookie" in response.headers:
+                super().extract_cookies(response)
+
+    return SetCookieOnly
+
+
+def cookie_jar() -> Any:
+    """An empty :func:`cookie_jar_class` jar."""
+    return cookie_jar_class()()
+
+
 class OpenAITransport:
     """An OpenAI-compatible endpoint through one ``AsyncOpenAI`` client (made on the loop
     that uses it: its connection pool belongs to that loop)."""
 
-    def __init__(self, model: str, api_base: str, api_key: str | None, timeout: float, connections: int) -> None:
+    def __init__(self, model: str, api_base: str, api_key: str | None, timeout: float, connections: int,
+                 proxy: bool = True) -> None:
+        """``proxy``: whether HTTP(S)_PROXY applies (False for a server this process started on
+        loopback, which no proxy can reach)."""
         import ssl
         from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -125,7 +154,7 @@ class OpenAITransport:
         # resolved once; the system's certificates (SSL_CERT_FILE honoured); as many
         # connections as the LLM's concurrency limit lets calls be in flight
         settings: dict[str, Any] = dict(
-            proxy=env_proxy(base_url), trust_env=False,
+            proxy=env_proxy(base_url) if proxy else None, trust_env=False,
             verify=ssl.create_default_context() if parts.scheme == "https" else True,
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
             timeout=httpx.Timeout(timeout))
@@ -133,6 +162,8 @@ class OpenAITransport:
             http_client: httpx.AsyncClient = openai.DefaultAioHttpClient(**settings)
         except RuntimeError:  # installed without the aiohttp extra: httpx's pool, slower at high concurrency
             http_client = openai.DefaultAsyncHttpxClient(**settings)
+        # httpx keeps the client's cookie jar in ``_cookies`` (tests/test_llm.py checks it)
+        http_client._cookies = cookie_jar()
         # without a key (a local server) the SDK still wants one: it gets a placeholder that
         # is never sent; the URL's user and password go as Basic, or no Authorization at all
         basic = None if key else _auth(api_base, None)
