@@ -18,6 +18,11 @@ for prefix, folder in ROOTS.items():
 setup(
     packages=packages,
     package_dir=ROOTS,
-    package_data={"": ["*.json", "*.csv", "*.txt", "*.md", "*.html", "*.tsv"], "memplug": ["py.typed"]},
+    package_data={
+        "": ["*.json", "*.csv", "*.txt", "*.md", "*.html", "*.tsv"],
+        "memplug": ["py.typed"],
+        # nltk's English sentence model for the official chunking (MIT; its README.md says whence)
+        "memplug.datasets.factcon": ["nltk_data/README.md", "nltk_data/tokenizers/punkt_tab/english/*"],
+    },
     include_package_data=True,
 )

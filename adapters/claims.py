@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from memplug.adapters.recent import RecentAgent
     from memplug.protocols import (
         ClosesAsync, DeclaresBlocking, HasDefaultChunkSize, HasOptions, IngestsAsync, ListsStored, ListsStoredAsync,
-        MemoryAgent, Preflights, RecallsAsync,
+        MemoryAgent, Preflights, RecallsAsync, SettlesAsync,
     )
 
     # In memory and quick (blocking = False), listing what they hold.
@@ -70,10 +70,10 @@ if TYPE_CHECKING:
             HasOptions, HasDefaultChunkSize, Preflights, MemoryAgent, ListsStored]:
         return (factory, factory, factory, agent, agent)
 
-    # Async clients: awaited on the runner's event loop.
+    # Async clients: awaited on the runner's event loop; cognee's graph (cognify=end) settles after ingestion.
     def _cognee(factory: type[CogneeAgent], agent: CogneeAgent) -> tuple[
-            HasOptions, HasDefaultChunkSize, Preflights, IngestsAsync, RecallsAsync, ListsStoredAsync]:
-        return (factory, factory, factory, agent, agent, agent)
+            HasOptions, HasDefaultChunkSize, Preflights, IngestsAsync, RecallsAsync, ListsStoredAsync, SettlesAsync]:
+        return (factory, factory, factory, agent, agent, agent, agent)
 
     def _graphiti(factory: type[GraphitiAgent], agent: GraphitiAgent) -> tuple[
             HasOptions, Preflights, IngestsAsync, RecallsAsync, ListsStoredAsync]:

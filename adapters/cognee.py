@@ -1,7 +1,8 @@
 """Cognee as a memory, the way MemoryAgentBench ran it (seed 002, D.2).
 
 Ingestion calls ``cognee.add`` and ``cognee.cognify`` per chunk (``-o cognify=end``:
-add per chunk, cognify once before the first question). Recall calls
+add per chunk, then cognify once in ``asettle``, which the runner awaits after the last
+chunk, before the first question, and times as ``settle_s``). Recall calls
 ``cognee.search`` with ``SearchType.CHUNKS`` for the items; with ``-o search=`` set to
 one of Cognee's completion types, Cognee also writes the answer from its graph.
 
@@ -180,11 +181,17 @@ class CogneeAgent:
             await cognee.cognify(datasets=[self.dataset])
             self._pending = False
 
+    async def asettle(self) -> None:
+        """With ``-o cognify=end``: build the sample's graph from every chunk added (the
+        runner awaits this before the first question, within --settle-timeout, and records
+        its time apart from ingestion). With cognify per chunk, nothing is pending."""
+        await self._cognify()
+
     async def arecall(self, question: AgentQuestion) -> Recall:
         import cognee
         from cognee import SearchType
 
-        await self._cognify()
+        await self._cognify()  # a caller that never settled (memplug.testing's checks, a script)
         if not self._texts:
             return Recall(meta={"usage": USAGE_NOTE})
         found = await cognee.search(question.text, query_type=SearchType.CHUNKS, datasets=[self.dataset],
@@ -217,9 +224,9 @@ class CogneeAgent:
         in ``meta["sources"]``, as Mem0's extracted facts have theirs. Each item has Cognee's
         node id and its node type in ``meta``; at most :data:`STORED_LIMIT` of them.
 
-        With ``-o cognify=end`` the graph is built at the first question, after the runner
-        asks: that raises, and the run records nothing for the sample (a graph listed
-        before cognify would say that Cognee stored nothing).
+        With ``-o cognify=end`` the graph is built in ``asettle``, before the runner asks;
+        called before that, this raises (a graph listed before cognify would say that
+        Cognee stored nothing) and the run records nothing for the sample.
         """
         from cognee.context_global_variables import set_database_global_context_variables
         from cognee.infrastructure.databases.graph import get_graph_engine
@@ -229,7 +236,7 @@ class CogneeAgent:
         if not self._texts:
             return []
         if self._pending:
-            raise MemplugError("cognee builds its graph at the first question with -o cognify=end: "
+            raise MemplugError("cognee builds its graph in settle() with -o cognify=end: "
                                "nothing to list before it")
         user = await get_default_user()
         dataset = await get_authorized_dataset_by_name(self.dataset, user, "read")

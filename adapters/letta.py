@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from memplug.adapters.external import chunk_text, message_text, prepare_offline
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
+from memplug.preflight import AgentPlan
 from memplug.protocols import AgentConfig
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
 
 #: passages stored() lists at most, and asks for per page
 STORED_LIMIT = 10_000
@@ -83,6 +87,15 @@ class LettaAgent:
         Option("embedding", str, "", "Letta embedding handle (default: the model of --embedder litellm:<model>)"),
         Option("timeout", float, 300.0, "seconds per request to the Letta server"),
     )
+
+    @classmethod
+    def preflight(cls, values: Mapping[str, Any], given: Mapping[str, str], llm: "LLM | None") -> AgentPlan:
+        """A model handle (``--llm`` or ``-o model``) is needed: without one, the run
+        directory was made and the progress bar shown before every sample failed on it."""
+        if not values.get("model") and llm is None:
+            raise MemplugError("agent 'letta' needs a model: set --llm MODEL (a Letta handle, e.g. "
+                               "openai/gpt-4o-mini) or -o model=HANDLE")
+        return AgentPlan(dict(values))
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         prepare_offline()

@@ -6,7 +6,12 @@ libraries are imported only when their agent is built.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memplug.hookspecs import Register, hookimpl
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
 
 
 @hookimpl
@@ -50,3 +55,15 @@ def memplug_run_end(run: object, summary: dict) -> None:
     mcp = sys.modules.get("memplug.adapters.mcp")
     if mcp is not None:
         mcp.close_shared()
+
+
+@hookimpl
+def memplug_check_embedder(name: str, llm: LLM | None) -> bool | None:
+    """``st:<model>``: a sentence-transformers model, built now (a model missing locally fails in one line)."""
+    kind, _, model = name.partition(":")
+    if kind != "st" or not model:
+        return None
+    from memplug.adapters.retrieval.embedders import get_embedder
+
+    get_embedder(name, llm)
+    return True

@@ -1,7 +1,8 @@
 """memplug: evaluate the long-term memory of LLM agents with pluggable datasets and agents.
 
-The public API is re-exported here; plugin authors need only this module and
-:mod:`memplug.hookspecs` (for ``hookimpl``).
+The public API is re-exported here: :func:`evaluate`, :func:`read_run` and :func:`read_runs`
+for running and reading evaluations from Python (docs/python-api.md); plugin authors need
+only this module and :mod:`memplug.hookspecs` (for ``hookimpl``).
 """
 
 #: typing's own constant without importing typing: `import memplug` runs as the `memplug`
@@ -10,6 +11,9 @@ The public API is re-exported here; plugin authors need only this module and
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    __version__: str
+
+    from memplug.api import Run, Runs, evaluate, read_run, read_runs
     from memplug.errors import DataError, MemplugError, MissingExtra
     from memplug.hookspecs import hookimpl
     from memplug.models import (
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "DataError": "memplug.errors", "MemplugError": "memplug.errors", "MissingExtra": "memplug.errors",
     "hookimpl": "memplug.hookspecs", "Option": "memplug.options",
+    **dict.fromkeys(("Run", "Runs", "evaluate", "read_run", "read_runs"), "memplug.api"),
     **dict.fromkeys(("AgentQuestion", "Chunk", "DatasetInfo", "Message", "Question", "Recall", "Recalled",
                      "Sample", "StoredItem"), "memplug.models"),
     **dict.fromkeys(("AgentConfig", "BuildOptions", "DatasetBuilder", "MemoryAgent", "Metric", "MetricConfig",
@@ -51,17 +56,20 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memplug' has no attribute {name!r}")
-    import importlib
+    if name == "__version__":
+        # the installed distribution's, the one pip shows: pyproject.toml is its one source
+        from importlib.metadata import version
 
-    value = getattr(importlib.import_module(module), name)
+        value: object = version("memplug")
+    else:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'memplug' has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
-
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AgentConfig",
@@ -84,9 +92,14 @@ __all__ = [
     "Recall",
     "Recalled",
     "ReferenceChannel",
+    "Run",
+    "Runs",
     "Sample",
     "ScoreContext",
     "StoredItem",
+    "evaluate",
     "hookimpl",
+    "read_run",
+    "read_runs",
     "__version__",
 ]

@@ -45,15 +45,29 @@ def register_parser(name: str, parse: Callable[[str], str]) -> None:
     PARSERS[name] = parse
 
 
+#: parsers that need the question too (a reply "a" of a two-way choice means the text of
+#: option a, which the question's ``slots`` hold), by name; a protocol names one per
+#: category (``parse_by_category``), applied after ``parse``
+QUESTION_PARSERS: dict[str, Callable[[str, AgentQuestion], str]] = {}
+
+
+def register_question_parser(name: str, parse: Callable[[str, AgentQuestion], str]) -> None:
+    """Add a parser of replies to a question that protocols can name per category."""
+    if name in QUESTION_PARSERS and QUESTION_PARSERS[name] is not parse:
+        raise ValueError(f"question parser {name!r} is already registered")
+    QUESTION_PARSERS[name] = parse
+
+
 def _sha256(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_SLOT = re.compile(r"\{(memory|question|choices|time)\}")
+_SLOT = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:
-    """``template`` with ``{memory}``, ``{question}``, ``{choices}`` and ``{time}`` filled.
+    """``template`` with ``{memory}``, ``{question}``, ``{choices}``, ``{time}`` and the
+    question's own slots (:attr:`AgentQuestion.slots`) filled; any other ``{name}`` stays.
 
     One pass of plain replacement, not str.format: prompts copied from papers and code
     hold JSON examples with braces, and a filled-in memory that itself reads
@@ -76,7 +90,10 @@ class AnswerProtocol:
     choice's text count too. ``unit``: ``"message"`` when the official code feeds each
     message whole (one chunk per message), else None (chunks of ``chunk_size`` tokens,
     None: the agent's or dataset's default). ``top_k``: the official retrieval depth
-    (None: memplug's ``--top-k``).
+    (None: memplug's ``--top-k``). ``user_by_category``: the user template of questions of
+    a category, where the official code asks them otherwise (LoCoMo: a date hint on
+    category 2, a two-way choice on category 5); ``parse_by_category``: the question
+    parser (:data:`QUESTION_PARSERS`) of a category's replies.
     """
 
     name: str
@@ -103,6 +120,10 @@ class AnswerProtocol:
     #: score the raw reply as well and keep the better score per metric (MemoryAgentBench's
     #: default_post_process scores both the reply and its parsed line)
     score_raw_too: bool = False
+    #: question category -> the user template its questions are asked with (else ``user``)
+    user_by_category: Mapping[str, str] = attrs.field(factory=dict)
+    #: question category -> the name of a question parser its replies go through after ``parse``
+    parse_by_category: Mapping[str, str] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         if self.parse not in PARSERS:
@@ -111,6 +132,9 @@ class AnswerProtocol:
             raise ValueError(f"choices must be 'exact' or 'lenient', not {self.choices!r}")
         if self.unit not in (None, "message"):
             raise ValueError(f"unit must be 'message' or None, not {self.unit!r}")
+        for name in self.parse_by_category.values():
+            if name not in QUESTION_PARSERS:
+                raise ValueError(f"unknown question parser {name!r}; known: {', '.join(sorted(QUESTION_PARSERS))}")
 
     def memory(self, items: Sequence[Recalled]) -> str:
         texts = [" ".join(item.text.split()) if self.one_line_items else item.text for item in items]
@@ -130,13 +154,17 @@ class AnswerProtocol:
         release writes it ("2024年04月05日 周五 11:59") when the loader kept that.
         """
         when = question.time_text or question.time or ""
-        values = {"memory": self.memory(items), "question": question.text,
+        values = {**question.slots, "memory": self.memory(items), "question": question.text,
                   "choices": self.choice_text(question.choices), "time": str(when)}
         out = [{"role": "system", "content": fill(self.system, values)}] if self.system is not None else []
-        return out + [{"role": "user", "content": fill(self.user, values)}]
+        user = self.user_by_category.get(question.category, self.user)
+        return out + [{"role": "user", "content": fill(user, values)}]
 
-    def parse_reply(self, reply: str) -> str:
-        return PARSERS[self.parse](reply)
+    def parse_reply(self, reply: str, question: AgentQuestion | None = None) -> str:
+        """The prediction of a reply: ``parse``, then the question parser of its category."""
+        parsed = PARSERS[self.parse](reply)
+        name = self.parse_by_category.get(question.category) if question is not None else None
+        return parsed if name is None or question is None else QUESTION_PARSERS[name](parsed, question)
 
     def vary(self, variation: str, **changes: Any) -> "AnswerProtocol":
         """This protocol with ``changes`` and ``variation`` named among its deviations."""
@@ -152,7 +180,10 @@ class AnswerProtocol:
             "top_k": self.top_k,
             "sha256": {"system": _sha256(self.system), "user": _sha256(self.user),
                        "memory_item": _sha256(self.memory_item + self.memory_join),
-                       "choice_item": _sha256(self.choice_item + self.choice_join)},
+                       "choice_item": _sha256(self.choice_item + self.choice_join),
+                       # only where a protocol has them: older run.json files stay as they were
+                       **{f"user[{c}]": _sha256(t) for c, t in sorted(self.user_by_category.items())}},
+            **({"parse_by_category": dict(self.parse_by_category)} if self.parse_by_category else {}),
         }
 
     @property
@@ -160,7 +191,8 @@ class AnswerProtocol:
         """What two runs must share to be compared: name, version, variations and templates."""
         d = self.describe()
         return _sha256(repr((d["name"], d["version"], d["variations"], d["parse"], d["choices"], d["unit"],
-                             d["chunk_size"], d["top_k"], sorted(d["sha256"].items())))) or ""
+                             d["chunk_size"], d["top_k"], sorted(d["sha256"].items()),
+                             *([sorted(d["parse_by_category"].items())] if "parse_by_category" in d else [])))) or ""
 
 
 def protocol_of(info: DatasetInfo) -> AnswerProtocol:

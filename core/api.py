@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from memplug.errors import MemplugError
-from memplug.record import QuestionRecord, RunSummary
+from memplug.record import QuestionRecord, RunInfo, RunSummary
 from memplug.results import RunDir
 
 if TYPE_CHECKING:
@@ -47,53 +47,25 @@ def resolve_spec(fields: Mapping[str, Any], options: Mapping[str, str] | None = 
     and only the ``explicit`` fields override it (a default must not undo a stored value).
     An unknown field, agent, dataset or option is a MemplugError.
     """
-    from memplug.options import split_for
-    from memplug.plugins import get_plugins
-    from memplug.preflight import declared_options
-    from memplug.runner import RunSpec
+    from memplug import specs
     from memplug.secrets import is_redacted
 
-    raw = dict(options or {})
     explicit = set(explicit)
-    known = {a.name for a in RunSpec.__attrs_attrs__}
-    unknown = sorted(set(fields) - known - {"no_cache"})
-    if unknown:
-        raise MemplugError(f"unknown evaluation setting(s): {', '.join(unknown)} "
-                           f"(known: {', '.join(sorted(known - {'agent_options', 'dataset_options'}))})")
-    spec: dict[str, Any] = {}
     if resume is not None and from_run is not None:
         raise MemplugError("--resume finishes a run, --from starts one from another: give one of them")
     source = resume or from_run
+    stored: dict[str, Any] | None = None
     if source is not None:  # start from the stored spec; options given now override it
-        from memplug.runner import LEGACY_SPEC  # what a spec from before a field meant without it
-
-        spec.update({**LEGACY_SPEC, **RunDir(source).check().spec().get("spec", {})})
-    if from_run is not None:
-        spec["from_run"] = str(from_run)
-    for key, value in fields.items():
-        if source is not None and key not in explicit:
-            continue
-        if key == "no_cache":
-            spec["cache"] = not value
-        else:
-            spec[key] = str(value) if key == "data" and value is not None else value
-    if not spec.get("agent") or not spec.get("dataset"):
-        raise MemplugError("--agent and --dataset are required (or --resume RUN_DIR)")
-    if resume is None or raw:
-        reg = get_plugins().registry
-        # --from replays the stored recalls: no agent is built, and its options are the stored run's
-        agent_opts = () if spec.get("from_run") else declared_options(reg("agents").get(spec["agent"]).load(),
-                                                                       f"agent {spec['agent']!r}")
-        dataset_opts = declared_options(reg("datasets").get(spec["dataset"]).load(), f"dataset {spec['dataset']!r}")
-        given_agent, given_dataset = split_for(raw, agent_opts, dataset_opts)
-        if spec.get("from_run"):  # the same data as the stored run, with the protocol options given now
-            spec["dataset_options"] = {**(spec.get("dataset_options") or {}), **given_dataset}
-        else:
-            spec["agent_options"], spec["dataset_options"] = given_agent, given_dataset
+        stored = specs.stored_fields(RunDir(source))
+        if from_run is not None:
+            stored["from_run"] = str(from_run)
+    raw = dict(options or {})
+    # resumed without -o: the run's own agent and dataset options
+    spec = specs.spec_fields(fields, raw if resume is None or raw else None, stored=stored, explicit=explicit)
     if resume is not None and is_redacted(spec.get("api_base")) and "api_base" not in explicit:
         raise MemplugError(f"{resume}: run.json keeps --api-base without its password "
                            f"({spec['api_base']}): pass --api-base again to resume")
-    return RunSpec(**{k: v for k, v in spec.items() if k in known})
+    return specs.build(spec)
 
 
 def run_spec(spec: RunSpec, *, output: Path, resume: Path | None = None, progress: bool = False,
@@ -147,7 +119,7 @@ def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    from memplug.cli import one_line
+    from memplug.errors import one_line
 
     return one_line(text, limit)
 
@@ -231,8 +203,8 @@ class Run:
     ``status`` ...), summary.json (``summary``), and the question records, read when first used."""
 
     path: Path
-    #: run.json's content (checked for its schema)
-    info: dict[str, Any]
+    #: run.json (checked for its schema)
+    info: RunInfo
     summary: RunSummary
 
     @property
@@ -243,12 +215,12 @@ class Run:
     def status(self) -> str:
         """finished, partial (some questions failed) or failed (none answered)."""
         outcome = self.summary.outcome
-        return outcome.status if outcome is not None else str(self.info.get("status", "finished"))
+        return outcome.status if outcome is not None else str(self.info.status or "finished")
 
     @property
     def spec(self) -> dict[str, Any]:
         """The run's spec as run.json stores it (secrets masked)."""
-        return dict(self.info.get("spec") or {})
+        return dict(self.info.spec)
 
     @property
     def overall(self) -> dict[str, float]:
@@ -318,7 +290,7 @@ def read_run(path: str | Path) -> Run:
     """A run directory, schema-checked: MemplugError when it is not a finished memplug run
     (a run without summary.json is unfinished: finish it with ``evaluate(resume=path)``)."""
     run_dir = RunDir(Path(path)).check()
-    return Run(run_dir.path, run_dir.spec(), run_dir.summary())
+    return Run(run_dir.path, run_dir.info(), run_dir.summary())
 
 
 def read_runs(paths: str | Path | Iterable[str | Path]) -> Runs:

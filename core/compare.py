@@ -39,7 +39,7 @@ def paired_records(a_records: list[QuestionRecord], b_records: list[QuestionReco
 
 def protocol_label(path: Path) -> str:
     """The run's answer protocol in a few words: "memsim v1 (official)" or with its variations."""
-    protocol = (RunDir(path).spec().get("resolved") or {}).get("protocol")
+    protocol = RunDir(path).info().protocol
     if not protocol:
         return "unrecorded (a run from before protocols)"
     kind = ("official" if protocol.get("official") else "; ".join(protocol.get("variations") or [])
@@ -47,8 +47,21 @@ def protocol_label(path: Path) -> str:
     return f"{protocol.get('name')} v{protocol.get('version')} ({kind})"
 
 
+def run_caveats(path: Path) -> list[str]:
+    """What a reader of a run's numbers must know beside "official": the data was generated
+    (no release file: memplug's generator, its options and seed), and the answers came from
+    the offline extractive reader (no model answered). Empty for a release answered by a model."""
+    info = RunDir(path).info()
+    out = []
+    if not info.data and not info.from_run:
+        out.append("generated data")
+    if info.reader == "extractive":
+        out.append("answered by the offline extractive reader")
+    return out
+
+
 def _protocol_key(path: Path) -> Any:
-    protocol = (RunDir(path).spec().get("resolved") or {}).get("protocol") or {}
+    protocol = RunDir(path).info().protocol or {}
     return (protocol.get("name"), protocol.get("version"), tuple(protocol.get("variations") or ()),
             tuple(sorted((protocol.get("sha256") or {}).items())), protocol.get("parse"), protocol.get("unit"),
             protocol.get("top_k"))
@@ -63,9 +76,8 @@ def judge_identity(path: Path) -> tuple[str, str, str] | None:
 
     From run.json's ``resolved.judge``; a run from before judges were named has its model only.
     """
-    run = RunDir(path).spec()
-    judge = (run.get("resolved") or {}).get("judge")
-    model = (run.get("spec") or {}).get("judge")
+    info = RunDir(path).info()
+    judge, model = info.judge, info.judge_model
     if isinstance(judge, dict):
         return (str(judge.get("name") or "unnamed"), str(judge.get("model") or model or "?"),
                 str(judge.get("prompt_sha256") or ""))

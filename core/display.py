@@ -10,7 +10,7 @@ column to a markdown table, a line break ends its row.
 
 Everything printed goes through one of the few places that call :func:`visible`:
 the rich console of :func:`console` (every table, line and progress bar of the command
-line), :func:`memplug.cli.one_line` (every error and warning line), :func:`markdown`,
+line), :func:`memplug.errors.one_line` (every error and warning line), :func:`markdown`,
 the LaTeX and CSV writers of :mod:`memplug.publish`, and the HTML report's Jinja
 environment and chart labels (:mod:`memplug.htmlreport`). Styles are given as
 :class:`rich.text.Text` objects (:func:`styled`), never as markup inside a string,

@@ -23,10 +23,28 @@ class MissingExtra(MemplugError):
     """An agent or dataset needs an optional dependency that is not installed."""
 
 
+def one_line(text: str, limit: int = 600) -> str:
+    """An error message as one line of bounded length: line breaks become spaces, other
+    control characters are written out (an ESC quoted from a data file is shown as ``\\x1b``,
+    never sent to the terminal: :func:`memplug.display.visible`), and the middle of an
+    overlong message (a value quoted from a data file) is cut out."""
+    from memplug.display import visible  # here: importing rich costs every command's start
+
+    text = visible(" ".join(text.splitlines()))
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 200]} [...{len(text) - limit} characters cut...] {text[-200:]}"
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """' (did you mean "x"?)' for the closest known name, or '' when nothing is close."""
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f' (did you mean "{close[0]}"?)' if close else ""
+    """' (did you mean "x"?)' for the closest known name, or '' when nothing is close.
+    Letter case does not count against a name: "BM25" is close to "bm25" (difflib alone
+    finds them too far apart to say)."""
+    by_lower: dict[str, str] = {}
+    for k in known:
+        by_lower.setdefault(k.lower(), k)
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f' (did you mean "{by_lower[close[0]]}"?)' if close else ""
 
 
 class OutputError(MemplugError):

@@ -14,8 +14,9 @@ Workers rebuild everything from a plain spec: the :class:`~memplug.runner.RunSpe
 fields, the driver's :class:`~memplug.runner.ResolvedSpec` (used as it is: a worker resolves
 no option and runs no agent preflight again) and the samples pickle, the Evaluation and its
 LLM client (thread locals, an I/O thread, SQLite connections) do not. A worker runs the runner's own per-sample function
-(``Evaluation._run_sample``) and *returns* the records; the driver, which holds the run's
-lock, is the only writer of samples.jsonl. So a sharded run directory is the same as a
+(:meth:`Evaluation.run_sample <memplug.runner.Evaluation.run_sample>`) and *returns* its
+:class:`~memplug.runner.SampleResult` (records and stored items); the driver, which holds the
+run's lock, is the only writer of samples.jsonl and stored.jsonl. So a sharded run directory is the same as a
 local one (records, summary, ``--resume``), a worker that dies has its samples run again
 on a fresh worker, and no record is written twice.
 """
@@ -29,14 +30,17 @@ import os
 import sys
 import uuid
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import attrs
 
 from memplug.errors import MemplugError
-from memplug.record import QuestionRecord, Timings
+from memplug.record import QuestionRecord
+
+if TYPE_CHECKING:
+    from memplug.models import Sample
+    from memplug.runner import Evaluation, RecordSink, ResolvedSpec, Run, SampleResult
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +138,8 @@ class Executor:
 
     name = "executor"
 
-    def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,
-                    total: int, finished: int) -> None:
+    def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
+                    progress: Callable | None, total: int, finished: int) -> None:
         """Run ``samples`` of ``evaluation`` and write each question's record with ``writer``
         (called by ``Evaluation._run_in`` in place of its own asyncio workers)."""
         raise NotImplementedError
@@ -184,10 +188,10 @@ class LocalExecutor(Executor):
         finally:
             set_token_limiter(None)
 
-    def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,
-                    total: int, finished: int) -> None:
+    def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
+                    progress: Callable | None, total: int, finished: int) -> None:
         with self._token_budgets():
-            asyncio.run(evaluation._run_samples(run, samples, writer, progress, total=total, finished=finished))
+            evaluation.run_here(run, samples, writer, progress, total=total, finished=finished)
 
     def map_cells(self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any],
                   on_done: Callable[[Any, Any], None]) -> None:
@@ -259,6 +263,7 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
         # read when ray is imported: without it Ray's servers listen on every interface
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     ray = _ray()
+    ray_logs_to_memplug_log()
     if ray.is_initialized():
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": bool(os.environ.get("MEMPLUG_RAY_LOGS")),
@@ -286,6 +291,20 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
         raise MemplugError(f"cannot start or reach {where}: {str(exc).splitlines()[0] if str(exc) else exc}") \
             from None
     return ray
+
+
+def ray_logs_to_memplug_log() -> None:
+    """Ray's own log lines go where every library's go: memplug.log (the terminal too with
+    --verbose), not straight to the terminal. On import Ray gives its ``ray`` logger a
+    stderr handler of its own that does not propagate, so every Ray run printed "Token
+    authentication is enabled for this Ray cluster..." on the terminal. A NullHandler
+    stands in for it, so that before the run directory exists nothing falls through to
+    Python's last-resort handler either. ``MEMPLUG_RAY_LOGS=1`` leaves Ray's as they are."""
+    if os.environ.get("MEMPLUG_RAY_LOGS"):
+        return
+    ray_logger = logging.getLogger("ray")
+    ray_logger.handlers = [logging.NullHandler()]
+    ray_logger.propagate = True
 
 
 def _is_loopback(address: str) -> bool:
@@ -385,14 +404,15 @@ class _RemoteTokens:
         self.actor.settle_tokens.remote(model, estimated, used)
 
 
-class _Collect:
-    """The writer a worker hands to ``_run_sample``: it keeps the records for the driver."""
-
-    def __init__(self) -> None:
-        self.written: list[QuestionRecord] = []
+class _Returned:
+    """The sink a worker hands to ``run_sample``: it keeps nothing, the sample's result goes
+    back to the driver whole."""
 
     def write(self, record: QuestionRecord) -> None:
-        self.written.append(record)
+        pass
+
+    def stored(self, line: dict[str, Any]) -> None:
+        pass
 
 
 class _SampleWorker:
@@ -407,9 +427,7 @@ class _SampleWorker:
         self.holder = holder
         import memplug.runner  # noqa: F401  (the imports while the pool starts, not in a run's time)
 
-        self.evaluations: dict[str, tuple[Any, ThreadPoolExecutor]] = {}
-        #: stored.jsonl lines of the samples running, by sample id, until returned
-        self.stored: dict[str, list[dict[str, Any]]] = {}
+        self.evaluations: dict[str, tuple[Any, Any]] = {}  # key -> (Evaluation, its AgentThreads)
         self.building: asyncio.Lock | None = None
         if limiter is not None:
             from memplug import llm
@@ -418,7 +436,7 @@ class _SampleWorker:
             if llm_tpm:
                 llm.set_token_limiter(_RemoteTokens(limiter, llm_tpm))
 
-    async def _evaluation(self, spec_fields: dict[str, Any], resolved: Any) -> tuple[Any, ThreadPoolExecutor]:
+    async def _evaluation(self, spec_fields: dict[str, Any], resolved: Any) -> tuple[Any, Any]:
         import orjson
 
         key = orjson.dumps({"spec": spec_fields, "resolved": resolved.to_json()}, option=orjson.OPT_SORT_KEYS).decode()
@@ -428,7 +446,7 @@ class _SampleWorker:
             self.building = asyncio.Lock()
         async with self.building:
             if key not in self.evaluations:
-                from memplug.runner import Evaluation, RunSpec
+                from memplug.runner import AgentThreads, Evaluation, RunSpec
 
                 # check=False: the driver checked models, keys and endpoint before the first sample;
                 # resolved: the driver's resolution (options, the agent's preflight), never redone here
@@ -437,51 +455,24 @@ class _SampleWorker:
                 width = max(evaluation.spec.concurrency, 1)
                 while len(self.evaluations) >= self.KEEP:
                     self._drop(next(iter(self.evaluations)))
-                self._stage_stored(evaluation)
-                self.evaluations[key] = (evaluation, ThreadPoolExecutor(width, thread_name_prefix="memplug-agent"))
+                self.evaluations[key] = (evaluation, AgentThreads(width))
         return self.evaluations[key]
-
-    def _stage_stored(self, evaluation: Any) -> None:
-        """What an agent stored (the run's stored.jsonl) goes back with the records, for the
-        driver to write: the runner's own function writes it into a folder of this worker."""
-        original = getattr(evaluation, "_list_stored", None)
-        if original is None:
-            return
-        import json
-        import tempfile
-
-        from memplug import stored as stored_file
-
-        async def staged(pool: Any, agent: Any, sample_id: str, run_path: Path) -> None:
-            with tempfile.TemporaryDirectory(prefix="memplug-stored-") as folder:
-                await original(pool, agent, sample_id, Path(folder))
-                written = Path(folder) / stored_file.STORED_FILE
-                if written.is_file():
-                    self.stored[sample_id] = [json.loads(line) for line in
-                                              written.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-        evaluation._list_stored = staged
 
     def _drop(self, key: str) -> None:
         evaluation, pool = self.evaluations.pop(key)
-        pool.shutdown(wait=False)
+        pool.shutdown()
         for llm in (evaluation.llm, evaluation.judge_llm):
             if llm is not None:
                 llm.close()
         with contextlib.suppress(Exception):
             evaluation.token_counts.save()
 
-    async def run_sample(self, spec_fields: dict[str, Any], resolved: Any, work: str, sample: Any) -> dict[str, Any]:
-        """The sample's records, and its lines of stored.jsonl. ``resolved``: the driver's
+    async def run_sample(self, spec_fields: dict[str, Any], resolved: ResolvedSpec, work: str,
+                         sample: Sample) -> SampleResult:
+        """The sample's records and its line of stored.jsonl. ``resolved``: the driver's
         :class:`memplug.runner.ResolvedSpec`, which the worker uses as it is."""
         evaluation, pool = await self._evaluation(spec_fields, resolved)
-        collect = _Collect()
-        self.stored.pop(sample.id, None)
-        try:
-            await evaluation._run_sample(_work_dir(work), sample, pool, collect, lambda n=1: None)
-        finally:
-            stored = self.stored.pop(sample.id, [])
-        return {"records": collect.written, "stored": stored}
+        return await evaluation.run_sample(_work_dir(work), sample, pool, _Returned(), lambda n=1: None)
 
     def pid(self) -> int:
         return os.getpid()
@@ -615,8 +606,8 @@ class RayExecutor(Executor):
                 **({"llm_tpm": self.llm_tpm} if self.llm_tpm else {})}
 
     # -- a sharded run ------------------------------------------------------------------
-    def run_samples(self, evaluation: Any, run: Any, samples: list, writer: Any, progress: Callable | None,
-                    total: int, finished: int) -> None:
+    def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
+                    progress: Callable | None, total: int, finished: int) -> None:
         self.start()
         ray = self.ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError, WorkerCrashedError
@@ -649,10 +640,10 @@ class RayExecutor(Executor):
                 for ref in ready:
                     i, actor, sample = inflight.pop(ref)
                     load[i] -= 1
-                    stored: list[dict[str, Any]] = []
+                    stored: dict[str, Any] | None = None
                     try:
                         result = ray.get(ref)
-                        records, stored = result["records"], result["stored"]
+                        records, stored = result.records, result.stored
                     except (RayActorError, WorkerCrashedError) as exc:
                         if self.actors[i] is actor:  # the first of its samples to tell: a fresh worker
                             log.warning("worker %d died (%s); its samples are sent again", i, type(exc).__name__)
@@ -664,15 +655,14 @@ class RayExecutor(Executor):
                             pending.appendleft(sample)
                             pending = deque(sorted(pending, key=lambda s: order[s.id]))
                             continue
-                        records = _failed_records(evaluation, sample,
-                                                  f"worker died {deaths[sample.id]} times running this sample "
-                                                  f"({type(exc).__name__})")
+                        records = evaluation.failed_records(sample, f"worker died {deaths[sample.id]} times "
+                                                            f"running this sample ({type(exc).__name__})")
                     except RayTaskError as exc:  # the run's own stop (a bad key, a set-up failure): as locally
                         cause = getattr(exc, "cause", None)
                         raise (cause if isinstance(cause, Exception) else exc) from None
-                    for line in stored:  # what the agent stored, as the runner writes it locally
+                    if stored is not None:  # what the agent stored, as the runner writes it locally
                         try:
-                            stored_file.append(run.path, line)
+                            stored_file.append(run.path, stored)
                         except OSError as exc:  # a diagnostic: never the run's failure (as locally)
                             log.warning("sample %s: what the agent stored is not recorded (%s)", sample.id, exc)
                     for record in records:
@@ -699,18 +689,3 @@ class RayExecutor(Executor):
         self.start()
         for cell in cells:
             on_done(cell, run_cell(cell, self))
-
-
-def _failed_records(evaluation: Any, sample: Any, error: str) -> list[QuestionRecord]:
-    """The records of a sample that could not be run: each question with ``error`` (resume redoes them)."""
-
-    async def records() -> list[QuestionRecord]:
-        out = []
-        for question in sample.questions:
-            record = await evaluation._ask(None, question, sample, error)
-            record.timings = Timings(setup_s=0.0, ingest_s=0.0, n_messages=len(sample.messages))
-            out.append(record)
-        return out
-
-    return asyncio.run(records())
-

@@ -77,7 +77,7 @@ def export(paths: Iterable[Path], folder: Path) -> list[Path]:
     """Write each run's official file into ``folder`` (created); the files written. A run
     on a dataset without such a file is refused (MemplugError), naming the ones there are."""
     runs = [RunDir(p) for p in paths]
-    datasets = [str((run.spec().get("spec") or {}).get("dataset")) for run in runs]
+    datasets = [str(run.info().dataset) for run in runs]
     for run, dataset in zip(runs, datasets):
         if dataset not in FORMATS:
             raise MemplugError(f"--export: {run.path} is a run on {dataset}; the official files are "
@@ -88,7 +88,7 @@ def export(paths: Iterable[Path], folder: Path) -> list[Path]:
         raise OutputError(f"--export {folder}: cannot create ({exc.strerror or exc})") from None
     written = []
     for run, dataset in zip(runs, datasets):
-        target = folder / f"{run.spec().get('run_id') or run.path.name}{FORMATS[dataset]}"
+        target = folder / f"{run.info().run_id or run.path.name}{FORMATS[dataset]}"
         records = run.records()
         try:
             if dataset == "longmemeval":

@@ -14,29 +14,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from memplug import compare
+from memplug.record import RunInfo
 from memplug.results import RunDir
 
 
-def _top_k(run: dict[str, Any]) -> str:
-    return str((run.get("resolved") or {}).get("top_k") or (run.get("spec") or {}).get("top_k") or "?")
+def _top_k(run: RunInfo) -> str:
+    return str(run.recorded_top_k or "?")
 
 
-def _budget(run: dict[str, Any]) -> str:
-    budget = (run.get("spec") or {}).get("context_tokens")
+def _budget(run: RunInfo) -> str:
+    budget = run.context_tokens
     return "none" if budget is None else f"{budget} tokens"
 
 
-def _reader(run: dict[str, Any]) -> str:
-    reader = str((run.get("resolved") or {}).get("reader") or (run.get("spec") or {}).get("reader") or "?")
-    model = (run.get("spec") or {}).get("llm")
+def _reader(run: RunInfo) -> str:
+    reader = str(run.reader or "?")
+    model = run.llm
     return f"{reader} ({model})" if model and reader != "extractive" else reader
 
 
 #: the settings compared, each with how a run's value reads from run.json (or its path)
-SETTINGS: tuple[tuple[str, Callable[[Path, dict[str, Any]], str]], ...] = (
+SETTINGS: tuple[tuple[str, Callable[[Path, RunInfo], str]], ...] = (
     ("K", lambda path, run: _top_k(run)),
     ("context budget", lambda path, run: _budget(run)),
     ("reader", lambda path, run: _reader(run)),
@@ -49,10 +49,10 @@ def differences(paths: list[Path]) -> list[str]:
     """One text per dataset whose runs differ in one of :data:`SETTINGS`, e.g. ``"on locomo:
     K (#1 5, #2 30); context budget (#1 none, #2 2000 tokens)"`` (runs numbered as the report
     numbers them); empty when the runs of each dataset share every setting."""
-    runs = [RunDir(p).spec() for p in paths]
+    runs = [RunDir(p).info() for p in paths]
     by_dataset: dict[str, list[int]] = {}
     for i, run in enumerate(runs):
-        by_dataset.setdefault(str((run.get("spec") or {}).get("dataset")), []).append(i)
+        by_dataset.setdefault(str(run.dataset), []).append(i)
     out = []
     for dataset, members in by_dataset.items():
         if len(members) < 2:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
+import re
 import reprlib
 from pathlib import Path
 from typing import Any
@@ -57,11 +59,64 @@ def decode_utf8(data: bytes, path: Path | str, line: int = 1) -> str:
 TOO_DEEP = "JSON nested too deeply (more than ~1000 levels of [ or {); no dataset layout is that deep"
 
 
-def read_json(path: Path) -> Any:
-    """A UTF-8 JSON file, or a DataError naming the line and column where it breaks."""
+class BadNumber(ValueError):
+    """A number in a data file that has no value as a number: NaN, Infinity, one that
+    overflows a float (1e999), an integer longer than Python reads (4,300 digits).
+    Python's json takes the first three (an answer then scored as "nan" or "inf") and
+    fails on the last with a bare ValueError (a traceback in the loaders). ``place`` is
+    where it stands ("line L column C") when it can be found."""
+
+    def __init__(self, problem: str, literal: str, place: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.literal, self.place = problem, literal, place
+
+
+def _no_constant(name: str) -> Any:
+    raise BadNumber(f"{name} is not a number (JSON has no NaN or Infinity)", name)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadNumber(f"the number {short(text)} is out of range (a float reaches about 1.8e308)", text)
+    return value
+
+
+def _place(text: str, literal: str) -> str | None:
+    """Line and column of the first ``literal`` standing as a JSON value in ``text``: after
+    [ , or : (the same letters inside a string are not taken for it)."""
+    found = re.search(r"[\[,:]\s*(" + literal + r")(?![\w.+-])", text)
+    if found is None:
+        return None
+    start = found.start(1)
+    return f"line {text.count(chr(10), 0, start) + 1} column {start - text.rfind(chr(10), 0, start)}"
+
+
+def loads(text: str) -> Any:
+    """JSON text as Python values, refusing numbers without a value (:class:`BadNumber`,
+    a ValueError); json.JSONDecodeError and RecursionError as json.loads raises them."""
     try:
-        return json.loads(read_text(path))
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except BadNumber as exc:
+        exc.place = _place(text, re.escape(exc.literal))
+        raise
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # the C scanner's int(): more digits than sys.get_int_max_str_digits()
+        if "digits" not in str(exc):
+            raise
+        raise BadNumber("an integer of more than 4,300 digits (no dataset holds one: a damaged file?)", "",
+                        _place(text, r"-?\d{4300,}")) from None
+
+
+def read_json(path: Path) -> Any:
+    """A UTF-8 JSON file, or a DataError naming the line and column where it breaks (a
+    number without a value included: :class:`BadNumber`)."""
+    try:
+        return loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(path, f"invalid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
+    except BadNumber as exc:
+        raise DataError(path, exc.problem, exc.place) from None
     except RecursionError:
         raise DataError(path, TOO_DEEP) from None

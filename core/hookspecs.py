@@ -105,3 +105,28 @@ def memplug_run_end(run: Any, summary: Any) -> None:
     :param summary: the :class:`memplug.record.RunSummary` written to summary.json
         (``to_json()``: its content).
     """
+
+
+@hookspec(firstresult=True)
+def memplug_check_embedder(name: str, llm: Any) -> bool | None:
+    """Check an embedder that ``--embedder NAME`` names, before the first question.
+
+    :param name: the name as given (``st:<model>``); ``wordllama`` and ``litellm:<model>``
+        are checked by memplug itself.
+    :param llm: the run's :class:`memplug.llm.LLM` (its endpoint and key), or None.
+    :return: True when this plugin knows the name and built its embedder (a model missing
+        locally raises MemplugError now, in one line); None to leave it to other plugins.
+        The first result that is not None wins (``firstresult``).
+    """
+
+
+@hookspec(firstresult=True)
+def memplug_report_table(paths: list[Any], fmt: str) -> str | None:
+    """A dataset's own table of runs for ``memplug report``, in place of the score table
+    (MemoryAgentBench's runs: the paper's table by competency).
+
+    :param paths: the run directories reported, as :class:`pathlib.Path`.
+    :param fmt: ``terminal``, ``markdown``, ``latex`` or ``html`` (the page's section).
+    :return: the table as text in ``fmt``, or None when the runs are not this plugin's.
+        The first result that is not None wins (``firstresult``).
+    """

@@ -12,7 +12,9 @@ and the versions and options that produced each run.
 
 The file opens without a network: CSS and JS are inline and the charts are inline
 SVG drawn by matplotlib (text kept as text, so the page stays small and searchable).
-User text is escaped by Jinja2's autoescaping, never by hand.
+User text is escaped by Jinja2's autoescaping, never by hand; its control characters are
+written out (:func:`memplug.display.visible`) by the environment's ``finalize``, and in the
+charts where each text is drawn, whose text is never read as mathtext (``$x$``).
 """
 
 from __future__ import annotations
@@ -34,15 +36,16 @@ from markupsafe import Markup
 import memplug
 from memplug import compare, stats
 from memplug import stored as stored_file
+# the metric a run is judged by, on the page as in each question's diagnosis
+from memplug.diagnosis import headline_metric
+from memplug.display import visible
 from memplug.errors import MemplugError
-from memplug.record import QuestionRecord, RunSummary
+from memplug.record import QuestionRecord, RunInfo, RunSummary
 from memplug.results import RunDir
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
-#: The LLM judge is the seeds' correctness measure whenever a run has one.
-PREFERRED_HEADLINE = "judge"
 #: Wrong answers listed per run; the rest stay in samples.jsonl (the page must stay openable).
 MAX_WRONG_PER_RUN = 500
 #: Recalled items listed per wrong answer (the first RECALLED_OPEN visible, the rest folded),
@@ -66,7 +69,7 @@ class LoadedRun:
     """One run directory as the page needs it."""
 
     path: Path
-    run: dict[str, Any]  # run.json
+    run: RunInfo  # run.json
     summary: RunSummary  # summary.json
     records: list[QuestionRecord]  # samples.jsonl, a torn last line left out
     judge_checks: list[dict[str, Any]] = attrs.field(factory=list)  # judge-check.json, one entry per judge
@@ -75,21 +78,21 @@ class LoadedRun:
 
     @property
     def run_id(self) -> str:
-        return str(self.run.get("run_id") or self.summary.run_id or self.path.name)
+        return str(self.run.run_id or self.summary.run_id or self.path.name)
 
     @property
     def agent(self) -> str:
-        return str(self.summary.agent or self.run.get("spec", {}).get("agent") or "?")
+        return str(self.summary.agent or self.run.agent or "?")
 
     @property
     def dataset(self) -> str:
-        return str(self.summary.dataset or self.run.get("spec", {}).get("dataset") or "?")
+        return str(self.summary.dataset or self.run.dataset or "?")
 
     @property
     def metrics(self) -> list[str]:
         """Metric names in the dataset's declared order (run.json), then any others the summary has."""
         overall = self.summary.metrics.overall
-        declared = [m for m in self.run.get("resolved", {}).get("metrics", []) if m in overall]
+        declared = [m for m in self.run.metrics if m in overall]
         return declared + [m for m in overall if m not in declared]
 
     @property
@@ -120,31 +123,17 @@ class LoadedRun:
         return list(self.summary.metrics.by_category)
 
 
-def headline_metric(metrics: Sequence[str]) -> str | None:
-    """The metric a run is judged by: the judge when present, else the dataset's first answer metric.
-
-    recall@K scores retrieval, not the answer, so it heads the page only when it is all
-    a run has.
-    """
-    if PREFERRED_HEADLINE in metrics:
-        return PREFERRED_HEADLINE
-    answer_metrics = [m for m in metrics if not m.startswith("recall@")]
-    if answer_metrics:
-        return answer_metrics[0]
-    return metrics[0] if metrics else None
-
-
 def load_run(path: Path) -> LoadedRun:
     """Read run.json, summary.json and samples.jsonl of one run directory."""
     rd = RunDir(Path(path)).check()
-    return LoadedRun(path=rd.path, run=rd.spec(), summary=rd.summary(), records=rd.records(),
+    return LoadedRun(path=rd.path, run=rd.info(), summary=rd.summary(), records=rd.records(),
                      judge_checks=rd.judge_checks(), stored=stored_file.read(rd.path))
 
 
 def _flat_spec(run: LoadedRun) -> dict[str, Any]:
     """run.json's spec with agent/dataset options as `agent_options.key` entries."""
     flat: dict[str, Any] = {}
-    for key, value in run.run.get("spec", {}).items():
+    for key, value in run.run.spec.items():
         if isinstance(value, dict):
             flat.update({f"{key}.{k}": v for k, v in value.items()})
         else:
@@ -204,6 +193,8 @@ def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
             "prediction": rec.prediction,
             "score": rec.scores.get(headline) if headline else None,
             "error": rec.error,
+            # where the answer was lost (memplug.diagnosis); None: an error, or a run from before diagnoses
+            "stage": rec.diagnosis.stage if rec.diagnosis is not None else None,
             "recalled": [
                 {
                     "text": _clip(str(item.text), MAX_RECALLED_CHARS),
@@ -302,6 +293,7 @@ _RC: dict[RcKeyType, Any] = {
     "axes.titleweight": "bold",
     "axes.titlelocation": "left",
     "legend.frameon": False,
+    "text.parse_math": False,  # a "$" in a category or a run's name is a dollar sign, not TeX
 }
 _OVERALL_COLOR = "#4a4a4a"
 #: id stem of every data mark (bar, point) in a chart, so a browser test can count what was drawn.
@@ -318,9 +310,9 @@ _MIN_CHART_SCALE = 0.7
 def wrap_label(text: str, width: int, max_lines: int = _MAX_LABEL_LINES) -> str:
     """``text`` broken into lines of at most ``width`` characters (at spaces and hyphens, inside
     a word only when it must), at most ``max_lines`` of them, so that run names side by side
-    in a chart never run into each other."""
+    in a chart never run into each other; its control characters written out."""
     width = max(4, width)
-    lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=True) or [""]
+    lines = textwrap.wrap(visible(text), width, break_long_words=True, break_on_hyphens=True) or [""]
     if len(lines) > max_lines:
         lines = lines[:max_lines]
         lines[-1] = lines[-1][: width - 1].rstrip() + "…"
@@ -382,7 +374,7 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
         values = [math.nan if v is None else float(v) for v in given]
         intervals = [r.interval(metric, None if overall else cat) for r in runs]
         top = max([top, *(v for v in values if not math.isnan(v)), *(i[1] for i in intervals if i)])
-        drawn = ax.bar(x - 0.4 + width * (i + 0.5), values, width * 0.92, label=cat,
+        drawn = ax.bar(x - 0.4 + width * (i + 0.5), values, width * 0.92, label=visible(cat),
                        color=_OVERALL_COLOR if overall else colors[i % len(colors)],
                        yerr=_error_bars(values, intervals),
                        error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "#222"})
@@ -393,12 +385,12 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
     # name wraps to its group's width, less a gap
     group_pt = 72 * fig_w * 0.775 / len(runs)
     ax.set_xticks(x, [wrap_label(r.label, int(group_pt / _PT_PER_CHAR) - 2) for r in runs])
-    ax.set_ylabel(metric)
+    ax.set_ylabel(visible(metric))
     if top <= 1.0:
         ax.set_ylim(0, 1.02)
     ax.grid(axis="y", color="#e4e4e4", linewidth=0.6)
     ax.set_axisbelow(True)
-    ax.set_title(f"{metric} by category · {dataset}")
+    ax.set_title(visible(f"{metric} by category · {dataset}"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, handlelength=1.0)
     return _svg(fig, prefix)
 
@@ -467,7 +459,7 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
         point = ax.errorbar([per_k], [value], yerr=yerr, fmt="o", color=colors[i % len(colors)], markersize=6,
                             elinewidth=0.8, capsize=2, label=wrap_label(r.label, 60, max_lines=2))
         point.lines[0].set_gid(f"{MARK}-{i}")
-    ax.set_ylabel(metric)
+    ax.set_ylabel(visible(metric))
     ax.margins(x=0.3, y=0.15)
     if any(costs):
         ax.set_xlabel("LLM cost, USD per 1,000 questions")
@@ -481,9 +473,51 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
         ax.set_ylim(0, 1.02)
     ax.grid(color="#e4e4e4", linewidth=0.6)
     ax.set_axisbelow(True)
-    ax.set_title(f"{metric} against cost · {dataset}")
+    ax.set_title(visible(f"{metric} against cost · {dataset}"))
     if costs:
         fig.legend(loc="outside lower left", fontsize=8, handlelength=1.0, ncols=1)
+    return _svg(fig, prefix)
+
+
+#: a colour per stage of memplug.diagnosis: correct in green, the three losses warm to cool, unknown grey
+_STAGE_COLORS = {"correct": "#59a14f", "not_stored": "#e15759", "not_recalled": "#f28e2b", "misread": "#b07aa1",
+                 "unknown": "#bab0ac"}
+
+
+def _stage_chart(plt: Any, dataset: str, runs: Sequence[LoadedRun], categories: Sequence[str],
+                 prefix: str) -> Markup | None:
+    """Where each run's answers were lost (summary.json's ``diagnosis``): a stacked bar per run
+    and category, its segments the shares of its answers correct, not stored, not recalled,
+    misread and unknown. None when no run of the group has diagnoses (runs from before them)."""
+    rows: list[tuple[str, dict[str, int]]] = []
+    for r in runs:
+        tallied = r.summary.diagnosis
+        if not tallied:
+            continue
+        by_category = tallied.get("by_category") or {}
+        rows.append((f"{r.label} · overall", tallied.get("overall") or {}))
+        rows += [(f"{r.label} · {c}", by_category[c]) for c in categories if c in by_category]
+    if not rows:
+        return None
+    from memplug.diagnosis import STAGES
+
+    labels = [wrap_label(label, 40, max_lines=2) for label, _ in rows]
+    fig, ax = plt.subplots(figsize=(7.6, 1.2 + (0.18 + 0.14 * _label_lines(labels)) * len(rows)), layout="constrained")
+    left = [0.0] * len(rows)
+    y = list(range(len(rows)))
+    for stage in STAGES:
+        shares = [counts.get(stage, 0) / max(1, sum(counts.values())) for _, counts in rows]
+        drawn = ax.barh(y, shares, left=left, height=0.7, color=_STAGE_COLORS[stage], label=stage.replace("_", " "))
+        for j, bar in enumerate(drawn.patches):
+            if shares[j]:
+                bar.set_gid(f"{MARK}-{stage}-{j}")
+        left = [a + b for a, b in zip(left, shares)]
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the answers diagnosed")
+    ax.set_title(visible(f"where the answers were lost · {dataset}"))
+    fig.legend(loc="outside lower left", ncols=len(STAGES), fontsize=8, handlelength=1.0)
     return _svg(fig, prefix)
 
 
@@ -518,14 +552,14 @@ def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metri
         ax.axvline(0, color="#888", linewidth=0.8, linestyle="--", zorder=0)
         ax.set_yticks(range(len(rows)), [names[k] for k, _ in rows])
         ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_title(metric, fontsize=9)
+        ax.set_title(visible(metric), fontsize=9)
         ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
         ax.set_axisbelow(True)
         ax.spines["left"].set_visible(False)
         ax.tick_params(axis="y", length=0)
     axes[-1, 0].set_xlim(-reach, reach)
     axes[-1, 0].set_xlabel("A − B, paired difference in mean score (95% interval)")
-    fig.suptitle(f"Paired differences · {dataset}", x=0.01, ha="left", fontsize=10, fontweight="bold")
+    fig.suptitle(visible(f"Paired differences · {dataset}"), x=0.01, ha="left", fontsize=10, fontweight="bold")
     fig.get_layout_engine().set(h_pad=0.08)
     return _svg(fig, prefix)
 
@@ -550,7 +584,7 @@ def repeat_groups(runs: Sequence[LoadedRun], option_keys: Sequence[str]) -> list
     """
     by_spec: dict[str, list[LoadedRun]] = {}
     for r in runs:
-        spec = {k: v for k, v in r.run.get("spec", {}).items() if k != "seed"}
+        spec = {k: v for k, v in r.run.spec.items() if k != "seed"}
         by_spec.setdefault(json.dumps(spec, sort_keys=True, default=str), []).append(r)
     groups = [g for g in by_spec.values() if len(g) > 1]
     per_agent = Counter(g[0].agent for g in groups)
@@ -563,7 +597,7 @@ def repeat_groups(runs: Sequence[LoadedRun], option_keys: Sequence[str]) -> list
             if values:
                 summaries[metric] = stats.repeat_summary(values)
         out.append({"label": _with_options(g[0], keys) if per_agent[g[0].agent] > 1 else g[0].agent,
-                    "dataset": g[0].dataset, "runs": g, "seeds": [r.run.get("spec", {}).get("seed") for r in g],
+                    "dataset": g[0].dataset, "runs": g, "seeds": [r.run.seed for r in g],
                     "metrics": summaries})
     return out
 
@@ -596,10 +630,18 @@ def _ci_note(runs: Sequence[LoadedRun]) -> str | None:
     return None
 
 
+def _shown(value: Any) -> Any:
+    """What a ``{{ }}`` of the template prints: a string with its control characters written
+    out (an ESC in a category is shown as ``\\x1b``); tab and line breaks stay, as they are
+    only whitespace in HTML. Markup (the charts, ``tojson``) is memplug's own, left as it is."""
+    return visible(value, layout=True) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("memplug", "templates"),
         autoescape=True,
+        finalize=_shown,
         undefined=jinja2.StrictUndefined,  # a typo in the template fails the tests, not the reader
         trim_blocks=True,
         lstrip_blocks=True,
@@ -623,8 +665,8 @@ def render_html(run_dirs: Sequence[Path]) -> str:
     columns = compare.judge_columns([r.path for r in loaded])
     loaded = [r if i not in columns else attrs.evolve(
         r, summary=compare.judged_summary(r.summary, columns[i]),
-        run={**r.run, "resolved": {**(r.run.get("resolved") or {}), "metrics": [
-            compare.judged_name(m, columns[i]) for m in (r.run.get("resolved") or {}).get("metrics") or []]}},
+        run=attrs.evolve(r.run, resolved={**r.run.resolved, "metrics": [
+            compare.judged_name(m, columns[i]) for m in r.run.metrics]}),
         records=[attrs.evolve(rec, scores=compare.rename_judge_metrics(rec.scores, columns[i]))
                  for rec in r.records]) for i, r in enumerate(loaded)]
     option_keys = differing_options(loaded)
@@ -646,6 +688,8 @@ def render_html(run_dirs: Sequence[Path]) -> str:
             if headline is not None:
                 n_chart += 1
                 cost_svg = _cost_chart(plt, headline, dataset, members, f"c{n_chart}")
+            n_chart += 1
+            stage_svg = _stage_chart(plt, dataset, members, categories, f"c{n_chart}")
             pairs = paired_comparisons(members)
             paired_metrics = [m for m in _ordered_union([metrics, *(p["metrics"] for p in pairs)])
                               if any(m in p["metrics"] for p in pairs)]
@@ -654,7 +698,7 @@ def render_html(run_dirs: Sequence[Path]) -> str:
                 n_chart += 1
                 paired_svg = _paired_chart(plt, dataset, pairs, paired_metrics, f"c{n_chart}")
             groups.append({"dataset": dataset, "runs": members, "metrics": metrics, "categories": categories,
-                           "headline": headline, "charts": charts, "cost_svg": cost_svg,
+                           "headline": headline, "charts": charts, "cost_svg": cost_svg, "stage_svg": stage_svg,
                            "pairs": pairs, "paired_metrics": paired_metrics, "paired_svg": paired_svg,
                            "best": {m: _best(members, m) for m in metrics}})
         efficiency_svg = _efficiency_chart(plt, runs, "eff")
@@ -680,11 +724,23 @@ def render_html(run_dirs: Sequence[Path]) -> str:
         efficiency_svg=efficiency_svg,
         ci_note=_ci_note(runs),
         wrong=wrong,
+        # the memory measures any run has (memplug.diagnosis), in their order there
+        memory_measures=_ordered_union(list(((r.summary.diagnosis or {}).get("memory") or {})) for r in runs),
         wrong_categories=_ordered_union([row["category"] for row in w["rows"]] for w in wrong),
         max_wrong=MAX_WRONG_PER_RUN,
         recalled_open=RECALLED_OPEN,
-        run_json={r.run_id: json.dumps(r.run, indent=2, ensure_ascii=False) for r in runs},
+        run_json={r.run_id: json.dumps(r.run.to_json(), indent=2, ensure_ascii=False) for r in runs},
+        competency_table=_competency_table([Path(p) for p in run_dirs]),
     )
+
+
+def _competency_table(paths: list[Path]) -> Markup | None:
+    """A dataset's own table of the runs (MemoryAgentBench's runs of several sources: the paper's
+    table by competency), from its plugin's ``memplug_report_table``; else None."""
+    from memplug.plugins import get_plugins
+
+    table = get_plugins().hook.memplug_report_table(paths=paths, fmt="html")
+    return Markup(table) if table is not None else None
 
 
 def write_html(run_dirs: list[Path], out: Path) -> Path:

@@ -32,7 +32,7 @@ import hashlib
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping
 
 import attrs
 
@@ -56,11 +56,13 @@ JUDGE_ENV = "MEMPLUG_JUDGE_PROMPT"
 DEFAULT_JUDGE = "memplug"
 
 #: how a template is filled: memplug's named slots, LongMemEval's three positional {} (question,
-#: answer, response: evaluate_qa.py's template.format), Mem0's named question/gold_answer/generated_answer
-STYLES = ("memplug", "positional", "mem0")
+#: answer, response: evaluate_qa.py's template.format), Mem0's named question/gold_answer/generated_answer,
+#: LoCoMo-Plus's named gold/pred/evidence (llm_as_judge.py get_judge_prompt)
+STYLES = ("memplug", "positional", "mem0", "locomo-plus")
 #: how a reply becomes a score: memplug's parse_verdict of the prompt's fields; LongMemEval's
-#: ``'yes' in reply.lower()``; Mem0's ``json.loads(extract_json(reply))["label"] == "CORRECT"``
-READERS = ("fields", "yes", "label")
+#: ``'yes' in reply.lower()``; Mem0's ``json.loads(extract_json(reply))["label"] == "CORRECT"``;
+#: LoCoMo-Plus's label (correct 1, partial 0.5, anything else 0: :func:`read_locomo_plus`)
+READERS = ("fields", "yes", "label", "locomo-plus")
 
 
 def sha256_text(text: str) -> str:
@@ -93,11 +95,13 @@ class JudgePrompt:
     def sha256(self) -> str:
         return sha256_text(self.template)
 
-    def render(self, question: str, gold: str, prediction: str, choices: str = "") -> str:
+    def render(self, question: str, gold: str, prediction: str, choices: str = "", evidence: str = "") -> str:
         if self.style == "positional":
             return self.template.format(question, gold, prediction)
         if self.style == "mem0":
             return self.template.format(question=question, gold_answer=gold, generated_answer=prediction)
+        if self.style == "locomo-plus":
+            return self.template.format(gold=gold, pred=prediction, evidence=evidence)
         return self.template.format(question=question, choices=choices, gold=gold, prediction=prediction)
 
     def read(self, reply: str, field_index: int = 0) -> float | None:
@@ -108,6 +112,8 @@ class JudgePrompt:
             return 1.0 if "yes" in reply.lower() else 0.0
         if self.reads == "label":
             return read_label(reply)
+        if self.reads == "locomo-plus":
+            return read_locomo_plus(reply)
         return parse_verdict(reply, self.fields[field_index], text_fallback=field_index == 0)
 
 
@@ -254,6 +260,38 @@ def read_label(reply: str) -> float | None:
     return 1.0 if obj["label"] == "CORRECT" else 0.0
 
 
+#: llm_as_judge.py LABEL_TO_SCORE (xjtuleeyf/Locomo-Plus)
+LOCOMO_PLUS_SCORES = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
+_LOCOMO_PLUS_JSON = re.compile(r'\{[^{}]*"label"\s*:\s*["\']([^"\']+)["\'][^{}]*"reason"\s*:\s*["\']([^"\']*)["\']',
+                               re.DOTALL)
+
+
+def locomo_plus_label(reply: str) -> str:
+    """LoCoMo-Plus's ``_parse_judge_response`` (llm_as_judge.py, xjtuleeyf/Locomo-Plus@059f4e3), its
+    label only: a {"label": ..., "reason": ...} object, else the reply as JSON, else (when that
+    fails) the first of "correct", "wrong", "partial" found in the lower-cased reply, in that
+    order, so "incorrect" reads as "correct", as it does there."""
+    raw = (reply or "").strip()
+    try:
+        match = _LOCOMO_PLUS_JSON.search(raw)
+        if match:
+            return match.group(1).strip()
+        return str((json.loads(raw).get("label") or "").strip())
+    except Exception:  # the official code's bare fallback: any failure reads the words
+        low = raw.lower()
+        return next((word for word in ("correct", "wrong", "partial") if word in low), "")
+
+
+def read_locomo_plus(reply: str) -> float:
+    """LoCoMo-Plus's ``label_to_score``: correct 1, partial 0.5, wrong, another label or none 0
+    (the official summary counts an unreadable reply as 0, so memplug does too, and logs it)."""
+    label = locomo_plus_label(reply)
+    if label.lower() not in LOCOMO_PLUS_SCORES:
+        log.warning("LoCoMo-Plus judge reply without a known label, scored 0 as the official code does: %r",
+                    reply[:200])
+    return LOCOMO_PLUS_SCORES.get(label.lower(), 0.0)
+
+
 def memplug_gold(question: Question) -> str:
     """The gold answers joined by " | ", with the correct choice for multiple choice."""
     golds = list(question.answers)
@@ -277,6 +315,12 @@ class JudgeSet:
     #: extra parameters of every call, as the official code sends them
     params: Mapping[str, Any] = attrs.field(factory=dict)
     description: str = ""
+    #: for a judge whose official score takes several calls (BEAM: one per rubric item):
+    #: ``await scorer(llm, question, prediction)`` is the score, the prompts are its pinned texts
+    scorer: "Callable[[LLM, Question, str], Awaitable[float | None]] | None" = None
+    #: the evidence a prompt shows (LoCoMo-Plus's ``{evidence}``); a judge with one scores
+    #: questions without a gold answer (LoCoMo-Plus's cognitive and adversarial questions)
+    evidence: Callable[[Question], str] | None = None
 
     def prompt(self, name: str) -> JudgePrompt:
         for p in self.prompts:
@@ -453,15 +497,18 @@ class Judge:
         q = ctx.question
         judge = MEMPLUG if self.fixed_prompt else self.judge_for(q)
         gold = judge.gold(q)
-        if not gold:
+        evidence = judge.evidence(q) if judge.evidence is not None else ""
+        if not gold and not evidence:
             return None
         prompt = self.prompt_for(ctx)
         if prompt is None or self.field_index >= len(prompt.fields):
             return None
         self.used.setdefault(judge.name, judge)
+        if judge.scorer is not None:
+            return await judge.scorer(self.llm, q, ctx.prediction)
         choices = format_choices(q.choices)
         text = prompt.render(q.text, gold, ctx.prediction or "(no answer)" if prompt.style == "memplug"
-                             else ctx.prediction, f"Choices:\n{choices}\n" if choices else "")
+                             else ctx.prediction, f"Choices:\n{choices}\n" if choices else "", evidence)
         completion = await self.llm.acomplete(
             [{"role": "user", "content": text}], temperature=0, seed=JUDGE_SEED, **judge.params
         )

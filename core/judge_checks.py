@@ -77,11 +77,10 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         raise MemplugError(f"the same judge is given twice: {', '.join(judges)}")
     plugins = plugins or get_plugins()
     run = RunDir(path).check()
-    stored = run.spec()
-    spec = stored.get("spec", {})
-    info = dataset_info(spec, plugins)
+    stored = run.info()
+    info = dataset_info(stored.spec, plugins)
     # every judge's model checked (key, endpoint) before the first call of any
-    llms = judge_llms(judges, api_base or spec.get("api_base"), cache)
+    llms = judge_llms(judges, api_base or stored.api_base, cache)
     answered = [r for r in run.records() if scorable(r)]
     kinds = {r.key: question_kind(r, info.language, max_answer_words) for r in answered}
     objective = [r for r in answered if kinds[r.key]]
@@ -89,7 +88,7 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         raise MemplugError(f"{path}: no multiple-choice or exact-answer question to check the judge on")
     # two or more judges are also compared with each other on open-ended questions
     to_judge = answered if len(judges) > 1 else objective
-    config = MetricConfig(top_k=run.top_k(stored), language=info.language)
+    config = MetricConfig(top_k=stored.top_k, language=info.language)
     accuracy, exact_metric = build_metrics(["accuracy", exact], config, plugins)
     exact_scores = asyncio.run(score_records(objective, [accuracy, exact_metric], info.language))
     truth = {r.key: s["accuracy"] if kinds[r.key] == "multiple_choice" else s[exact_metric.name]

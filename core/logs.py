@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
+from memplug.display import visible
 from memplug.secrets import scrub
 
 LOG_NAME = "memplug.log"
@@ -26,6 +27,14 @@ class _Scrub(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg, record.args = scrub(record.getMessage()), None
         return True
+
+
+class _Shown(logging.Formatter):
+    """A record as a line of text for the terminal: control characters written out
+    (``--verbose`` shows what the agent's libraries log, the data they were given included)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record), layout=True)
 
 
 class _LoguruBridge:
@@ -81,7 +90,9 @@ def logs_to(run_dir: Path, verbose: bool = False) -> Iterator[Path]:
     handler.setFormatter(logging.Formatter(FORMAT))
     handlers: list[logging.Handler] = [handler]
     if verbose:
-        handlers.append(logging.StreamHandler(sys.stderr))
+        terminal = logging.StreamHandler(sys.stderr)
+        terminal.setFormatter(_Shown())
+        handlers.append(terminal)
     for h in handlers:
         h.addFilter(_Scrub())
     with keeping_handlers():

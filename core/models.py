@@ -14,6 +14,10 @@ import attrs
 #: test-time learning, long-range understanding, conflict resolution.
 CAPABILITIES = frozenset({"AR", "TTL", "LRU", "CR"})
 
+#: K, the items recalled per question, where neither ``--top-k`` nor the dataset's protocol
+#: sets it (and in a stored run that recorded none)
+DEFAULT_TOP_K = 5
+
 
 def _frozen_dict(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
@@ -91,12 +95,17 @@ class AgentQuestion:
     time: str | None = None
     #: the question's time as the release writes it ("2024年04月05日 周五 11:59"), for prompts
     time_text: str | None = None
+    #: values of the dataset's own prompt slots for this question (its ``meta["slots"]``), e.g.
+    #: the options of LoCoMo's category-5 two-way choice: what the official prompt shows the
+    #: model, never a gold answer by itself
+    slots: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_dict)
 
     @classmethod
     def of(cls, question: Question) -> "AgentQuestion":
         when = question.meta.get("time_text")
+        slots = question.meta.get("slots") or {}
         return cls(question.id, question.text, question.category, question.choices, question.time,
-                   None if when is None else str(when))
+                   None if when is None else str(when), {str(k): str(v) for k, v in slots.items()})
 
 
 @attrs.frozen
@@ -220,3 +229,14 @@ class DatasetInfo:
         unknown = value - CAPABILITIES
         if unknown:
             raise ValueError(f"unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+
+
+@attrs.define
+class CheckReport:
+    """What a dataset builder's validator returns (``check``, ``check_data``: :mod:`memplug.protocols`)
+    to ``memplug generate --check``: ``ok`` is False when there is any problem; ``stats`` are
+    printed as they are."""
+
+    ok: bool
+    problems: list[str]
+    stats: dict[str, Any]

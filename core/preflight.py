@@ -7,6 +7,8 @@ checked here, each failure one :class:`MemplugError` line naming the problem and
 fix (the CLI exits 2):
 
 - settings: finite, positive, bounded numbers (:data:`LIMITS`);
+- ``--llm local`` (or ``--judge local``): llama.cpp's server starts, loads the model and
+  is timed (:mod:`memplug.llm.local`);
 - each model named (``--llm``, ``--judge``, ``--embedder litellm:<model>``): litellm
   knows its provider, the provider's key is in the environment (unless an
   ``--api-base`` is given: a local server may need none), and an ``--api-base``
@@ -19,6 +21,8 @@ fix (the CLI exits 2):
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import os
 import urllib.error
@@ -46,6 +50,8 @@ LIMITS: Mapping[str, tuple[float, float]] = {
     "concurrency": (1, 512),
     "top_k": (1, 10_000),
     "chunk_size": (1, 1_000_000),
+    "context_tokens": (1, 10_000_000),
+    "settle_timeout": (1.0, 7 * 86400.0),
 }
 
 
@@ -70,6 +76,12 @@ def check_spec(spec: "RunSpec") -> None:
     if spec.llm_deadline < spec.llm_timeout:
         raise MemplugError(f"--llm-deadline {spec.llm_deadline:g} is shorter than --llm-timeout "
                            f"{spec.llm_timeout:g}: no call could finish")
+    from memplug import gates, sampling
+
+    if spec.limit_by not in sampling.LIMIT_BY:
+        raise MemplugError(f"--limit-by {spec.limit_by!r}: use one of {', '.join(sampling.LIMIT_BY)}")
+    gates.parse_max_errors(spec.max_errors)
+    gates.thresholds(spec.fail_under)
 
 
 def check_judge(model: str | None, name: str | None, plugins: "Plugins | None" = None) -> None:
@@ -132,19 +144,78 @@ def declared_options(obj: object, owner: str) -> "tuple[Option, ...]":
     return options_of(obj)
 
 
+#: the variables each provider's key may be in (one is enough), as litellm's
+#: ``validate_environment`` reads them: a missing key is said before litellm is imported,
+#: which takes seconds (7-34 s were seen before the line came)
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "groq": ("GROQ_API_KEY",), "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",), "openrouter": ("OPENROUTER_API_KEY",), "cohere": ("COHERE_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY",), "xai": ("XAI_API_KEY",), "perplexity": ("PERPLEXITYAI_API_KEY",),
+    "deepinfra": ("DEEPINFRA_API_KEY",), "cerebras": ("CEREBRAS_API_KEY",), "replicate": ("REPLICATE_API_KEY",),
+    "huggingface": ("HUGGINGFACE_API_KEY",), "ai21": ("AI21_API_KEY",), "nvidia_nim": ("NVIDIA_NIM_API_KEY",),
+    "fireworks_ai": ("FIREWORKS_AI_API_KEY", "FIREWORKS_API_KEY", "FIREWORKSAI_API_KEY", "FIREWORKS_AI_TOKEN"),
+}
+
+
+def _provider(model: str) -> str | None:
+    """The provider of ``model`` as litellm would route it, where that is known without
+    importing litellm: a ``provider/`` prefix, or a bare name (``gpt-4o-mini``) in the
+    price map litellm ships (read as JSON, ~20 ms)."""
+    prefix, slash, _ = model.partition("/")
+    if slash:
+        return prefix if prefix in PROVIDER_KEYS else None
+    return _bundled_providers().get(model)
+
+
+@functools.cache
+def _bundled_providers() -> dict[str, str]:
+    """Model name -> provider, from litellm's bundled price map (empty without litellm)."""
+    from memplug.tokens import litellm_dir
+
+    root = litellm_dir()
+    if root is None:
+        return {}
+    try:
+        table = json.loads((root / "model_prices_and_context_window_backup.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {name: str(row.get("litellm_provider")) for name, row in table.items() if isinstance(row, dict)}
+
+
+def check_keys(spec: "RunSpec") -> None:
+    """The provider key of ``--llm`` and ``--judge`` (a provider in :data:`PROVIDER_KEYS`,
+    without ``--api-base``) is in the environment: checked first, in no time;
+    :func:`check_llm` asks litellm about every other provider later."""
+    if spec.api_base:
+        return
+    for role, model in (("--llm", spec.llm), ("--judge", spec.judge)):
+        provider = _provider(str(model)) if model else None
+        keys = PROVIDER_KEYS.get(provider or "")
+        if keys and not any(os.environ.get(key) for key in keys):
+            raise MemplugError(f"{role} {model}: {provider} needs {' or '.join(keys)} in the environment "
+                               "(or give --api-base URL of a server that needs no key)")
+
+
 def _litellm_provider(model: str) -> str:
     from memplug.llm.transport import litellm as _litellm
 
     try:
         return str(_litellm().get_llm_provider(model)[1])
     except Exception as exc:
-        reason = " ".join(str(exc).split())[:200]
+        reason = " ".join(str(exc).split())
+        # litellm's "LLM Provider NOT provided. Pass in the LLM provider you are trying to call..." (300 characters)
+        reason = "it names no provider" if "Provider NOT provided" in reason else reason[:200]
         raise MemplugError(f"model {model!r} is not one litellm can call ({reason}); write it as "
                            "provider/name, e.g. openai/gpt-4o-mini or ollama/qwen2.5") from None
 
 
 def check_llm(llm: "LLM", role: str = "--llm") -> None:
-    """The model resolves, its key is present, its endpoint answers."""
+    """The model resolves, its key is present, its endpoint answers; a local model's server
+    is started now and timed (memplug.llm.local), so a model that cannot load fails here."""
+    if llm.local is not None:
+        llm.local_server()
+        return
     if not llm.direct:
         provider = _litellm_provider(llm.model)
         if not llm.api_base and not llm.api_key:
@@ -193,10 +264,11 @@ def check_embedder(name: str, llm: "LLM | None") -> None:
     if name == "wordllama":
         return
     if kind == "st" and model:
-        from memplug.adapters.retrieval.embedders import get_embedder
+        from memplug.plugins import get_plugins
 
-        get_embedder(name, llm)  # builds it: a model missing locally fails now, in one line
-        return
+        # built by the plugin that has it (memplug.adapters): a model missing locally fails now, in one line
+        if get_plugins().hook.memplug_check_embedder(name=name, llm=llm):
+            return
     if kind == "litellm" and model:
         from memplug.llm import LLM
 

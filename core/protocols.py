@@ -27,11 +27,11 @@ from typing import (
 
 import attrs
 
-from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Recalled, Sample, StoredItem
+from memplug.models import (DEFAULT_TOP_K, AgentQuestion, CheckReport, Chunk, DatasetInfo, Question, Recall, Recalled,
+                            Sample, StoredItem)
 from memplug.options import Option
 
 if TYPE_CHECKING:  # the LLM layer imports litellm lazily; keep this module light
-    from memplug.datasets.checks import CheckReport
     from memplug.llm import LLM
     from memplug.preflight import AgentPlan
 
@@ -78,7 +78,7 @@ class ChecksSamples(Protocol):
     ``memplug generate --check`` (what it built or loaded: answers present, distractors
     consistent, ...). Without it, ``--check`` is refused before any work."""
 
-    def check(self, samples: list[Sample]) -> "CheckReport": ...
+    def check(self, samples: list[Sample]) -> CheckReport: ...
 
 
 @runtime_checkable
@@ -87,7 +87,7 @@ class ChecksData(Protocol):
     ``memplug generate --check --data PATH`` on the user's own file before anything is built,
     so that every problem comes with its line number."""
 
-    def check_data(self, data: Path, values: dict[str, Any]) -> "CheckReport": ...
+    def check_data(self, data: Path, values: dict[str, Any]) -> CheckReport: ...
 
 
 @attrs.frozen
@@ -116,7 +116,7 @@ class AgentConfig:
     llm: "LLM | None" = None
     #: embedder name: "wordllama" (offline default), "litellm:<model>", "st:<model>"
     embedder: str = "wordllama"
-    top_k: int = 5
+    top_k: int = DEFAULT_TOP_K
     chunk_size: int = 512
     seed: int = 0
     language: str = "en"
@@ -133,7 +133,7 @@ class MemoryAgent(Protocol):
     Optional capabilities, declared below: :class:`IngestsAsync`, :class:`RecallsAsync`,
     :class:`ClosesAsync` (the runner prefers them; sync methods otherwise run in a worker
     thread), :class:`DeclaresBlocking` (``blocking = False``: called inline),
-    :class:`ListsStored`; on the factory: :class:`HasOptions`, :class:`HasDefaultChunkSize`,
+    :class:`ListsStored`, :class:`Settles`; on the factory: :class:`HasOptions`, :class:`HasDefaultChunkSize`,
     :class:`Preflights`.
     """
 
@@ -188,6 +188,41 @@ class RecallsAsync(Protocol):
 
 
 @runtime_checkable
+class Settles(Protocol):
+    """Optional: ``settle()``, for a system whose ingestion goes on after ``ingest`` returns
+    (a graph built in the background, a queue of extractions, a deferred ``cognify``).
+    The runner calls it once per sample, after the last chunk and before ``stored()`` and
+    the first question, and waits for it up to ``--settle-timeout`` seconds (a timeout or
+    an exception fails the sample's questions, as a failed ingestion does); its time is on
+    each record as ``timings.settle_s``, apart from ``ingest_s``. Without it, a question
+    could be asked of a memory that is still being written, and the system would look
+    worse than it is, or a slow one faster. Return when what was ingested can be recalled.
+    ``async def asettle`` is used when present."""
+
+    def settle(self) -> None: ...
+
+
+@runtime_checkable
+class SettlesAsync(Protocol):
+    """Optional: ``async def asettle()``, the async form of :class:`Settles`, preferred when present."""
+
+    async def asettle(self) -> None: ...
+
+
+def _declares(obj: object, name: str) -> bool:
+    """``isinstance(obj, P)`` for a runtime protocol ``P`` whose member is ``name``, as typing
+    decides it for a method (present and not None), without its cost: typing's isinstance
+    walks the protocol's members every time, tens of microseconds, and the runner asks
+    several times a sample (a fifth of a warm rerun's CPU at 64 side by side)."""
+    return getattr(obj, name, None) is not None
+
+
+def settles(agent: object) -> bool:
+    """Whether the agent finishes its ingestion in ``settle()`` (:class:`Settles`, :class:`SettlesAsync`)."""
+    return _declares(agent, "settle") or _declares(agent, "asettle")
+
+
+@runtime_checkable
 class ClosesAsync(Protocol):
     """Optional: ``async def aclose()``, preferred to ``close`` (an async session to end)."""
 
@@ -195,25 +230,22 @@ class ClosesAsync(Protocol):
 
 
 def async_variant(agent: object, method: str) -> Callable[..., Awaitable[Any]] | None:
-    """The agent's declared ``async def a<method>`` for ``method`` in ingest, recall, close and
-    stored (:class:`IngestsAsync`, :class:`RecallsAsync`, :class:`ClosesAsync`,
-    :class:`ListsStoredAsync`); None when it has none, or has one that is not an ``async def``
+    """The agent's declared ``async def a<method>`` for ``method`` in ingest, recall, close,
+    stored and settle (:class:`IngestsAsync`, :class:`RecallsAsync`, :class:`ClosesAsync`,
+    :class:`ListsStoredAsync`, :class:`SettlesAsync`); None when it has none, or has one that is not an ``async def``
     (:func:`capability_problems` reports that before the run)."""
-    found: Callable[..., Any] | None = None
-    if method == "ingest" and isinstance(agent, IngestsAsync):
-        found = agent.aingest
-    elif method == "recall" and isinstance(agent, RecallsAsync):
-        found = agent.arecall
-    elif method == "close" and isinstance(agent, ClosesAsync):
-        found = agent.aclose
-    elif method == "stored" and isinstance(agent, ListsStoredAsync):
-        found = agent.astored
+    # the attribute itself, not isinstance(agent, IngestsAsync) and the like (see _declares)
+    found = getattr(agent, f"a{method}", None) if method in _ASYNC_VARIANTS else None
     return found if found is not None and inspect.iscoroutinefunction(found) else None
+
+
+#: the methods with an async variant (``a<method>``) that :func:`async_variant` looks for
+_ASYNC_VARIANTS = frozenset({"ingest", "recall", "close", "stored", "settle"})
 
 
 def lists_stored(agent: object) -> bool:
     """Whether the agent can say what it holds (:class:`ListsStored` or :class:`ListsStoredAsync`)."""
-    return isinstance(agent, (ListsStored, ListsStoredAsync))
+    return _declares(agent, "stored") or _declares(agent, "astored")
 
 
 @runtime_checkable
@@ -230,7 +262,7 @@ class DeclaresBlocking(Protocol):
 
 def is_blocking(obj: object) -> bool:
     """False only for an agent (or factory) that declares ``blocking = False``."""
-    return not (isinstance(obj, DeclaresBlocking) and obj.blocking is False)
+    return getattr(obj, "blocking", None) is not False  # isinstance(obj, DeclaresBlocking) (see _declares)
 
 
 @runtime_checkable
@@ -312,12 +344,29 @@ class LacksSkills(Protocol):
 
 def reader_cannot(reader: object) -> AbstractSet[str]:
     """The skills the reader declares it lacks."""
-    return reader.cannot if isinstance(reader, LacksSkills) else frozenset()
+    return getattr(reader, "cannot", None) or frozenset()  # isinstance(reader, LacksSkills) (see _declares)
+
+
+@runtime_checkable
+class PromptsWithProtocol(Protocol):
+    """Optional on a reader: ``prompts_with_protocol = True`` when it asks a model with the
+    dataset's answer protocol (``AnswerProtocol.messages``). Its replies answer what those
+    prompts ask (LoCoMo's category-5 two-way choice: a reply "a" means option a), so they
+    go through the protocol's per-category parsers too. Absent: only the protocol's
+    ``parse`` applies (an extractive reader's span answers no choice it was never shown)."""
+
+    @property
+    def prompts_with_protocol(self) -> bool: ...
+
+
+def prompts_with_protocol(reader: object) -> bool:
+    """Whether the reader's replies come from the protocol's prompts."""
+    return getattr(reader, "prompts_with_protocol", None) is True  # isinstance(reader, PromptsWithProtocol)
 
 
 @attrs.frozen
 class MetricConfig:
-    top_k: int = 5
+    top_k: int = DEFAULT_TOP_K
     language: str = "en"
     judge: "LLM | None" = None
     #: the judge (a ``register_judges`` name) for every question: ``--judge-prompt NAME``;
@@ -337,6 +386,9 @@ class ScoreContext:
     language: str = "en"
     #: the agent's Recall.meta, e.g. its memory-type call for the question
     recall_meta: Mapping[str, Any] = attrs.field(factory=dict)
+    #: the reply before the protocol's parser (None: not known); for metrics that official code
+    #: computes on the raw output while the others get the parsed one (MemoryAgentBench's EventQA)
+    reply: str | None = None
 
 
 @runtime_checkable
@@ -408,12 +460,14 @@ def capability_problems(plugin: object) -> list[str]:
         (RecallsAsync, "arecall", isinstance(plugin, RecallsAsync) and plugin.arecall),
         (ClosesAsync, "aclose", isinstance(plugin, ClosesAsync) and plugin.aclose),
         (ListsStoredAsync, "astored", isinstance(plugin, ListsStoredAsync) and plugin.astored),
+        (SettlesAsync, "asettle", isinstance(plugin, SettlesAsync) and plugin.asettle),
     )
     for protocol, name, found in awaited:
         if found is not False and not inspect.iscoroutinefunction(found):
             problems.append(f"{name} is not an async def: the runner awaits it ({protocol.__name__})")
     called: tuple[tuple[type, str, object], ...] = (
         (ListsStored, "stored", isinstance(plugin, ListsStored) and plugin.stored),
+        (Settles, "settle", isinstance(plugin, Settles) and plugin.settle),
         (Preflights, "preflight", isinstance(plugin, Preflights) and plugin.preflight),
         (InfoFor, "info_for", isinstance(plugin, InfoFor) and plugin.info_for),
         (ChecksSamples, "check", isinstance(plugin, ChecksSamples) and plugin.check),

@@ -6,10 +6,15 @@ score and each category as columns, the 95% interval beside each mean, the best 
 of each column in bold, and a dagger on a mean that differs from the first run's with
 p < 0.05 in the paired test (:mod:`memplug.compare`). A footer names what makes the
 table reproducible: the protocol (answer prompt), the judge, the dataset version and
-data hash, and the memplug version, so a number never travels without its setting.
+data hash, the memplug version and, when a run had one, the context budget
+(``--context-tokens``), so a number never travels without its setting.
 Runs scored by different judges (name, model or prompts' sha256) never share a ``judge``
 table: each judge's numbers are a metric of their own, ``judge[longmemeval]``,
 ``judge[memplug]`` (:func:`memplug.compare.separate_judges`).
+
+Names, categories and settings come from data and run files, so each format shows them as
+text (:mod:`memplug.display`): a markdown cell escapes ``|`` (it would add a column), LaTeX
+escapes its special characters, and no format holds a raw control character.
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import csv
 import hashlib
 import io
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from memplug import compare
+from memplug.display import markdown, visible
 from memplug.errors import MemplugError
-from memplug.record import RunSummary
+from memplug.record import RunInfo, RunSummary
 from memplug.results import RunDir
 
 Format = Literal["markdown", "latex", "csv"]
@@ -31,9 +37,9 @@ ALPHA = 0.05
 DAGGER = {"markdown": "†", "latex": r"$^\dagger$", "csv": "†"}
 
 
-def _data_hash(spec: dict[str, Any]) -> str:
+def _data_hash(run: RunInfo) -> str:
     """A short digest of the run's --data files (sha256 of their sha256s), or "generated"."""
-    hashes = (spec.get("resolved") or {}).get("data_sha256")
+    hashes = run.data_sha256
     if not hashes:
         return "generated"
     joined = "\n".join(f"{name} {digest}" for name, digest in sorted(hashes.items()))
@@ -44,21 +50,24 @@ def _settings(paths: list[Path]) -> list[str]:
     """Footer lines: each setting, once when every run shares it, else per run."""
     rows: dict[str, list[str]] = {}
     for path in paths:
-        run = RunDir(path).spec()
-        resolved, versions = run.get("resolved") or {}, run.get("versions") or {}
-        judge = resolved.get("judge")
+        run = RunDir(path).info()
+        versions = run.versions
+        judge = run.judge
         judge_text = "none" if not judge else (
             f"{judge.get('name', 'judge')} {judge.get('model', '')} {judge.get('prompt_sha256', '')[:12]}".strip()
             if isinstance(judge, dict) else str(judge))
         dataset = versions.get("dataset") or {}
         for key, value in (
             ("protocol", compare.protocol_label(path)),
-            ("reader", resolved.get("reader") or "n/a"),
+            ("reader", run.resolved.get("reader") or "n/a"),
             ("judge", judge_text),
             ("dataset", f"{dataset.get('name', '?')} v{dataset.get('version', '?')}, data {_data_hash(run)}"),
-            ("memplug", f"{versions.get('memplug', '?')} (git {str(run.get('git') or 'n/a')[:10]})"),
+            ("memplug", f"{versions.get('memplug', '?')} (git {str(run.git or 'n/a')[:10]})"),
         ):
             rows.setdefault(key, []).append(value)
+    budgets = [RunDir(p).info().context_tokens for p in paths]
+    if any(b is not None for b in budgets):  # --context-tokens: what every reader was handed (docs/fairness.md)
+        rows["context budget"] = ["none" if b is None else f"{b} tokens" for b in budgets]
     lines = []
     for key, values in rows.items():
         if len(set(values)) == 1:
@@ -76,11 +85,16 @@ def _labels(summaries: list[RunSummary]) -> list[str]:
     return labels
 
 
+#: LaTeX's special characters as text; one pass, so that no escape's own braces are escaped again
+_LATEX = str.maketrans({"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"})
+
+
 def _escape_latex(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
-        text = text.replace(a, b)
-    return text
+    """``text`` as LaTeX text: its special characters escaped, control characters written out,
+    and a leading "[" braced (after a row's ``\\\\`` it would be read as a length)."""
+    text = visible(text).translate(_LATEX)
+    return "{}" + text if text.startswith("[") else text
 
 
 def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "pm") -> str:
@@ -120,7 +134,7 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
                 if cell is None:
                     continue
                 ci = cell[1]
-                csv_rows.append([metric, label, categories[j], f"{cell[0]:.4f}",
+                csv_rows.append([visible(metric), visible(label), visible(categories[j]), f"{cell[0]:.4f}",
                                  "" if ci is None else f"{ci[0]:.4f}", "" if ci is None else f"{ci[1]:.4f}",
                                  str(_n(summaries[i], categories[j], metric)), str(cell[0] == best[j]).lower(),
                                  str(significant.get((i, metric), False) and j == 0).lower()])
@@ -131,7 +145,7 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerows(csv_rows)
         for line in _settings(paths):
-            writer.writerow([f"# {line}"])
+            writer.writerow([f"# {visible(line)}"])
         return buffer.getvalue()
     footer = _settings(paths)
     shown = "mean [95% CI]" if style == "brackets" else "mean ± half the width of its 95% CI"
@@ -141,8 +155,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
         note += (" A mean shown alone has no interval: n/a (1 sample), all its questions come from one sample, "
                  "and the bootstrap resamples whole samples.")
     if fmt == "markdown":
-        return "\n\n".join(out) + "\n\n" + note + "\n" + "".join(f"\n- {line}" for line in footer) + "\n"
-    return "\n\n".join(out) + "\n% " + note + "\n" + "".join(f"% {line}\n" for line in footer)
+        return "\n\n".join(out) + "\n\n" + note + "\n" + "".join(f"\n- {markdown(line)}" for line in footer) + "\n"
+    return "\n\n".join(out) + "\n% " + note + "\n" + "".join(f"% {visible(line)}\n" for line in footer)
 
 
 def _n(summary: RunSummary, category: str, metric: str) -> int | str:
@@ -175,9 +189,9 @@ def _render(fmt: str, metric: str, labels: list[str], categories: list[str],
                       for j, cell in enumerate(row))]
             for i, (label, row) in enumerate(zip(labels, grid))]
     if fmt == "markdown":
-        lines = ["| " + " | ".join([metric, *categories]) + " |",
+        lines = ["| " + " | ".join(markdown(h) for h in [metric, *categories]) + " |",
                  "| " + " | ".join(["---"] + ["---:"] * len(categories)) + " |"]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines += ["| " + " | ".join([markdown(r[0]), *r[1:]]) + " |" for r in rows]
         return "\n".join(lines)
     head = " & ".join(_escape_latex(h) for h in [metric, *categories])
     body = "\n".join(" & ".join([_escape_latex(r[0]), *r[1:]]) + r" \\" for r in rows)

@@ -403,6 +403,9 @@ class LLMReader:
     """The run's LLM answers with the dataset's answer protocol (its official prompt): the
     raw reply is returned, and the runner parses it as the protocol says."""
 
+    #: protocols.PromptsWithProtocol: a category's own parser (a two-way choice) applies
+    prompts_with_protocol = True
+
     def __init__(self, config: ReaderConfig) -> None:
         if config.llm is None:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL (or set MEMPLUG_LLM)")

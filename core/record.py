@@ -19,8 +19,9 @@ from typing import Any, Generic, Mapping, TypeVar
 import attrs
 import orjson
 
+from memplug.diagnosis import Diagnosis
 from memplug.errors import DataError, MemplugError
-from memplug.models import Recalled
+from memplug.models import DEFAULT_TOP_K, Recalled
 
 #: the version of the run files' layout this memplug writes (and the newest it reads)
 SCHEMA = 2
@@ -63,6 +64,12 @@ class LLMUsage:
         return {"calls": self.calls, "cache_hits": self.cache_hits, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd}
 
+    def plus(self, other: "LLMUsage") -> "LLMUsage":
+        """Both usages together (a question's answer and its diagnosis by the judge)."""
+        return LLMUsage(self.calls + other.calls, self.cache_hits + other.cache_hits,
+                        self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                        self.cost_usd + other.cost_usd)
+
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> "LLMUsage | None":
         """None for an empty object (``{}``: nothing was attempted, e.g. a question whose
@@ -79,7 +86,7 @@ def _usage_json(usage: LLMUsage | None) -> dict[str, Any]:
 
 @attrs.define(slots=True)
 class Timings:
-    """A record's timings in seconds. ``setup_s``, ``ingest_s`` and ``n_messages`` belong to
+    """A record's timings in seconds. ``setup_s``, ``ingest_s``, ``settle_s`` and ``n_messages`` belong to
     the whole sample (repeated on each of its records); ``recall_s`` and ``read_s`` to the
     question, absent when it failed before them. A None is left out of the JSON."""
 
@@ -88,17 +95,19 @@ class Timings:
     n_messages: int | None = None
     recall_s: float | None = None
     read_s: float | None = None
+    #: the agent's settle() after ingestion (protocols.Settles); None for agents without one
+    settle_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in (("setup_s", self.setup_s), ("ingest_s", self.ingest_s),
-                                  ("n_messages", self.n_messages), ("recall_s", self.recall_s),
-                                  ("read_s", self.read_s)) if v is not None}
+                                  ("settle_s", self.settle_s), ("n_messages", self.n_messages),
+                                  ("recall_s", self.recall_s), ("read_s", self.read_s)) if v is not None}
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> "Timings":
         obj = obj or {}
         return cls(obj.get("setup_s"), obj.get("ingest_s"), obj.get("n_messages"), obj.get("recall_s"),
-                   obj.get("read_s"))
+                   obj.get("read_s"), obj.get("settle_s"))
 
 
 def _recalled(obj: Any) -> Recalled:
@@ -112,7 +121,9 @@ class QuestionRecord:
     The question as asked (sample_id ... question_meta), what the agent did (recalled,
     agent_answered, meta), the answer (reply: the raw text; prediction: after the
     protocol's parser), its scores, timings, LLM usage, and an error (None when answered)
-    or why the reader could not answer (``unanswerable``, left out of the JSON when None).
+    or why the reader could not answer (``unanswerable``, left out of the JSON when None),
+    and the stage at which a miss lost its evidence (``diagnosis``, :mod:`memplug.diagnosis`;
+    left out when None: an unscored question, or a run from before diagnoses).
     """
 
     sample_id: str
@@ -139,8 +150,11 @@ class QuestionRecord:
     #: what the agent's Recall carried besides its items
     meta: dict[str, Any] = attrs.Factory(dict)
     unanswerable: str | None = None
+    #: what --context-tokens let the reader see (memplug.budget.cut); None (left out): no budget
+    context: dict[str, Any] | None = None
     #: the sample's ingestion (repeated on each of its records); None (``{}``) when none ran
     ingest_usage: LLMUsage | None = None
+    diagnosis: Diagnosis | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The record as samples.jsonl holds it."""
@@ -155,7 +169,11 @@ class QuestionRecord:
         }
         if self.unanswerable is not None:
             out["unanswerable"] = self.unanswerable
+        if self.context is not None:
+            out["context"] = self.context
         out["ingest_usage"] = _usage_json(self.ingest_usage)
+        if self.diagnosis is not None:
+            out["diagnosis"] = self.diagnosis.to_json()
         return out
 
     def to_line(self) -> bytes:
@@ -183,7 +201,8 @@ class QuestionRecord:
             agent_answered=bool(obj.get("agent_answered")), scores=obj.get("scores") or {},
             timings=Timings.from_json(obj.get("timings")), usage=LLMUsage.from_json(obj.get("usage")),
             error=obj.get("error"), meta=obj.get("meta") or {}, unanswerable=obj.get("unanswerable"),
-            ingest_usage=LLMUsage.from_json(obj.get("ingest_usage")),
+            context=obj.get("context"), ingest_usage=LLMUsage.from_json(obj.get("ingest_usage")),
+            diagnosis=Diagnosis.from_json(obj["diagnosis"]) if obj.get("diagnosis") else None,
         )
 
     @classmethod
@@ -346,6 +365,9 @@ class RunSummary:
     efficiency: Efficiency
     llm: LLMUsage
     outcome: Outcome | None = None
+    #: questions per stage of a miss (:func:`memplug.diagnosis.tally`); None in runs from before
+    #: diagnoses and in runs without a scored question
+    diagnosis: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -358,6 +380,8 @@ class RunSummary:
             out["n"] = self.n.to_json()
         if self.unanswerable is not None:
             out["unanswerable"] = self.unanswerable
+        if self.diagnosis is not None:
+            out["diagnosis"] = self.diagnosis
         out["efficiency"] = self.efficiency.to_json()
         out["llm"] = self.llm.to_json()
         if self.outcome is not None:
@@ -381,6 +405,7 @@ class RunSummary:
                 n=Breakdown.from_json(obj["n"]) if obj.get("n") is not None else None,
                 unanswerable=obj.get("unanswerable"), efficiency=Efficiency.from_json(obj.get("efficiency")),
                 llm=LLMUsage.from_json(obj.get("llm")) or LLMUsage(), outcome=Outcome.from_json(obj),
+                diagnosis=obj.get("diagnosis"),
             )
         except (AttributeError, TypeError) as exc:
             raise DataError(where, f"not a memplug summary ({exc})") from None
@@ -405,3 +430,152 @@ class RunSummary:
         return attrs.evolve(self, metrics=self.metrics.renamed(rename),
                             n=self.n.renamed(rename) if self.n is not None else None,
                             ci=self.ci.renamed(rename) if self.ci is not None else None)
+
+
+#: keys of run.json that :class:`RunInfo` holds as fields, in the order they are written
+_RUN_KEYS = ("schema", "run_id", "spec", "resolved", "versions", "git", "started", "ended", "wall_s", "status",
+             "n_expected", "n_answered", "n_failed", "first_error", "stopped", "n_questions", "n_errors")
+
+
+@attrs.define(slots=True)
+class RunInfo:
+    """run.json: the spec as given, what it resolved to (``resolved``: reader, depth, metrics,
+    protocol, data hashes, judge, executor ...), versions, git commit, times, status and the
+    outcome (see docs/run-files.md, "run.json"). Read with :meth:`memplug.results.RunDir.info`.
+
+    ``spec`` and ``resolved`` stay the objects run.json holds (their keys grew with each
+    version, and a run from before a key lacks it); the properties below read what the
+    commands that read runs use, with the default a run from before the key meant. Keys this
+    memplug does not know are kept in ``extra`` and written back after the others, so a
+    run.json read and written again is the same file.
+    """
+
+    run_id: str
+    spec: dict[str, Any]
+    resolved: dict[str, Any] = attrs.Factory(dict)
+    versions: dict[str, Any] = attrs.Factory(dict)
+    git: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    wall_s: float = 0.0
+    #: running, finished, partial, failed, interrupted; None in another tool's file
+    status: str | None = None
+    #: the counts beside ``status``; None while running and in runs from before outcomes
+    outcome: Outcome | None = None
+    #: None: written before schema versions (read as 1, and written back without it)
+    schema: int | None = SCHEMA
+    extra: dict[str, Any] = attrs.Factory(dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """run.json's content, key for key."""
+        out: dict[str, Any] = {} if self.schema is None else {"schema": self.schema}
+        out.update({"run_id": self.run_id, "spec": self.spec, "resolved": self.resolved, "versions": self.versions,
+                    "git": self.git, "started": self.started, "ended": self.ended, "wall_s": self.wall_s,
+                    "status": self.status})
+        if self.outcome is not None:
+            out.update(self.outcome.to_json())
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Any, where: object) -> "RunInfo":
+        """run.json's content; MemplugError for a newer schema, DataError when it is not a
+        memplug run.json (another tool's: no ``spec`` object)."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+            raise DataError(where, "not a memplug run directory (its run.json has no 'spec' object)")
+        check_schema(obj, where)
+        counted = any(k in obj for k in ("n_expected", "n_answered", "n_failed", "n_questions", "n_errors"))
+        try:
+            return cls(
+                run_id=str(obj.get("run_id") or ""), spec=obj["spec"], resolved=obj.get("resolved") or {},
+                versions=obj.get("versions") or {}, git=obj.get("git"), started=obj.get("started"),
+                ended=obj.get("ended"), wall_s=float(obj.get("wall_s") or 0.0), status=obj.get("status"),
+                outcome=Outcome.from_json(obj) if counted else None, schema=obj.get("schema"),
+                extra={k: v for k, v in obj.items() if k not in _RUN_KEYS},
+            )
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise DataError(where, f"not a memplug run.json ({exc})") from None
+
+    # -- what readers of runs use (a run from before a key: what it meant then) --
+    @property
+    def agent(self) -> str | None:
+        return self.spec.get("agent")
+
+    @property
+    def dataset(self) -> str | None:
+        return self.spec.get("dataset")
+
+    @property
+    def seed(self) -> Any:
+        return self.spec.get("seed")
+
+    @property
+    def data(self) -> str | None:
+        """``--data`` as given; None: generated data."""
+        return self.spec.get("data")
+
+    @property
+    def from_run(self) -> str | None:
+        """``--from RUN``: the run whose recalls were answered again; None: a live agent."""
+        return self.spec.get("from_run")
+
+    @property
+    def api_base(self) -> str | None:
+        """``--api-base`` as given (masked where it held a secret)."""
+        return self.spec.get("api_base")
+
+    @property
+    def llm(self) -> str | None:
+        """The reader's model as given (``--llm``)."""
+        return self.spec.get("llm")
+
+    @property
+    def context_tokens(self) -> int | None:
+        """``--context-tokens``: the reader's budget; None: none."""
+        return self.spec.get("context_tokens")
+
+    @property
+    def reader(self) -> str | None:
+        """The reader the run used (resolved; the spec's in runs from before it was resolved)."""
+        return self.resolved.get("reader") or self.spec.get("reader")
+
+    @property
+    def recorded_top_k(self) -> int | None:
+        """K as the run recorded it (``resolved.top_k``; ``spec.top_k`` in runs before it), None when neither."""
+        value = self.resolved.get("top_k") or self.spec.get("top_k")
+        return int(value) if value else None
+
+    @property
+    def top_k(self) -> int:
+        """K: the depth the run recalled (:data:`memplug.models.DEFAULT_TOP_K` in runs that recorded none)."""
+        return self.recorded_top_k or DEFAULT_TOP_K
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics the run declared, in order ([] in runs without the list)."""
+        return list(self.resolved.get("metrics") or [])
+
+    @property
+    def protocol(self) -> dict[str, Any] | None:
+        """The answer protocol as :meth:`memplug.answering.AnswerProtocol.describe` gave it; None before protocols."""
+        return self.resolved.get("protocol")
+
+    @property
+    def data_sha256(self) -> dict[str, str] | None:
+        """sha256 of each file read from ``--data``; None for generated data and older runs."""
+        return self.resolved.get("data_sha256")
+
+    @property
+    def judge(self) -> Any:
+        """The judge as the run described it (name, model, prompt sha256); None without one."""
+        return self.resolved.get("judge")
+
+    @property
+    def judge_prompt(self) -> str | None:
+        """``--judge-prompt``: the judge (a registered name) for every question; None: each dataset's."""
+        return self.spec.get("judge_prompt")
+
+    @property
+    def judge_model(self) -> str | None:
+        """``--judge``: the judge's model as given."""
+        return self.spec.get("judge")

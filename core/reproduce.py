@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import attrs
 
+from memplug import specs
 from memplug.errors import MemplugError
 from memplug.record import RunSummary
 from memplug.results import RunDir
@@ -60,27 +61,23 @@ class Reproduction:
 def stored_spec(run: RunDir, api_base: str | None = None, data: Path | None = None,
                 cache: bool | None = None) -> RunSpec:
     """The run's spec from run.json, with the inputs a reproducer may point elsewhere."""
-    fields = dict(run.spec().get("spec") or {})
-    known = {a.name for a in attrs.fields(RunSpec)}
-    fields = {k: v for k, v in fields.items() if k in known}
+    fields: dict[str, Any] = {}  # the inputs a reproducer may point elsewhere
     if data is not None:
-        fields["data"] = str(data)
+        fields["data"] = data
     if api_base is not None:
         fields["api_base"] = api_base
-    elif is_redacted(fields.get("api_base")):
-        raise MemplugError(f"{run.path}: run.json keeps --api-base without its password "
-                           f"({fields['api_base']}): pass --api-base")
     if cache is not None:
         fields["cache"] = cache
-    try:
-        return RunSpec(**fields)
-    except TypeError as exc:
-        raise MemplugError(f"{run.run_json}: not a spec this memplug can run ({exc})") from None
+    spec = specs.spec_fields(fields, stored=specs.stored_fields(run))
+    if api_base is None and is_redacted(spec.get("api_base")):
+        raise MemplugError(f"{run.path}: run.json keeps --api-base without its password "
+                           f"({spec['api_base']}): pass --api-base")
+    return specs.build(spec, run.run_json)
 
 
 def check_data(run: RunDir, evaluation: Evaluation) -> None:
     """The files at --data have the sha256 the original run recorded (MemplugError if not)."""
-    stored = (run.spec().get("resolved") or {}).get("data_sha256")
+    stored = run.info().data_sha256
     if stored is None:
         return
     now = evaluation.data_sha256() or {}
@@ -119,14 +116,14 @@ def reproduce(path: Path, output: Path, api_base: str | None = None, data: Path 
               cache: bool | None = None, tolerance: float = 0.0, progress: Callable | None = None) -> Reproduction:
     """Run ``path`` again from its run.json into ``output`` and compare the numbers."""
     run = RunDir(path).check()
-    stored = run.spec()
-    if stored.get("status") != "finished":
+    stored = run.info()
+    if stored.status != "finished":
         raise MemplugError(f"{path}: only a finished run can be reproduced (its status is "
-                           f"{stored.get('status')!r}; finish it with memplug eval --resume {path})")
+                           f"{stored.status!r}; finish it with memplug eval --resume {path})")
     evaluation = Evaluation(stored_spec(run, api_base, data, cache))
     check_data(run, evaluation)
     new_path = evaluation.run(output=output, progress=progress, capture_logs=True)
     new = RunDir(new_path)
     rows = compare_summaries(run.summary(), new.summary(), tolerance)
-    notes = _version_notes(stored.get("versions") or {}, new.spec().get("versions") or {})
+    notes = _version_notes(stored.versions, new.info().versions)
     return Reproduction(run.path, new_path, tuple(rows), tuple(notes))

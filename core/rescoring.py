@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import attrs
 
+from memplug import diagnosis
 from memplug import options as opts
 from memplug import protocols
+from memplug import stored as stored_file
 from memplug.errors import MemplugError, did_you_mean
 from memplug.metrics import score_with
 from memplug.models import DatasetInfo, Question
 from memplug.plugins import Entry, Plugins, get_plugins
-from memplug.protocols import MetricConfig, ScoreContext
+from memplug.protocols import MetricConfig, ScoreContext, reads_answer
 from memplug.record import QuestionRecord
 from memplug.results import RunDir, summarize, write_json_atomic, write_records_atomic
 
@@ -96,7 +98,8 @@ def score_context(record: QuestionRecord, language: str) -> ScoreContext:
         category=record.category, choices=record.choices, correct_choice=record.correct_choice,
         targets=record.targets, anchors=record.anchors, time=record.question_time, meta=record.question_meta,
     )
-    return ScoreContext(question, record.prediction or "", tuple(record.recalled), language, record.meta)
+    return ScoreContext(question, record.prediction or "", tuple(record.recalled), language, record.meta,
+                        record.reply)
 
 
 def scorable(record: QuestionRecord) -> bool:
@@ -106,8 +109,12 @@ def scorable(record: QuestionRecord) -> bool:
 
 async def score_records(records: list[QuestionRecord], metrics: list[Any], language: str,
                         score_raw_too: bool = False) -> list[dict[str, Any] | None]:
-    """{metric name: score} per record (None for unscorable ones); async metrics run concurrently.
+    """{metric name: score} per record (None for one with an error); async metrics run concurrently.
     ``score_raw_too``: the run's protocol also scored the raw reply (see memplug.metrics.score_with).
+
+    As the run scored it: a question without an answer (a reader that cannot do its kind)
+    gets the metrics of what was recalled, never those of the answer. ``rescore recall@3``
+    counted 42 questions where the run's recall@5 had counted 50.
 
     A metric that fails stops the rescore with the question it failed on: a summary
     with some verdicts missing would not be the same set of numbers.
@@ -117,6 +124,8 @@ async def score_records(records: list[QuestionRecord], metrics: list[Any], langu
         ctx = score_context(record, language)
         out: dict[str, Any] = {}
         for metric in metrics:
+            if record.prediction is None and reads_answer(metric):
+                continue
             try:
                 out[metric.name] = await score_with(metric, ctx, record.reply if score_raw_too else None)
             except MemplugError:
@@ -126,9 +135,9 @@ async def score_records(records: list[QuestionRecord], metrics: list[Any], langu
                                    f"{record.sample_id!r}: {type(exc).__name__}: {exc}") from exc
         return out
 
-    todo = [r for r in records if scorable(r)]
+    todo = [r for r in records if not r.error]
     results = iter(await asyncio.gather(*(one(r) for r in todo)))
-    return [next(results) if scorable(r) else None for r in records]
+    return [next(results) if not r.error else None for r in records]
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -166,42 +175,62 @@ class Rescore:
     changes: dict[str, Any]
 
 
+def rediagnosed(run: RunDir, records: list[QuestionRecord], metric_names: list[str], language: str,
+                 anew: bool) -> list[QuestionRecord]:
+    """The records with their diagnoses (:mod:`memplug.diagnosis`) re-derived from their scores:
+    a record's stored and recalled facts kept, its stage decided by the headline metric of
+    ``metric_names``. ``anew``: every record diagnosed again from the run's stored.jsonl and
+    recalled items (a run from before diagnoses; the evidence texts were not kept, so items
+    without source ids are judged by the gold answer alone)."""
+    headline = diagnosis.headline_metric(metric_names)
+    lines = stored_file.read(run.path)
+    stores = {sid: diagnosis.Store.of(line.get("items") or [], language, int(line.get("total") or 0))
+              for sid, line in lines.items()}
+    out = []
+    for r in records:
+        store = stores.get(r.sample_id)
+        d = (diagnosis.diagnose(r, headline, None, store, language) if anew
+             else diagnosis.restage(r, headline, store, language) if r.diagnosis is not None else None)
+        out.append(attrs.evolve(r, diagnosis=d))
+    return out
+
+
 def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None = None,
                 api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None,
-                judge_prompt: str | None = None) -> Rescore:
+                judge_prompt: str | None = None, diagnose: bool = False) -> Rescore:
     """Recompute ``metrics`` (default: the run's own) for every answered record of a run.
 
     Scores of metrics not recomputed are kept. A new ``judge`` model or ``judge_prompt``
     (a judge's name) rescores every verdict, so one summary never mixes two judges; without
-    them, the run's judge model and judge are used.
+    them, the run's judge model and judge are used. Each record's diagnosis is re-staged
+    with its new scores; ``diagnose``: every record is diagnosed anew (see :func:`rediagnosed`).
     """
     plugins = plugins or get_plugins()
     run = RunDir(path).check()
-    stored = run.spec()
-    spec = stored.get("spec", {})
+    stored = run.info()
     old_summary = run.summary()
     records = run.records()
-    info = dataset_info(spec, plugins)
+    info = dataset_info(stored.spec, plugins)
 
-    names = list(dict.fromkeys(metrics or stored.get("resolved", {}).get("metrics") or []))
+    names = list(dict.fromkeys(metrics or stored.metrics))
     if (judge or judge_prompt) and "judge" not in names:
         names.append("judge")
     if not names:
         raise MemplugError(f"{path}: run.json lists no metrics; name them with --metrics")
-    judge_model = judge or spec.get("judge")
+    judge_model = judge or stored.judge_model
     if "judge" in names and not judge_model:
         raise MemplugError(f"{path}: the run had no judge; pass --judge MODEL to add judge verdicts")
-    judge_name = judge_prompt or spec.get("judge_prompt")
+    judge_name = judge_prompt or stored.judge_prompt
     if "judge" in names:
         from memplug import preflight
 
         preflight.check_judge(judge_model, judge_name, plugins)
-    judge_llm = make_llm(judge_model, api_base or spec.get("api_base"), cache) if "judge" in names else None
-    top_k = run.top_k(stored)
+    judge_llm = make_llm(judge_model, api_base or stored.api_base, cache) if "judge" in names and judge_model else None
+    top_k = stored.top_k
     config = MetricConfig(top_k=top_k, language=info.language, judge=judge_llm, judge_name=judge_name)
     instances = build_metrics(names, config, plugins, recalled_k=top_k)
 
-    raw_too = bool(((stored.get("resolved") or {}).get("protocol") or {}).get("score_raw_too"))
+    raw_too = bool((stored.protocol or {}).get("score_raw_too"))
     new_scores = asyncio.run(score_records(records, instances, info.language, raw_too))
     rescored: list[QuestionRecord] = []
     changed = {m.name: 0 for m in instances}
@@ -212,11 +241,13 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
         for name, value in scores.items():
             changed[name] += record.scores.get(name) != value
         rescored.append(attrs.evolve(record, scores={**record.scores, **scores}))
+    run_metrics = list(dict.fromkeys([*stored.metrics, *names]))
+    rescored = rediagnosed(run, rescored, run_metrics, info.language, diagnose)
 
     ci = old_summary.ci
     new_summary = summarize(
-        rescored, spec.get("agent", old_summary.agent), spec.get("dataset", old_summary.dataset),
-        stored.get("run_id") or old_summary.run_id or Path(path).name, old_summary.efficiency.wall_s,
+        rescored, stored.agent or old_summary.agent, stored.dataset or old_summary.dataset,
+        stored.run_id or old_summary.run_id or Path(path).name, old_summary.efficiency.wall_s,
         resamples=ci.resamples if ci is not None else 1000, level=ci.level if ci is not None else 0.95,
     )
     # which questions were answered is the run's, not the metrics': its outcome carries over
@@ -228,13 +259,13 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
     samples_path = run.path / f"samples.rescored-{stamp}.jsonl"
     changes_path = run.path / f"rescore-{stamp}.json"
     changes = {
-        "run_id": stored.get("run_id"),
+        "run_id": stored.run_id,
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "from": {"summary": run.summary_json.name, "samples": run.samples.name},
         "written": {"summary": summary_path.name, "samples": samples_path.name},
         "metrics": {m.name: getattr(m, "version", None) for m in instances},
         "judge": {
-            "run": stored.get("resolved", {}).get("judge") or spec.get("judge"),
+            "run": stored.judge or stored.judge_model,
             "rescore": judge_metric.describe() if judge_metric is not None else None,
         },
         "llm": judge_llm.usage.as_dict() if judge_llm is not None else None,

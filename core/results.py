@@ -10,27 +10,59 @@ summary.json are replaced atomically.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TextIO
 
-from memplug import stats
+from memplug import diagnosis, stats
 from memplug.errors import DataError, MemplugError, OutputError
 from memplug.files import read_json
-from memplug.record import (Breakdown, Efficiency, Intervals, LLMUsage, QuestionRecord, RunSummary,
-                            check_schema)
+from memplug.record import Breakdown, Efficiency, Intervals, LLMUsage, QuestionRecord, RunInfo, RunSummary
 
 
 def _write_atomic(path: Path, write: Callable[[TextIO], None]) -> None:
-    """``write`` into a file next to ``path``, synced, then renamed into place."""
+    """``write`` into a file next to ``path``, synced, then renamed into place. A failure (a
+    full disk) leaves ``path`` as it was and no temporary file behind."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_status_in_place(path: Path, status: str) -> bool:
+    """Set run.json's ``"status": "running"`` to ``status`` by overwriting those bytes where
+    they stand: on a full disk, where no new file can be written (write_json_atomic needs
+    one), a run stopped by it must not read as still running. Blocks a file already holds
+    are rewritten without allocating new ones. Only a status no longer than "running" fits
+    (``partial``, ``failed``; JSON allows the padding space). Whether it was written."""
+    old = b'"status": "running"'
+    new = f'"status": "{status}"'.encode()
+    if len(new) > len(old):
+        return False
+    try:
+        with path.open("r+b") as fh:
+            data = fh.read()
+            at = data.rfind(old)
+            if at < 0:
+                return False
+            fh.seek(at)
+            fh.write(new + b" " * (len(old) - len(new)))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError:
+        return False
+    return True
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -74,28 +106,21 @@ class RunDir:
         if not self.path.exists():
             raise MemplugError(f"{self.path}: no such run directory")
         if not self.run_json.is_file():
-            raise MemplugError(f"{self.path}: not a memplug run (no run.json)")
+            raise MemplugError(f"{self.path}: not a memplug run directory (no run.json)")
         return self
 
-    def spec(self) -> dict[str, Any]:
-        """The content of run.json (``schema``, ``spec``, ``resolved``, ``versions``, status ...);
-        MemplugError for a run written by a newer memplug (:func:`memplug.record.check_schema`)."""
-        stored = read_json(self.run_json)
-        if not isinstance(stored, dict) or not isinstance(stored.get("spec", {}), dict):
-            raise DataError(self.run_json, "not a memplug run file (expected an object with a 'spec' object)")
-        check_schema(stored, self.run_json)
-        return stored
-
-    def top_k(self, stored: dict[str, Any] | None = None) -> int:
-        """K of the run: the depth it recalled (``resolved.top_k``; runs before it had
-        ``spec.top_k``; 5 when neither is there). ``stored``: run.json's content when the
-        caller has already read it (:meth:`spec`), so that it is not read again."""
-        stored = self.spec() if stored is None else stored
-        return int((stored.get("resolved") or {}).get("top_k") or (stored.get("spec") or {}).get("top_k") or 5)
+    def info(self) -> RunInfo:
+        """run.json (:class:`memplug.record.RunInfo`: spec, resolved, versions, status ...);
+        MemplugError for a run written by a newer memplug (:func:`memplug.record.check_schema`),
+        DataError for another tool's run.json (a directory of its runs: said as such, never
+        taken for an unfinished run)."""
+        return RunInfo.from_json(read_json(self.run_json), self.run_json)
 
     def summary(self) -> RunSummary:
-        """summary.json; an unfinished run has none (MemplugError)."""
+        """summary.json; an unfinished run has none (MemplugError), nor has a directory that
+        is not a memplug run (MemplugError saying so, rather than suggesting --resume)."""
         if not self.summary_json.is_file():
+            self.check().info()
             raise MemplugError(f"{self.path}: no summary.json (unfinished run? finish it with --resume)")
         return RunSummary.from_json(read_json(self.summary_json), self.summary_json)
 
@@ -103,7 +128,7 @@ class RunDir:
         """The records of samples.jsonl, a torn last line left out (see :func:`read_records`);
         run.json's schema is checked first (a newer one: MemplugError)."""
         if self.run_json.is_file():
-            self.spec()
+            self.info()
         return read_records(self.samples)[0]
 
     def judge_checks(self) -> list[dict[str, Any]]:
@@ -153,6 +178,10 @@ class RecordWriter:
     the cache, a run finishes hundreds of questions in that time. A kill loses at most
     those lines (their samples are redone on resume, from the cache) and may tear the
     last one, which resume cuts off. Outside a loop every line is flushed at once.
+
+    Once closed, a write is dropped: after a Ctrl-C the run's files are written while an
+    agent's call may still be running in a thread left behind, and what it finishes then
+    is not part of the run (its sample is unfinished, and redone on resume).
     """
 
     def __init__(self, path: Path, flush_delay: float = 0.05) -> None:
@@ -168,50 +197,83 @@ class RecordWriter:
         self._scheduled_in: asyncio.AbstractEventLoop | None = None
         #: every record written, in order (the run's summary is computed from them)
         self.written: list[QuestionRecord] = []
+        self._closed = False
+        self._lock = threading.RLock()  # the samples' thread writes, the run's thread closes
 
     def write(self, record: QuestionRecord) -> None:
-        if self.failure is not None:
-            raise self.failure
-        try:
-            self._fh.write(record.to_line())
-        except OSError as exc:
-            self._failed(exc)
-            raise self.failure from None  # type: ignore[misc]
-        self.written.append(record)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.flush()
-            return
-        if self._scheduled is None or self._scheduled_in is not loop:  # (a flush left in an ended loop never runs)
-            self._scheduled, self._scheduled_in = loop.call_later(self.flush_delay, self.flush), loop
+        with self._lock:
+            if self._closed:
+                return
+            if self.failure is not None:
+                raise self.failure
+            try:
+                self._fh.write(record.to_line())
+            except OSError as exc:
+                self._failed(exc)
+                raise self.failure from None  # type: ignore[misc]
+            self.written.append(record)
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.flush()
+                return
+            if self._scheduled is None or self._scheduled_in is not loop:  # (a flush left in an ended loop never runs)
+                self._scheduled, self._scheduled_in = loop.call_later(self.flush_delay, self.flush), loop
 
     def flush(self) -> None:
         """Write the buffered lines out. A failure is kept, not raised: a flush runs as an
         event-loop callback, where an exception would only be logged; the next write raises it."""
-        self._scheduled = None
-        if self.failure is not None:
-            return
-        try:
-            self._fh.flush()
-        except OSError as exc:
-            self._failed(exc)
+        with self._lock:
+            self._scheduled = None
+            if self.failure is not None or self._closed:
+                return
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._failed(exc)
 
     def _failed(self, exc: OSError) -> None:
         self.failure = OutputError(f"cannot write {self.path}: {exc.strerror or exc}")
 
     def close(self) -> None:
-        """Flush and close; raises the failure of any write or flush (OutputError)."""
-        if self._scheduled is not None:
-            self._scheduled.cancel()
+        """Flush and close; raises the failure of any write or flush (OutputError), after
+        cutting the line a failed write tore (truncating needs no free space)."""
+        with self._lock:
+            # a flush still scheduled (perhaps in the loop of a thread left behind) finds it closed
             self._scheduled = None
-        self.flush()
-        try:
-            self._fh.close()
-        except OSError as exc:  # the flush at close hit the same full disk
-            self._failed(exc)
-        if self.failure is not None:
-            raise self.failure
+            if not self._closed:
+                self.flush()
+                self._closed = True
+                try:
+                    self._fh.close()
+                except OSError as exc:  # the flush at close hit the same full disk
+                    self._failed(exc)
+                if self.failure is not None:
+                    cut_torn_line(self.path)
+            if self.failure is not None:
+                raise self.failure
+
+
+def cut_torn_line(path: Path) -> None:
+    """Cut what follows the last line break of ``path`` (a line torn by a failed write or a
+    kill): readers leave it out anyway, this makes the file say so too. Reads the tail only."""
+    try:
+        with path.open("r+b") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            at = end
+            while at > 0:
+                start = max(at - (1 << 16), 0)
+                fh.seek(start)
+                block = fh.read(at - start)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    at = start + newline + 1
+                    break
+                at = start
+            if at < end:
+                fh.truncate(at)
+    except OSError:
+        pass
 
 
 def keep_complete_samples(path: Path, expected: dict[str, set[str]]) -> list[QuestionRecord]:
@@ -362,6 +424,7 @@ def summarize(
             },
         ),
         llm=llm,
+        diagnosis=diagnosis.tally(answered, level=level, resamples=resamples),
     )
 
 
@@ -382,18 +445,25 @@ class RunLock:
             import fcntl
         except ImportError:
             return self
-        try:
-            fh = self.path.open("a+", encoding="utf-8")
-        except OSError as exc:
-            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "?"
+        while True:
+            try:
+                fh = self.path.open("a+", encoding="utf-8")
+            except OSError as exc:
+                raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.seek(0)
+                holder = fh.read().strip() or "?"
+                fh.close()
+                raise MemplugError(f"{self.path.parent} is being run by another memplug process (pid {holder}); "
+                                   "wait for it to end, or stop it first") from None
+            try:  # the holder before removes the file as it lets go: then it is a new file's turn
+                if os.stat(self.path).st_ino == os.fstat(fh.fileno()).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
             fh.close()
-            raise MemplugError(f"{self.path.parent} is being run by another memplug process (pid {holder}); "
-                               "wait for it to end, or stop it first") from None
         try:
             fh.seek(0)
             fh.truncate()
@@ -405,6 +475,10 @@ class RunLock:
         return self
 
     def release(self) -> None:
+        """Remove ``.lock`` (while still holding it: a process that opened it meanwhile sees
+        another file at the path and tries again) and let go."""
         if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
             self._fh.close()  # closing drops the flock
             self._fh = None

@@ -28,48 +28,60 @@ import platform
 import re
 import shutil
 import sqlite3
+import signal
 import subprocess
+import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence
 
 import attrs
 
 import memplug
 from memplug import options as opts
 from memplug.chunking import TokenCounts, chunk_messages
-from memplug import preflight
+from memplug import budget, gates, preflight, sampling
 from memplug.errors import MemplugError, OutputError, RunInterrupted, RunStopped
 from memplug.llm import LLM, FatalLLMError, LLMError, usage_scope
 from memplug.logs import logs_to, tame_loguru
 from memplug.metrics import score_with
 from memplug.answering import protocol_of
-from memplug.models import AgentQuestion, Chunk, DatasetInfo, Question, Recall, Sample
+from memplug.models import DEFAULT_TOP_K, AgentQuestion, Chunk, DatasetInfo, Question, Recall, Sample
 from memplug.plugins import Plugins, get_plugins
 from memplug.protocols import (
     AgentConfig, BuildOptions, Describes, MetricConfig, PlansQuestions, ReaderConfig, ReferenceChannel, ScoreContext,
-    async_variant, dataset_info, default_chunk_size, is_blocking, lists_stored, options_of, reader_cannot,
-    reads_answer,
+    async_variant, dataset_info, default_chunk_size, is_blocking, lists_stored, options_of, prompts_with_protocol,
+    reader_cannot, reads_answer, settles,
 )
-from memplug.record import SCHEMA, Outcome, QuestionRecord, RunSummary, Timings
-from memplug.results import RecordWriter, RunDir, RunLock, keep_complete_samples, summarize, write_json_atomic
+from memplug.record import SCHEMA, Outcome, QuestionRecord, RunInfo, RunSummary, Timings
+from memplug.results import (RunDir, RunLock, keep_complete_samples, summarize, write_json_atomic,
+                             write_status_in_place)
 from memplug.secrets import scrub
 from memplug import stored as stored_file
+from memplug import diagnosis
 from memplug.serialize import is_sample_file, read_samples
 from memplug.tokens import encoding
 
 log = logging.getLogger(__name__)
-#: items recalled per question when neither --top-k nor the protocol says
-DEFAULT_TOP_K = 5
+#: seconds one agent call (set-up, the ingestion of a chunk, a recall, close) may take before
+#: its sample is recorded as failed (--sample-timeout): far above any call that progresses
+#: (each LLM call inside it is bounded by --llm-deadline, 600 s), far below "forever"
+DEFAULT_SAMPLE_TIMEOUT_S = 1800.0
+#: seconds a Ctrl-C gives the samples in progress to stop before their thread is left behind
+STOP_GRACE_S = 0.5
 
 #: spec fields that change the numbers: a resume must not mix two of them
 SCORED_FIELDS = (
     "agent", "dataset", "data", "seed", "llm", "api_base", "reader", "judge", "judge_prompt", "embedder",
-    "chunk_size", "top_k", "limit", "agent_options", "dataset_options", "from_run",
+    "chunk_size", "top_k", "limit", "agent_options", "dataset_options", "from_run", "limit_by", "context_tokens",
 )
+#: what a run.json written before a spec field existed meant by its absence (for --resume and
+#: `memplug reproduce`): a --limit then kept the first N questions
+LEGACY_SPEC: dict[str, Any] = {"limit_by": "first"}
 
 
 @attrs.frozen
@@ -93,18 +105,35 @@ class RunSpec:
     top_k: int | None = None
     limit: int | None = None
     concurrency: int = 4
+    #: ``--concurrency auto``: ``concurrency`` samples side by side, and each model's calls in
+    #: flight adaptive up to it (memplug.llm.adaptive; what they settled at is in run.json)
+    concurrency_auto: bool = False
     cache: bool = True
     llm_timeout: float = 60.0
     llm_retries: int = 6
     llm_deadline: float = 600.0
+    #: seconds one agent call may take before its sample is recorded as failed (a hung agent)
+    sample_timeout: float = DEFAULT_SAMPLE_TIMEOUT_S
     agent_options: dict[str, str] = attrs.field(factory=dict)
     dataset_options: dict[str, str] = attrs.field(factory=dict)
     #: a finished run whose recalled items this run answers and scores again (no agent, no ingestion)
     from_run: str | None = None
+    #: how --limit draws its questions: "stratified" by category and abstention, with the seed
+    #: (memplug.sampling), or "first" (the first N in dataset order)
+    limit_by: str = "stratified"
+    #: tokens of recalled context the reader is handed (items kept whole, in rank order); None: all
+    context_tokens: int | None = None
+    #: failed questions (N, or "P%" of those asked) that stop the run (memplug.gates); None: never
+    max_errors: str | None = None
+    #: thresholds "METRIC=VALUE" / "METRIC[CATEGORY]=VALUE" checked after the run (memplug.gates)
+    fail_under: list[str] = attrs.field(factory=list)
+    #: seconds the agent's settle() may take after ingestion (protocols.Settles)
+    settle_timeout: float = 600.0
 
     def differences(self, stored: dict[str, Any]) -> list[str]:
         """Fields that change results and differ from a stored spec (for --resume)."""
         mine = _scrubbed(attrs.asdict(self))  # run.json holds the spec scrubbed of secrets
+        stored = {**LEGACY_SPEC, **stored}
         return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if stored.get(k) != mine[k]]
 
 
@@ -149,6 +178,48 @@ class Run:
     path: Path
     info: DatasetInfo
     started: float = attrs.field(factory=time.time)
+
+
+@attrs.define
+class SampleResult:
+    """What running one sample gives (:meth:`Evaluation.run_sample`): a record per question, in
+    the sample's order, and its line of stored.jsonl (what the agent listed after ingestion;
+    None when it lists nothing or the listing failed). Plain data: a Ray worker returns it."""
+
+    records: list[QuestionRecord]
+    stored: dict[str, Any] | None = None
+
+
+class SampleSink(Protocol):
+    """Where :meth:`Evaluation.run_sample` hands each result as soon as it is made: the
+    question's record (``write``) and the sample's line of stored.jsonl (``stored``). The
+    driver's sink writes them into the run directory; a Ray worker's keeps nothing (the
+    :class:`SampleResult` goes back to the driver)."""
+
+    def write(self, record: QuestionRecord) -> None: ...
+
+    def stored(self, line: dict[str, Any]) -> None: ...
+
+
+class RecordSink(Protocol):
+    """What takes a run's records in the driver: its :class:`~memplug.results.RecordWriter`
+    (or the :class:`~memplug.gates.GatedWriter` around it)."""
+
+    def write(self, record: QuestionRecord) -> None: ...
+
+
+@attrs.define
+class RunSink:
+    """The driver's sink: records to the run's writer, what the agent stored to its stored.jsonl."""
+
+    writer: RecordSink
+    path: Path
+
+    def write(self, record: QuestionRecord) -> None:
+        self.writer.write(record)
+
+    def stored(self, line: dict[str, Any]) -> None:
+        stored_file.write_line(self.path, line)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -232,6 +303,8 @@ class Evaluation:
         ``check``, also the preflight of :mod:`memplug.preflight` (models, keys, endpoint,
         embedder), so that bad configuration fails here, before the first question, as one line."""
         self.spec = spec
+        if check:  # a missing provider key: one line now, not after seconds of importing litellm
+            preflight.check_keys(spec)
         self.plugins = plugins or get_plugins()
         reg = self.plugins.registry
         self.agent_entry = reg("agents").get(spec.agent)
@@ -259,6 +332,8 @@ class Evaluation:
         #: warnings the loader logged (see :meth:`samples`)
         self.data_warnings: list[str] = []
         self._loaded: list[Sample] | None = None
+        #: what --limit drew (memplug.sampling), for run.json's resolved.limit; None: no --limit
+        self.drawn: dict[str, Any] | None = None
         self.info: DatasetInfo = dataset_info(self.builder, dataset_values, self.data)
         #: the dataset's answer protocol: prompt, reply parsing, memory unit, depth (memplug.answering)
         self.protocol = protocol_of(self.info)
@@ -274,6 +349,8 @@ class Evaluation:
             raise MemplugError("the llm reader needs a model: pass --llm MODEL or set MEMPLUG_LLM")
         #: what runs the samples (memplug.executors; None: this process), set by run()
         self.executor: Any = None
+        #: set by a Ctrl-C: the samples end at their next stop point (see :meth:`run_here`)
+        self._stopping = threading.Event()
         if resolved is None:
             agent_note = None
             if spec.from_run is None:  # the agent's preflight may change its values and say so
@@ -335,7 +412,8 @@ class Evaluation:
     def _make_llm(self, model: str) -> LLM:
         return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
                    concurrency=max(self.spec.concurrency, 1), timeout=self.spec.llm_timeout,
-                   max_retries=self.spec.llm_retries, deadline=self.spec.llm_deadline)
+                   max_retries=self.spec.llm_retries, deadline=self.spec.llm_deadline,
+                   adaptive=self.spec.concurrency_auto)
 
     # -- data -----------------------------------------------------------------
     def samples(self) -> list[Sample]:
@@ -360,6 +438,10 @@ class Evaluation:
             # No LLM here: --llm answers questions. Rewording generated data is `memplug generate
             # --llm`'s job, so that evaluated data is fixed and reusable.
             built = self.builder.build(BuildOptions(values=self.dataset_values, data=data, seed=self.spec.seed))
+        if self.spec.limit is not None and self.spec.limit_by == "stratified":
+            built, self.drawn = sampling.stratified(built, self.spec.limit, self.spec.seed)
+        elif self.spec.limit is not None:
+            self.drawn = {"by": "first", "n": self.spec.limit}
         return select_questions(built, self.spec.limit)
 
     # -- run files ------------------------------------------------------------
@@ -405,7 +487,8 @@ class Evaluation:
             staging = output / f".{run_id}.{os.getpid()}.tmp"
             try:
                 staging.mkdir()
-                write_json_atomic(staging / "run.json", self.run_json(run_id, started or _now(), "running", 0.0))
+                write_json_atomic(staging / "run.json",
+                                  self.run_json(run_id, started or _now(), "running", 0.0).to_json())
                 os.replace(staging, path)  # replaces the empty directory in one step
             except BaseException as exc:  # a full disk, or Ctrl-C half way: leave no empty run directory
                 shutil.rmtree(staging, ignore_errors=True)
@@ -418,7 +501,7 @@ class Evaluation:
         raise MemplugError(f"--output {output}: too many runs named {base}")
 
     def run_json(self, run_id: str, started: str, status: str, wall_s: float, ended: str | None = None,
-                 outcome: Outcome | None = None) -> dict:
+                 outcome: Outcome | None = None) -> RunInfo:
         """The content of run.json: the spec, what it resolved to, versions, git commit, status
         and the ``outcome`` counts; every string scrubbed of secrets."""
         spec = attrs.asdict(self.spec)
@@ -426,9 +509,22 @@ class Evaluation:
         judge = self.metrics_by_name().get("judge")
         if isinstance(judge, Describes):
             extra["judge"] = judge.describe()
+        # what decides the stage of each miss: the overlap rule, or the judge with a pinned prompt
+        extra["diagnosis"] = {"items_without_sources": "judge" if self.judge_llm is not None else "overlap",
+                              **({"judge_prompt_sha256": diagnosis.JUDGE_PROMPT_SHA256} if self.judge_llm else {})}
         #: what ran the samples: this process (local), or e.g. Ray workers with their address
         extra["executor"] = self.executor.describe() if self.executor is not None else {"name": "local"}
-        return _scrubbed({
+        #: --llm/--judge local: the GGUF's sha256, llama.cpp's version, window, threads, speed, timeout
+        local_models = {role: llm.local_info for role, llm in (("llm", self.llm), ("judge", self.judge_llm))
+                        if llm is not None and llm.local_info}
+        if local_models:
+            extra["local_models"] = local_models
+        #: --concurrency auto: each model's limit of calls in flight, where it went and why
+        adaptive = {role: llm.adaptive.describe() for role, llm in (("llm", self.llm), ("judge", self.judge_llm))
+                    if llm is not None and llm.adaptive is not None}
+        if adaptive:
+            extra["concurrency_auto"] = adaptive
+        return RunInfo.from_json(_scrubbed({
             "schema": SCHEMA,
             "run_id": run_id,
             "spec": spec,
@@ -440,6 +536,7 @@ class Evaluation:
                 "data_sha256": self.data_sha256(),
                 "from_run": _from_run_id(self.spec.from_run),
                 "data_warnings": {"count": len(self.data_warnings), "first": self.data_warnings[:20]},
+                "limit": self.drawn,
                 **extra,
             },
             "versions": self.versions(),
@@ -449,7 +546,7 @@ class Evaluation:
             "wall_s": round(wall_s, 3),
             "status": status,
             **(outcome.to_json() if outcome is not None else {}),
-        })
+        }), "run.json")
 
     def data_sha256(self) -> dict[str, str] | None:
         """sha256 of each file the run read from ``--data`` (relative to it; a single file
@@ -476,6 +573,9 @@ class Evaluation:
         new run's id (see :meth:`new_run_dir`).
         """
         samples = self.samples()
+        # --fail-under names a metric the run scores and a category it asks: a typo fails now, not after the run
+        gates.check_names(gates.thresholds(self.spec.fail_under), [m.name for m in self.metrics],
+                          {q.category for s in samples for q in s.questions})
         for metric in self.metrics:  # the judges of these questions, named in run.json from the start
             if isinstance(metric, PlansQuestions):
                 metric.plan(q for s in samples for q in s.questions)
@@ -501,11 +601,12 @@ class Evaluation:
 
     def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None) -> Path:
         path = run_dir.path
-        stored = run_dir.spec()
+        stored = run_dir.info()
         if resuming:
-            diffs = self.spec.differences(stored.get("spec", {}))
+            diffs = self.spec.differences(stored.spec)
             if diffs:
                 raise MemplugError(f"cannot resume {path}: options differ from run.json ({'; '.join(diffs)})")
+            _check_same_protocol(path, stored.protocol, self.protocol.describe())
             expected = {s.id: {q.id for q in s.questions} for s in samples}
             try:
                 kept = keep_complete_samples(run_dir.samples, expected)
@@ -513,8 +614,8 @@ class Evaluation:
                 raise OutputError(f"cannot write {run_dir.samples}: {exc.strerror or exc}") from None
         else:
             kept = []
-        run_id = stored["run_id"]
-        started, prior_wall = stored.get("started") or _now(), float(stored.get("wall_s") or 0.0)
+        run_id = stored.run_id
+        started, prior_wall = stored.started or _now(), stored.wall_s
         done = {r.sample_id for r in kept}
         pending = [s for s in samples if s.id not in done]
         n_expected = sum(len(s.questions) for s in samples)
@@ -524,13 +625,14 @@ class Evaluation:
                  json.dumps(_scrubbed(attrs.asdict(self.spec))))
         t0 = time.perf_counter()
         try:
-            write_json_atomic(run_dir.run_json, self.run_json(run_id, started, "running", prior_wall))
+            write_json_atomic(run_dir.run_json, self.run_json(run_id, started, "running", prior_wall).to_json())
         except OSError as exc:
             raise OutputError(f"cannot write {run_dir.run_json}: {exc.strerror or exc}") from None
         self.plugins.hook.memplug_run_start(run=run)
-        writer = RecordWriter(run_dir.samples)
+        writer = gates.writer(run_dir.samples, self.spec.max_errors, n_expected)  # --max-errors: a GatedWriter
         self.token_counts.prefetch(pending)
-        ran, stop = False, None
+        ran, stop, interrupted = False, None, False
+        replaced_handler: Any = None
         summary: RunSummary | None = None
         # Everything alive now (the samples, the loaded modules) lives to the end of the run:
         # frozen, the collector stops rescanning it. Each full collection of a 1,280-sample
@@ -539,13 +641,15 @@ class Evaluation:
         try:
             finished = sum(len(s.questions) for s in samples if s.id in done)
             if self.executor is None:
-                asyncio.run(self._run_samples(run, pending, writer, progress, total=n_expected, finished=finished))
+                self.run_here(run, pending, writer, progress, total=n_expected, finished=finished)
             else:  # e.g. Ray: the samples spread over workers, their records written here
                 self.executor.run_samples(self, run, pending, writer, progress, total=n_expected, finished=finished)
             ran = True
-        except (FatalLLMError, OutputError, _SetupFailed) as exc:
+        except (FatalLLMError, OutputError, _SetupFailed, gates.TooManyErrors) as exc:
             stop = exc
         except KeyboardInterrupt:
+            interrupted = True
+            replaced_handler = _exit_on_second_interrupt(path)
             raise RunInterrupted(path) from None
         finally:
             gc.unfreeze()
@@ -560,42 +664,105 @@ class Evaluation:
                     llm.close()  # its I/O thread and connections
             wall = prior_wall + time.perf_counter() - t0
             status, outcome = "interrupted", None
-            if ran or stop is not None:  # the records on file: those kept from before and this session's
+            if ran or stop is not None or interrupted:  # the records on file: those kept and this session's
                 records = [*kept, *writer.written]
-                outcome = _outcome(records, n_expected, stop)
+                outcome = _outcome(records, n_expected, stop, interrupted)
                 status = outcome.status
                 summary = summarize(records, self.spec.agent, self.spec.dataset, run_id, wall)
                 summary.outcome = outcome
-                with contextlib.suppress(OSError):  # a full disk: run.json still says "running", resumable
+                with contextlib.suppress(OSError):  # a full disk: no summary.json; resumable all the same
                     write_json_atomic(run_dir.summary_json, summary.to_json())
-            with contextlib.suppress(OSError):
-                write_json_atomic(run_dir.run_json, self.run_json(run_id, started, status, wall, _now(), outcome))
+            try:
+                ended_info = self.run_json(run_id, started, status, wall, _now(), outcome)
+                write_json_atomic(run_dir.run_json, ended_info.to_json())
+            except OSError:  # a full disk: at least the status, in the blocks run.json already has
+                write_status_in_place(run_dir.run_json, status)
+            if replaced_handler is not None:
+                signal.signal(signal.SIGINT, replaced_handler)
         self.plugins.hook.memplug_run_end(run=run, summary=summary)
-        if stop is not None:
+        if stop is not None and not isinstance(stop, gates.TooManyErrors):  # --max-errors: failed, not stopped
             raise RunStopped(str(stop), path)
         return path
 
-    async def _run_samples(self, run: Run, samples: list[Sample], writer: RecordWriter,
+    def run_here(self, run: Run, samples: list[Sample], writer: RecordSink, progress: Callable | None,
+                 total: int, finished: int) -> None:
+        """Run the samples in this process: on an event loop in a thread of their own, this
+        thread only waiting for it.
+
+        A Ctrl-C reaches the main thread only, and must stop the run within a second whatever
+        the agent does. An event loop in the main thread cannot promise that: an agent that
+        runs inline (``blocking = False``) never lets the loop see the cancellation (its
+        awaits never suspend: 8,000 MemSim samples of bm25 ran to the end past a Ctrl-C), and
+        a call hung in a pool thread keeps the loop, and then the interpreter's exit, waiting
+        on it. Waiting here, the KeyboardInterrupt comes at once: the samples are told to stop
+        (checked between chunks and questions, :meth:`_stop_point`), given STOP_GRACE_S to
+        end, and a thread still busy is left behind (the writer drops what it writes late).
+        """
+        self._stopping.clear()
+        started = threading.Event()
+        held: dict[str, Any] = {}
+
+        async def main() -> None:
+            held["loop"], held["task"] = asyncio.get_running_loop(), asyncio.current_task()
+            started.set()
+            await self._run_samples(run, samples, writer, progress, total=total, finished=finished)
+
+        def target() -> None:
+            try:
+                asyncio.run(main())
+            except BaseException as exc:  # handed to the waiting thread, which raises it
+                held["error"] = exc
+            finally:
+                started.set()
+
+        # the caller's context (an LLM usage scope, say) goes with the samples
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), daemon=True,
+                                  name="memplug-samples")
+        thread.start()
+        try:
+            thread.join()
+        except KeyboardInterrupt:
+            self._stopping.set()
+            started.wait(STOP_GRACE_S)
+            loop, task = held.get("loop"), held.get("task")
+            if loop is not None and task is not None:
+                with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
+                    loop.call_soon_threadsafe(task.cancel)
+            thread.join(STOP_GRACE_S)
+            raise
+        error = held.get("error")
+        if error is not None:
+            raise error
+
+    def _stop_point(self) -> None:
+        """Between two agent calls: end the sample here when a Ctrl-C asked the run to stop."""
+        if self._stopping.is_set():
+            raise asyncio.CancelledError
+
+    async def _run_samples(self, run: Run, samples: list[Sample], writer: RecordSink,
                            progress: Callable | None, total: int, finished: int) -> None:
         width = max(self.spec.concurrency, 1)
-        pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="memplug-agent")
+        pool = AgentThreads(width)
         tick = progress(total, finished) if progress else (lambda n=1: None)
         work = run.path / "work"  # each sample's agent gets a folder in it
+        sink = RunSink(writer, run.path)
         queue = iter(samples)
 
         # `width` workers taking the next sample in dataset order, rather than a task per
         # sample behind a semaphore: no task and no semaphore wake-up per sample.
         async def worker() -> None:
             for sample in queue:
-                records = await self._run_sample(work, sample, pool, writer, tick)
-                self.plugins.hook.memplug_sample_end(run=run, sample=sample, records=records)
+                self._stop_point()
+                result = await self.run_sample(work, sample, pool, sink, tick)
+                self.plugins.hook.memplug_sample_end(run=run, sample=sample, records=result.records)
 
         try:
             await asyncio.gather(*(worker() for _ in range(min(width, len(samples)))))
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown()
 
-    def _method(self, pool: ThreadPoolExecutor, obj: Any, name: str) -> Callable[..., Awaitable[Any]]:
+    def _method(self, pool: "AgentThreads", obj: Any, name: str, limit: float | None = None,
+                flag: str = "--sample-timeout") -> Callable[..., Awaitable[Any]]:
         """``obj.a<name>`` if the agent declares an async variant (protocols.IngestsAsync,
         RecallsAsync, ClosesAsync, ListsStoredAsync), else ``obj.<name>`` made awaitable.
 
@@ -604,10 +771,31 @@ class Evaluation:
         contending for the GIL over sub-millisecond calls cost more than the calls
         themselves. Looked up once per agent, not per call: a sample ingests chunk after
         chunk through one method.
+
+        A call in the pool or a declared async one that does not return within
+        ``--sample-timeout`` raises :class:`SampleTimeout` (the sample's error; the run goes
+        on) and its thread is given up (:meth:`AgentThreads.give_up`). An inline call cannot
+        be timed out: it holds the event loop. ``limit`` and ``flag``: another bound and the
+        option that sets it (settle(): ``--settle-timeout``).
         """
+        limit = self.spec.sample_timeout if limit is None else limit
+
+        async def timed(call: Awaitable[Any]) -> Any:
+            try:
+                return await asyncio.wait_for(call, limit)
+            except asyncio.TimeoutError:
+                pool.give_up()
+                what = name.lstrip("_").replace("_", " ")
+                raise SampleTimeout(f"the agent's {what} did not return within {limit:g} s "
+                                    f"({flag}): given up") from None
+
         declared = async_variant(obj, name)
         if declared is not None:
-            return declared
+
+            async def awaited(*args: Any) -> Any:
+                return await timed(declared(*args))
+
+            return awaited
         method = getattr(obj, name)
         if not is_blocking(obj):
 
@@ -616,9 +804,17 @@ class Evaluation:
 
             return inline
 
+        def call(*args: Any) -> Any:
+            thread = threading.current_thread()
+            _CALLS_RUNNING.add(thread)
+            try:
+                return method(*args)
+            finally:
+                _CALLS_RUNNING.discard(thread)
+
         async def in_pool(*args: Any) -> Any:
             ctx = contextvars.copy_context()  # carries the LLM usage scope into the thread
-            return await asyncio.get_running_loop().run_in_executor(pool, ctx.run, method, *args)
+            return await timed(asyncio.get_running_loop().run_in_executor(pool.pool, ctx.run, call, *args))
 
         return in_pool
 
@@ -633,8 +829,13 @@ class Evaluation:
             workdir.mkdir(parents=True, exist_ok=True)
         return self.agent_factory(config, workdir)
 
-    async def _run_sample(self, work: Path, sample: Sample, pool: ThreadPoolExecutor,
-                          writer: RecordWriter, tick: Callable) -> list[QuestionRecord]:
+    async def run_sample(self, work: Path, sample: Sample, pool: "AgentThreads", sink: SampleSink,
+                         tick: Callable) -> SampleResult:
+        """Run one sample: build its agent in ``work``, ingest, list what it stored, ask each
+        question, score and diagnose. Each record and the stored line go to ``sink`` as they
+        are made (the driver writes them at once, so a kill loses little) and come back in the
+        :class:`SampleResult`. Writes no run file itself: the driver (:meth:`run`, or a Ray
+        executor's) owns the run directory. ``tick``: called once per question (progress)."""
         workdir = work / safe_name(sample.id)
         config = AgentConfig(
             options=self.agent_values, llm=self.llm, embedder=self.spec.embedder, top_k=self.top_k,
@@ -644,6 +845,8 @@ class Evaluation:
         )
         agent: Any = None
         ingest_error: str | None = None
+        #: why the agent is given up (a call past --sample-timeout): no later call, not even close
+        hung: str | None = None
         if self.replayed is not None:  # --from RUN: the recalls are stored; nothing to build or ingest
             agent = _Replay(self.replayed, sample.id, self.top_k)
         # memplug's work: not timed
@@ -651,6 +854,7 @@ class Evaluation:
                   if self.per_message
                   else list(chunk_messages(sample.messages, self.chunk_size, self.token_counts.of(sample))))
         setup_s = ingest_s = 0.0
+        settle_s: float | None = None
         with usage_scope() as ingest_usage:
             t0 = time.perf_counter()
             try:
@@ -663,6 +867,7 @@ class Evaluation:
                     raise _SetupFailed(f"agent {self.spec.agent!r} could not be set up: {scrub(str(exc))}") from None
             except Exception as exc:
                 ingest_error = f"agent set-up failed: {_describe(exc)}"
+                hung = str(exc) if isinstance(exc, SampleTimeout) else None
             tame_loguru()  # the agent's libraries may have imported loguru just now
             t1 = time.perf_counter()
             setup_s = t1 - t0
@@ -670,44 +875,114 @@ class Evaluation:
                 if agent is not None and chunks:
                     ingest = self._method(pool, agent, "ingest")
                     for chunk in chunks:
+                        self._stop_point()
                         await ingest(chunk)
-                ingest_s = time.perf_counter() - t1
+                ingest_s = time.perf_counter() - t1 if chunks else 0.0  # --from: nothing was ingested
+                if agent is not None and chunks and settles(agent):  # its ingestion finishes in the background
+                    self._stop_point()
+                    await self._method(pool, agent, "settle", self.spec.settle_timeout, "--settle-timeout")()
+                    settle_s = time.perf_counter() - t1 - ingest_s
             except FatalLLMError:
                 raise
             except Exception as exc:
                 ingest_error = f"ingest failed: {_describe(exc)}"
+                hung = str(exc) if isinstance(exc, SampleTimeout) else None
         records = []
+        recall: Callable[..., Awaitable[Any]] | None = None
+        if agent is not None:
+            recall_call = self._method(pool, agent, "recall")
+
+            async def recall(asked: AgentQuestion) -> Any:
+                nonlocal hung
+                try:
+                    return await recall_call(asked)
+                except SampleTimeout as exc:
+                    hung = str(exc)
+                    raise
+
+        line: dict[str, Any] | None = None  # the sample's line of stored.jsonl
         try:
             lists = lists_stored(agent)  # optional (protocols.ListsStored, ListsStoredAsync)
+            store: diagnosis.Store | None = None
             if agent is not None and ingest_error is None and lists:
-                await self._list_stored(pool, agent, sample.id, work.parent)
-            recall = self._method(pool, agent, "recall") if agent is not None else None
+                listed, line = await self._list_stored(pool, agent, sample.id)
+                if line is not None:
+                    sink.stored(line)
+                store = diagnosis.Store.of(listed, self.info.language) if listed is not None else None
+            # the stage at which each miss lost its evidence, against the whole store (memplug.diagnosis)
+            headline = diagnosis.headline_metric([m.name for m in self.metrics])
+            conversation = diagnosis.Conversation({m.id: m.text for m in sample.messages}, self.info.language)
+            points = diagnosis.sample_points(sample.meta.get(diagnosis.MEMORY_POINTS_KEY), store, conversation)
             for question in sample.questions:
-                record = await self._ask(recall, question, sample, ingest_error)
+                self._stop_point()
+                record = await self._ask(recall, question, sample,
+                                         ingest_error or (f"not asked: {hung}" if hung else None))
+                record.diagnosis = diagnosis.diagnose(record, headline, conversation, store, self.info.language,
+                                                      points)
+                if self.judge_llm is not None and record.diagnosis is not None and "overlap" in record.diagnosis.rule:
+                    await self._judge_storage(record, conversation, store)
+                if self.replayed is not None and (source := self.replayed.get(record.key)) is not None:
+                    record.diagnosis = diagnosis.carried(record.diagnosis, source.diagnosis)  # what its agent stored
                 record.timings.setup_s, record.timings.ingest_s = round(setup_s, 6), round(ingest_s, 6)
+                record.timings.settle_s = None if settle_s is None else round(settle_s, 6)
                 record.timings.n_messages = len(sample.messages)
                 record.ingest_usage = ingest_usage.snapshot()
-                writer.write(record)
+                sink.write(record)
                 records.append(record)
                 tick()
         finally:
-            if agent is not None:
+            if agent is not None and hung is None:
                 try:
                     await self._method(pool, agent, "close")()
                 except Exception:  # closing must not turn answered questions into errors
                     pass
-        return records
+        return SampleResult(records, line)
 
-    async def _list_stored(self, pool: ThreadPoolExecutor, agent: Any, sample_id: str, run_path: Path) -> None:
-        """The sample's line of stored.jsonl: what the agent holds after ingestion, from its
-        optional ``stored()`` (:mod:`memplug.stored`). Untimed, and never the run's failure:
-        an error is logged and nothing is recorded."""
+    def failed_records(self, sample: Sample, error: str) -> list[QuestionRecord]:
+        """The records of a sample that could not be run (a Ray worker died running it each
+        time): each question with ``error``, nothing timed (resume redoes them)."""
+
+        async def records() -> list[QuestionRecord]:
+            out = []
+            for question in sample.questions:
+                record = await self._ask(None, question, sample, error)
+                record.timings = Timings(setup_s=0.0, ingest_s=0.0, n_messages=len(sample.messages))
+                out.append(record)
+            return out
+
+        return asyncio.run(records())
+
+    async def _judge_storage(self, record: QuestionRecord, conversation: diagnosis.Conversation,
+                             store: diagnosis.Store | None) -> None:
+        """With ``--judge``: the judge, not the overlap rule, decides whether items that name no
+        source hold the record's evidence (:func:`memplug.diagnosis.judged`); its calls count in
+        the question's usage. A diagnostic: a failed call is logged and the overlap rule's
+        diagnosis kept."""
+        assert self.judge_llm is not None
+        with usage_scope() as usage:
+            try:
+                record.diagnosis = await diagnosis.judged(record, conversation, store, self.judge_llm,
+                                                          self.info.language)
+            except FatalLLMError:
+                raise
+            except Exception as exc:
+                log.warning("question %s/%s: the judge could not diagnose it, the overlap rule stands: %s",
+                            record.sample_id, record.question_id, _describe(exc))
+        if record.usage is not None:
+            record.usage = record.usage.plus(usage.snapshot())
+
+    async def _list_stored(self, pool: "AgentThreads", agent: Any,
+                           sample_id: str) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+        """What the agent holds after ingestion, from its optional ``stored()``
+        (:mod:`memplug.stored`): every listed item, which the questions' diagnoses are computed
+        against, and the sample's line of stored.jsonl. Untimed, and never the run's failure:
+        an error is logged and nothing is recorded (None, None)."""
         try:
             listed = await self._method(pool, agent, "stored")()
         except Exception as exc:
             log.warning("sample %s: the agent's stored() failed, nothing recorded: %s", sample_id, _describe(exc))
-            return
-        stored_file.record(run_path, sample_id, listed)
+            return None, None
+        return stored_file.line_of(sample_id, listed)
 
     async def _ask(self, recall_method: Callable[..., Awaitable[Any]] | None, question: Question, sample: Sample,
                    ingest_error: str | None) -> QuestionRecord:
@@ -734,15 +1009,19 @@ class Evaluation:
                 elif unable:  # this reader cannot answer it: only what was recalled is scored
                     reply = None
                     record.unanswerable = f"the {self.reader_name} reader cannot do {unable}"
-                else:
-                    reply = await self.reader.answer(asked, recall.items, self.info)
-                prediction = None if reply is None else self.protocol.parse_reply(reply)
+                else:  # --context-tokens: the items that fit the budget, whole and in rank order
+                    shown, record.context = budget.cut(recall.items, self.spec.context_tokens)
+                    reply = await self.reader.answer(asked, shown, self.info)
+                # a category's own parser reads replies to the protocol's prompts only (not an agent's
+                # own answer, nor an extractive span)
+                prompted = recall.answer is None and prompts_with_protocol(self.reader)
+                prediction = None if reply is None else self.protocol.parse_reply(reply, asked if prompted else None)
                 t2 = time.perf_counter()
                 record.prediction, record.reply = prediction, reply
                 record.agent_answered, record.meta = recall.answer is not None, _jsonable(recall.meta)
                 record.recalled = list(recall.items)
                 record.timings = Timings(recall_s=round(t1 - t0, 6), read_s=round(t2 - t1, 6))
-                ctx = ScoreContext(question, prediction or "", recall.items, self.info.language, recall.meta)
+                ctx = ScoreContext(question, prediction or "", recall.items, self.info.language, recall.meta, reply)
                 raw = reply if self.protocol.score_raw_too else None
                 for metric in self.metrics:
                     if prediction is not None or not reads_answer(metric):
@@ -784,11 +1063,11 @@ class _Replay:
 def _stored_recalls(path: Path, top_k: int) -> dict[tuple[str, str], QuestionRecord]:
     """The records of a finished run, by (sample id, question id), for ``eval --from``."""
     run = RunDir(path).check()
-    stored = run.spec()
-    if stored.get("status") not in ("finished", "partial"):
-        raise MemplugError(f"--from {path}: the run is {stored.get('status')!r}; finish it first "
+    stored = run.info()
+    if stored.status not in ("finished", "partial"):
+        raise MemplugError(f"--from {path}: the run is {stored.status!r}; finish it first "
                            f"(memplug eval --resume {path})")
-    recalled = run.top_k(stored)
+    recalled = stored.top_k
     if top_k > recalled:
         raise MemplugError(f"--from {path}: it recalled {recalled} items per question; --top-k {top_k} "
                            "cannot be answered from them")
@@ -799,7 +1078,7 @@ def _from_run_id(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        return str(RunDir(Path(path)).spec().get("run_id"))
+        return RunDir(Path(path)).info().run_id
     except (MemplugError, OSError):
         return None
 
@@ -826,26 +1105,111 @@ def _collect_warnings() -> Any:
         root.removeHandler(handler)
 
 
+def _check_same_protocol(path: Path, stored: Mapping[str, Any] | None, now: Mapping[str, Any]) -> None:
+    """A resumed run asks its remaining questions as it asked the others: the same options
+    can mean another protocol under another memplug (LoCoMo's default became the official
+    per-category prompts in protocol version 2), and one run must not mix two."""
+    if not stored:  # a run from before protocols were recorded
+        return
+    keys = ("name", "version", "variations", "sha256", "parse", "parse_by_category")
+    if any(stored.get(k) != now.get(k) for k in keys):
+        def label(d: Mapping[str, Any]) -> str:
+            return f"{d.get('name')} v{d.get('version')}{' (' + ', '.join(d['variations']) + ')' if d.get('variations') else ''}"
+
+        raise MemplugError(f"cannot resume {path}: it was asked under the answer protocol {label(stored)}, this "
+                           f"memplug asks under {label(now)}; finish it with the memplug that began it, or "
+                           "start a new run")
+
+
 class _SetupFailed(MemplugError):
     """The agent could not be built for a reason every sample shares: the run stops."""
 
 
+class SampleTimeout(Exception):
+    """An agent call that did not return within ``--sample-timeout``: its sample's error,
+    not the run's (a plain Exception, so that a set-up that hangs is not a configuration
+    failure that stops the run)."""
+
+
+#: the threads running an agent's blocking call now (see :func:`agent_calls_running`)
+_CALLS_RUNNING: set[threading.Thread] = set()
+
+
+def agent_calls_running() -> bool:
+    """Whether an agent's call is still running in a thread of the runner: one given up
+    after --sample-timeout, or one a Ctrl-C left behind. Python cannot stop it, and the
+    interpreter's exit would wait for it (forever, for a hung plugin): the command line
+    then ends the process itself once the run's files are written."""
+    return any(t.is_alive() for t in list(_CALLS_RUNNING))
+
+
+class AgentThreads:
+    """The threads that run agents' blocking calls, ``width`` of them.
+
+    A thread whose call outlived ``--sample-timeout`` cannot be stopped (Python has no way
+    to kill a thread): :meth:`give_up` leaves it to its call and gives the later calls a
+    fresh pool, so a hung agent costs one thread, never a place in the run's width (with
+    ``--concurrency 1`` every later sample would otherwise queue behind it and time out).
+    """
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="memplug-agent")
+
+    def give_up(self) -> None:
+        """Leave the current pool's threads to their calls; later calls get a fresh pool."""
+        self.pool.shutdown(wait=False)
+        self.pool = ThreadPoolExecutor(max_workers=self.width, thread_name_prefix="memplug-agent")
+
+    def shutdown(self) -> None:
+        """No further call; calls not begun are cancelled, running ones are not waited for."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _exit_on_second_interrupt(run_dir: Path) -> Any:
+    """After a first Ctrl-C, while the run's files are written: a second Ctrl-C ends the
+    process at once, with one line and no traceback (raised inside that writing, or inside
+    the interpreter's exit that waits for an agent's hung thread, it was a traceback).
+    Returns the handler replaced, to put back; None where none was replaced (not the main
+    thread, or a handler of the caller's own, which keeps its say)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        return None
+
+    def now(signum: int, frame: Any) -> None:
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"memplug: interrupted again: stopped at once; finish the run with: "
+                             f"memplug eval --resume {run_dir}\n")
+            sys.stderr.flush()
+        os._exit(130)
+
+    return signal.signal(signal.SIGINT, now)
+
+
 def _describe(exc: BaseException) -> str:
     """One line for a record, scrubbed of secrets: the exception and where it was raised."""
+    if isinstance(exc, SampleTimeout):  # where it was raised (the runner) says nothing
+        return str(exc)
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return scrub(f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}")
 
 
-def _outcome(records: Sequence[QuestionRecord], n_expected: int, stop: BaseException | None) -> Outcome:
-    """The run's status and what it rests on: ``finished`` only when every expected
+def _outcome(records: Sequence[QuestionRecord], n_expected: int, stop: BaseException | None,
+             interrupted: bool = False) -> Outcome:
+    """The run's status and what it rests on: ``interrupted`` after a Ctrl-C (the records
+    so far are summed up all the same); else ``finished`` only when every expected
     question has a record without an error; ``failed`` when none has; else ``partial``."""
     answered = sum(1 for r in records if not r.error)
     first = next((r.error for r in records if r.error), None)
-    if stop is not None:
+    if stop is not None and not isinstance(stop, gates.TooManyErrors):
         first = scrub(str(stop))
     status = "finished" if answered == n_expected and stop is None else "failed" if answered == 0 else "partial"
+    if isinstance(stop, gates.TooManyErrors):  # --max-errors: the run is failed, however many were answered
+        status = "failed"
+    if interrupted:
+        return Outcome("interrupted", n_expected, answered, n_expected - answered, first, "interrupted (Ctrl-C)")
     return Outcome(status, n_expected, answered, n_expected - answered, first,
                    scrub(str(stop)) if stop is not None else None)
 

@@ -4,7 +4,8 @@ A benchmark run's files are made to be shared (run.json, samples.jsonl, the HTML
 report), so nothing secret may reach them: not a password in ``--api-base``
 (``http://user:pass@host/v1``), not a key in its query string (``?api-key=...``), not
 an ``Authorization: Bearer ...`` header quoted in an error, not the value of any
-key-like environment variable, however short. :func:`redact_url` is applied to URLs
+key-like environment variable, however short (a short one where a secret stands: a
+placeholder key "x" must not turn the model "openai/x" into "openai/***"). :func:`redact_url` is applied to URLs
 before they are stored; :func:`scrub` to every free text (error messages, log lines).
 """
 
@@ -25,7 +26,11 @@ _QUERY_PAIR = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.-]*(?:key|token|secret|pass
                          r"[A-Za-z0-9_.-]*=)(?P<value>[^&#\s\"']+)", re.I)
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{3,})", re.I)
 _KEY_FIELD = re.compile(r"(?P<head>\b(?:api[_-]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)"
-                        r"(?P<value>[^\s\"',}]{3,})", re.I)
+                        r"(?!(?:Bearer|Basic|Token)\s)(?P<value>[^\s\"',}]{3,})", re.I)
+#: where a secret stands in a text: after an auth scheme, a credential field's name or
+#: "key provided:" (OpenAI's "Incorrect API key provided: ..."); what a short secret needs before it
+_STANDS = (r"(?:\b(?:Bearer|Basic|Token)\s+|\b(?:api[_-]?key|x-api-key|authorization|key|token|secret|password"
+           r"|passwd|provided)[\"']?\s*[:=]\s*[\"']?|://[^/@\s:]*:)")
 
 
 def redact_url(url: str | None) -> str | None:
@@ -79,20 +84,24 @@ def scrub(text: str, secrets: Iterable[str | None] = (), urls: Iterable[str | No
     Known secrets are ``secrets`` (e.g. an API key given in code), the password and
     credential parameters of ``urls``, and the values of key-like environment variables.
     Patterns catch the rest: passwords in any URL, credential query parameters,
-    ``Bearer`` tokens and ``api_key: ...`` fields. A secret of a few characters is masked
-    only where it stands as a whole word, so that a placeholder key such as "x" does
-    not mangle every word holding an x.
+    ``Bearer`` tokens and ``api_key: ...`` fields. A known secret of 8 characters or more
+    is masked wherever it appears; a shorter one only where a secret stands (after
+    ``Bearer``, ``api_key=``, ``key provided:``, in a URL's password), as a whole word, so
+    that a placeholder key such as "x" mangles neither a word holding an x nor the model
+    "openai/x" it happens to name.
     """
     if not text:
         return text
-    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
-    text = _QUERY_PAIR.sub(lambda m: f"{m['name']}{MASK}", text)
-    text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
-    text = _KEY_FIELD.sub(lambda m: f"{m['head']}{MASK}", text)
+    # the known secrets first: the patterns below may take a short one's place for another word's
     known = {s for s in (*secrets, *_url_secrets(urls), *environment_secrets()) if s and s != MASK}
     for secret in sorted(known, key=len, reverse=True):  # longest first: one may contain another
         if len(secret) >= 8:
             text = text.replace(secret, MASK)
         elif secret in text:
-            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", MASK, text)
+            text = re.sub(rf"(?P<head>{_STANDS}){re.escape(secret)}(?![A-Za-z0-9])", rf"\g<head>{MASK}", text,
+                          flags=re.I)
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    text = _QUERY_PAIR.sub(lambda m: f"{m['name']}{MASK}", text)
+    text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _KEY_FIELD.sub(lambda m: f"{m['head']}{MASK}", text)
     return text

@@ -50,26 +50,60 @@ def _item(value: Any) -> dict[str, Any]:
     else:
         raise TypeError(f"stored() listed a {type(value).__name__}, expected memplug.StoredItem or str")
     out["text"] = str(out["text"])
-    if len(out["text"]) > MAX_CHARS:
-        out["text"] = out["text"][: MAX_CHARS - 1] + "…"
-        out["clipped"] = True
     return out
+
+
+def _clipped(item: dict[str, Any]) -> dict[str, Any]:
+    """The item as stored.jsonl keeps it: its text cut to MAX_CHARS, then ``"clipped": true``."""
+    if len(item["text"]) <= MAX_CHARS:
+        return item
+    return {**item, "text": item["text"][: MAX_CHARS - 1] + "…", "clipped": True}
 
 
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def entry(sample_id: str, listed: Iterable[Any]) -> dict[str, Any]:
-    """The stored.jsonl line for ``sample_id``: the first MAX_ITEMS of ``listed`` and their count."""
+def listing(listed: Iterable[Any]) -> list[dict[str, Any]]:
+    """Every item of ``listed`` as stored.jsonl writes one, texts whole (the run diagnoses its
+    questions against the whole store, :mod:`memplug.diagnosis`); TypeError when it is not a
+    list of items."""
     if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__"):
         raise TypeError(f"stored() returned a {type(listed).__name__}, expected a list of memplug.StoredItem")
-    items, total = [], 0
-    for value in listed:
-        if total < MAX_ITEMS:
-            items.append(_item(value))
-        total += 1
-    return {"sample_id": sample_id, "total": total, "items": items}
+    return [_item(value) for value in listed]
+
+
+def entry(sample_id: str, listed: Iterable[Any]) -> dict[str, Any]:
+    """The stored.jsonl line for ``sample_id``: the first MAX_ITEMS of ``listed`` and their count."""
+    return _line(sample_id, listing(listed))
+
+
+def _line(sample_id: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"sample_id": sample_id, "total": len(items), "items": [_clipped(i) for i in items[:MAX_ITEMS]]}
+
+
+def line_of(sample_id: str, listed: Iterable[Any]) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+    """Every item of ``listed`` (:func:`listing`) and the sample's line of stored.jsonl; (None,
+    None) when it is not a list of items, which is logged, never raised."""
+    try:
+        items = listing(listed)
+        return items, _line(sample_id, items)
+    except Exception as exc:  # a diagnostic must not fail the run
+        _not_recorded(sample_id, exc)
+        return None, None
+
+
+def write_line(run_path: Path, line: dict[str, Any]) -> None:
+    """:func:`append`, a failure (a full disk) logged, never raised."""
+    try:
+        append(run_path, line)
+    except Exception as exc:  # a diagnostic must not fail the run
+        _not_recorded(str(line.get("sample_id")), exc)
+
+
+def _not_recorded(sample_id: str, exc: Exception) -> None:
+    log.warning("sample %s: what the agent stored is not recorded (%s: %s)", sample_id, type(exc).__name__,
+                str(exc).strip().splitlines()[0] if str(exc).strip() else "")
 
 
 def append(run_path: Path, line: dict[str, Any]) -> None:
@@ -80,13 +114,13 @@ def append(run_path: Path, line: dict[str, Any]) -> None:
         fh.write(text)
 
 
-def record(run_path: Path, sample_id: str, listed: Iterable[Any]) -> None:
-    """:func:`entry` then :func:`append`; a failure is logged, never raised."""
-    try:
-        append(run_path, entry(sample_id, listed))
-    except Exception as exc:  # a diagnostic must not fail the run
-        log.warning("sample %s: what the agent stored is not recorded (%s: %s)", sample_id, type(exc).__name__,
-                    str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+def record(run_path: Path, sample_id: str, listed: Iterable[Any]) -> list[dict[str, Any]] | None:
+    """:func:`entry` then :func:`append`; a failure is logged, never raised. Returns every
+    listed item (:func:`listing`), None when the listing is not one."""
+    items, line = line_of(sample_id, listed)
+    if line is not None:
+        write_line(run_path, line)
+    return items
 
 
 def read(run_path: Path) -> dict[str, dict[str, Any]]:

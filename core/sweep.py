@@ -47,9 +47,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from memplug import specs
 from memplug.errors import MemplugError, RunStopped
 from memplug.files import read_json
-from memplug.preflight import declared_options
 from memplug.results import RunDir, write_json_atomic
 
 MANIFEST = "sweep.json"
@@ -64,11 +64,8 @@ DONE = "finished"
 def _toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
-    else:
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise MemplugError("reading a sweep file on Python 3.10 needs tomli: pip install tomli") from None
+    else:  # tomllib's backport, a dependency on 3.10 (pyproject.toml)
+        import tomli as tomllib
     try:
         with Path(path).open("rb") as fh:
             return tomllib.load(fh)
@@ -102,21 +99,12 @@ def load_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def _spec_fields() -> set[str]:
-    from memplug.runner import RunSpec
-
-    return {a.name for a in RunSpec.__attrs_attrs__}
-
-
 def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]:
     """Every cell of the grid: its axes, its RunSpec fields and its run id, in a fixed order
     (agents vary slowest, option sets fastest)."""
-    from memplug.options import split_for
-    from memplug.plugins import get_plugins
-
     base = dict(config.get("base") or {})
     base_options = {str(k): str(v) for k, v in (base.pop("options", None) or {}).items()}
-    known = _spec_fields()
+    known = specs.field_names()
     unknown = set(base) - known - {"no_cache"}
     if unknown:
         raise MemplugError(f"[base] has unknown field(s) {', '.join(sorted(unknown))}")
@@ -128,7 +116,6 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
         raise MemplugError("a sweep needs [grid] agents (or [base] agent)")
     if axes["datasets"] == [None] and not base.get("dataset"):
         raise MemplugError("a sweep needs [grid] datasets (or [base] dataset)")
-    reg = get_plugins().registry
     cells = []
     for index, combo in enumerate(itertools.product(*axes.values())):
         chosen = dict(zip(AXES, combo))
@@ -153,10 +140,7 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
         option_set = {str(k): str(v) for k, v in (chosen["options"] or {}).items()}
         raw = {**base_options, **extra, **option_set}
         try:
-            agent_opts = declared_options(reg("agents").get(fields["agent"]).load(), f"agent {fields['agent']!r}")
-            dataset_opts = declared_options(reg("datasets").get(fields["dataset"]).load(),
-                                            f"dataset {fields['dataset']!r}")
-            fields["agent_options"], fields["dataset_options"] = split_for(raw, agent_opts, dataset_opts)
+            fields = specs.spec_fields(fields, raw)
         except MemplugError as exc:  # which cell (and so which agent, dataset and option set) it is
             raise MemplugError(f"cell c{index:03d} ({fields['agent']} on {fields['dataset']}, "
                                f"options {raw or 'none'}): {exc}") from None
@@ -254,7 +238,7 @@ def cell_state(sweep_path: Path, cell: Mapping[str, Any]) -> str:
     run = RunDir(path)
     if run.summary_json.is_file():
         outcome = run.summary().outcome
-        if (outcome is None or outcome.status == DONE) and run.spec().get("status") == DONE:
+        if (outcome is None or outcome.status == DONE) and run.info().status == DONE:
             return DONE
     return "resume"
 
@@ -264,11 +248,11 @@ def run_cell(job: Mapping[str, Any], executor: Any = None) -> dict[str, Any]:
 
     ``job``: the cell's ``spec`` fields, the sweep's ``runs`` folder, the ``run_id``, and
     ``resume`` (a path) for a cell started before."""
-    from memplug.runner import Evaluation, RunSpec
+    from memplug.runner import Evaluation
 
     status, error = "failed", None
     try:
-        evaluation = Evaluation(RunSpec(**job["spec"]))
+        evaluation = Evaluation(specs.build(job["spec"], f"cell {job['run_id']}"))
         resume = Path(job["resume"]) if job.get("resume") else None
         path = evaluation.run(output=Path(job["runs"]), resume=resume, name=job["run_id"], executor=executor,
                               capture_logs=True)
@@ -320,7 +304,7 @@ def sweep_comparisons(paths: list[Path]) -> list[dict[str, Any]]:
 
     groups: dict[str, list[Path]] = {}
     for path in paths:
-        spec = RunDir(path).spec().get("spec") or {}
+        spec = RunDir(path).info().spec
         key = repr([spec.get(k) for k in ("dataset", "data", "dataset_options", "seed", "limit")])
         groups.setdefault(hashlib.sha1(key.encode()).hexdigest(), []).append(path)
     out: list[dict[str, Any]] = []

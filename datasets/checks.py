@@ -1,16 +1,9 @@
-"""What a builder's validator returns to ``memplug generate --check``, for every dataset family."""
+"""What a builder's validator returns to ``memplug generate --check``, for every dataset family:
+:class:`memplug.models.CheckReport`, named here too for the dataset modules and plugins that import
+it from here."""
 
 from __future__ import annotations
 
-from typing import Any
+from memplug.models import CheckReport
 
-import attrs
-
-
-@attrs.define
-class CheckReport:
-    """Result of a check: ``ok`` is False when there is any problem; ``stats`` are printed as they are."""
-
-    ok: bool
-    problems: list[str]
-    stats: dict[str, Any]
+__all__ = ["CheckReport"]

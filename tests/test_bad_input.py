@@ -231,7 +231,7 @@ CASES = [
         edited(FACTCON, lambda d: d.update(questions=["Who is Anna married to, señor?"])), ensure_ascii=False
     ).encode("latin-1")}, (FACTCON_FILE, "line 1 column", "not UTF-8", "0xf1")),
     Case("factcon-directory-without-files", "factcon", lambda: {"notes.txt": b"hello"},
-         ("no *.json FactConsolidation files",), data="."),
+         ("no *.json or *.parquet FactConsolidation files",), data="."),
     Case("factcon-50MB-fact", "factcon", fc(lambda d: d.update(
         context=d["context"] + "2. " + big_text() + "\n",
         metadata={"qa_pair_ids": ["factconsolidation_no0"], "source": "x"})),
@@ -363,6 +363,29 @@ CASES = [
         "utf-16-le") + "\n".encode("utf-16-le")}, (CONVERSATIONS_FILE, "UTF-16")),
     Case("conversations-nested-too-deeply", "conversations", lambda: {
         CONVERSATIONS_FILE: b"[" * 100_000 + b"]" * 100_000 + b"\n"}, (CONVERSATIONS_FILE, "nested too deeply")),
+    # ---- numbers without a value: a 5,000-digit integer was a traceback (Python's int limit),
+    # NaN and 1e999 were taken and scored as "nan" and "inf" (issue 26) ----------------------------
+    Case("locomo-integer-of-5000-digits", "locomo", lambda: {LOCOMO_FILE: dump(LOCOMO).replace(
+        b'"category": 4', b'"category": ' + b"4" * 5000)}, (LOCOMO_FILE, "line 1 column", "more than 4,300 digits")),
+    Case("longmemeval-integer-of-5000-digits", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(LONGMEMEVAL).replace(
+        b'"Business Administration"', b"7" * 5000)}, (LONGMEMEVAL_FILE, "line 1 column", "more than 4,300 digits")),
+    Case("longmemeval-answer-nan", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(edited(
+        LONGMEMEVAL, lambda d: d[0].update(answer=float("nan"))))}, (LONGMEMEVAL_FILE, "line 1 column", "NaN is not a number")),
+    Case("longmemeval-answer-1e999", "longmemeval", lambda: {LONGMEMEVAL_FILE: dump(LONGMEMEVAL).replace(
+        b'"Business Administration"', b"1e999")}, (LONGMEMEVAL_FILE, "line 1 column", "'1e999' is out of range")),
+    Case("memdaily-integer-of-5000-digits", "memdaily", lambda: {MEMDAILY_FILE: dump(MEMDAILY).replace(
+        b'"tid": 0', b'"tid": ' + b"1" * 5000)}, (MEMDAILY_FILE, "line 1 column 10", "more than 4,300 digits")),
+    Case("perltqa-integer-of-5000-digits", "perltqa", lambda: {
+        PERLTQA_MEMORY: (FIXTURES / PERLTQA_MEMORY).read_bytes().replace(b'"Age": 28', b'"Age": ' + b"2" * 5000),
+        PERLTQA_QA: (FIXTURES / PERLTQA_QA).read_bytes()}, (PERLTQA_MEMORY, "line 8 column 20", "more than 4,300 digits"),
+         data="."),
+    Case("perltqa-answer-infinity", "perltqa", lambda: perltqa(PERLTQA_QA, lambda d: qa_item(d).update(
+        Answer=float("inf"))), (PERLTQA_QA, "line 1 column", "Infinity is not a number"), data="."),
+    Case("conversations-answer-nan", "conversations", lambda: {CONVERSATIONS_FILE: jsonl(edited(
+        CONVERSATION, lambda d: d["qa"][0].update(answers=[float("nan")])))},
+         (CONVERSATIONS_FILE, "line 1", "NaN is not a number")),
+    Case("conversations-answer-1e999", "conversations", lambda: {CONVERSATIONS_FILE: jsonl(CONVERSATION).replace(
+        b'["Lisbon"]', b"[1e999]")}, (CONVERSATIONS_FILE, "line 1", "'1e999' is out of range")),
     # ---- -o values of the wrong type ----------------------------------------------------------
     Case("option-int-given-text", "memdaily", md(lambda d: None), ("eta='two'", "expected int"), args=("-o", "eta=two")),
     Case("option-bool-given-text", "memdaily", md(lambda d: None), ("stamp='maybe'", "expected bool"),
@@ -548,7 +571,7 @@ def finished_run(earlier_run: Path) -> Path:
 
 @pytest.mark.parametrize(("name", "change", "needles"), [
     ("run.json", lambda b: b[: len(b) // 2], ("run.json", "invalid JSON")),
-    ("run.json", lambda b: b"[1, 2]", ("run.json", "not a memplug run file")),
+    ("run.json", lambda b: b"[1, 2]", ("run.json", "not a memplug run directory")),
     ("run.json", lambda b: json.dumps(dict(json.loads(b), spec=["lookup"])).encode(), ("run.json", "spec")),
     ("samples.jsonl", lambda b: b.replace(b"\n", b"\n{oops\n", 1), ("samples.jsonl", "line 2", "corrupt record")),
 ])

@@ -46,7 +46,7 @@ def test_the_reader_sees_only_the_items_within_the_budget(tmp_path, openai_stub)
         assert not any(item.text in prompt for item in hidden if all(item.text not in s.text for s in shown))
         cut_somewhere |= bool(hidden)
     assert cut_somewhere
-    assert run.spec()["spec"]["context_tokens"] == 40
+    assert run.info().spec["context_tokens"] == 40
     assert "recall@5" in run.summary().metrics.overall  # recall still reads every item recalled
 
 

@@ -434,7 +434,7 @@ def test_with_a_judge_the_judge_decides_for_rewritten_items(failing_agents, open
     openai_stub.reply = reply
     rd = _run(tmp_path, "rewriter", dataset="memsim", dataset_options={"n": "6"}, judge="openai/stub-judge",
               api_base=openai_stub.base_url)
-    resolved = rd.spec()["resolved"]["diagnosis"]
+    resolved = rd.info().resolved["diagnosis"]
     assert resolved == {"items_without_sources": "judge", "judge_prompt_sha256": diagnosis.JUDGE_PROMPT_SHA256}
     asked = [r for r in openai_stub.chat_requests if "Memory item:" in r["messages"][-1]["content"]]
     records = [r for r in rd.records() if r.diagnosis is not None]

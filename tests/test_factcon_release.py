@@ -107,5 +107,5 @@ def test_missing_key_and_unknown_kind(tmp_path: Path) -> None:
 
 
 def test_directory_without_json_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="no \\*.json FactConsolidation files"):
+    with pytest.raises(DataError, match="no \\*.json or \\*.parquet FactConsolidation files"):
         load(tmp_path)

@@ -173,8 +173,8 @@ def test_a_bad_request_stops_the_run_at_once_and_keeps_it_resumable(env, openai_
     assert "HTTP 400" in line and "memplug eval --resume" in line
     assert len(openai_stub.chat_requests) == 3  # stopped at the first 400, not retried, no question after it
     run = only_run(tmp_path)
-    stored = run.spec()
-    assert stored["status"] == "partial" and "HTTP 400" in stored["stopped"]
+    stored = run.info()
+    assert stored.status == "partial" and stored.outcome is not None and "HTTP 400" in stored.outcome.stopped
     assert len(run.records()) == 2 and not any(r.error for r in run.records())
 
 
@@ -186,7 +186,7 @@ def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_p
     line = last_line(result.stderr)
     assert line.startswith("memplug: partial: 1 of 18 questions failed; first error:")
     assert "empty reply" in line and line.endswith(f"memplug eval --resume runs/{run.path.name}")
-    assert run.spec()["status"] == "partial" and run.summary().outcome.status == "partial"
+    assert run.info().status == "partial" and run.summary().outcome.status == "partial"
     assert run.summary().n_errors == 1
     # the empty reply was not cached: the resume asks again, and now gets an answer
     openai_stub.reply = lambda body: "apple"
@@ -199,7 +199,7 @@ def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_p
     assert len({r.key for r in records}) == 18  # replaced, never duplicated
     # only the failed question reaches the server: its sample's other two come from the cache
     assert len(openai_stub.chat_requests) - asked_before == 1
-    assert run.spec()["status"] == "finished" and run.summary().outcome.status == "finished"
+    assert run.info().status == "finished" and run.summary().outcome.status == "finished"
 
 
 def test_every_question_failing_is_a_failed_run(env, openai_stub, tmp_path):
@@ -207,7 +207,7 @@ def test_every_question_failing_is_a_failed_run(env, openai_stub, tmp_path):
     result = memplug(env, "eval", *LOOKUP, "--api-base", openai_stub.base_url, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert last_line(result.stderr).startswith("memplug: failed: 18 of 18 questions failed")
-    assert only_run(tmp_path).spec()["status"] == "failed"
+    assert only_run(tmp_path).info().status == "failed"
     assert len(openai_stub.chat_requests) == 18  # too long for the model: that question's error, never retried
 
 
@@ -251,10 +251,10 @@ def test_a_full_output_disk_is_one_line_and_the_run_stays_resumable(testkit, tmp
     with pytest.raises(RunStopped, match="No space left on device.*memplug eval --resume"):
         Evaluation(spec).run(output=tmp_path / "runs")
     run = only_run(tmp_path)
-    assert run.spec()["status"] in ("running", "partial", "failed")
+    assert run.info().status in ("running", "partial", "failed")
     monkeypatch.setattr(RecordWriter, "flush", real_flush)
     Evaluation(spec).run(resume=run.path)
-    assert run.spec()["status"] == "finished" and len(run.records()) == 18
+    assert run.info().status == "finished" and len(run.records()) == 18
 
 
 def test_a_full_cache_disk_warns_once_and_keeps_every_answer(openai_stub, testkit, tmp_path, monkeypatch, capfd):
@@ -270,7 +270,7 @@ def test_a_full_cache_disk_warns_once_and_keeps_every_answer(openai_stub, testki
     path = Evaluation(RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=openai_stub.base_url,
                               reader="llm", agent_options={"answer": "false"})).run(output=tmp_path)
     run = RunDir(path)
-    assert run.spec()["status"] == "finished"
+    assert run.info().status == "finished"
     assert not any(r.error for r in run.records())
     err = capfd.readouterr().err
     assert err.count("cannot be written (database or disk is full); going on uncached") == 1
@@ -291,10 +291,10 @@ def test_an_unwritable_cache_directory_is_one_warning_line(env, openai_stub, tmp
 def test_a_new_run_directory_holds_its_run_json_from_the_start(testkit, tmp_path):
     evaluation = Evaluation(RunSpec(agent="lookup", dataset="counting"))
     run_id, path = evaluation.new_run_dir(tmp_path)
-    assert RunDir(path).spec()["status"] == "running"
+    assert RunDir(path).info().status == "running"
     assert [p.name for p in tmp_path.iterdir()] == [run_id]  # no staging folder left behind
     Evaluation(RunSpec(agent="lookup", dataset="counting")).run(resume=path)
-    assert RunDir(path).spec()["status"] == "finished"
+    assert RunDir(path).info().status == "finished"
 
 
 def _before_memplug_ran(err: str) -> bool:
@@ -324,7 +324,7 @@ def test_ctrl_c_at_any_moment_is_one_line_without_a_traceback(env, tmp_path, aft
         assert len(err.strip().splitlines()) == 1 and err.startswith("memplug: interrupted")
     runs = tmp_path / "runs"
     for run in (runs.iterdir() if runs.exists() else []):
-        assert RunDir(run).spec()["run_id"] == run.name  # whatever was created can be resumed
+        assert RunDir(run).info().run_id == run.name  # whatever was created can be resumed
         if process.returncode == 130:
             assert f"memplug eval --resume runs/{run.name}" in err
 
@@ -386,7 +386,7 @@ def test_ctrl_c_just_after_the_run_directory_exists_names_it_for_resume(testkit,
     assert caught.value.run_dir == str(run)
     monkeypatch.undo()
     Evaluation(RunSpec(agent="lookup", dataset="counting")).run(resume=run)
-    assert RunDir(run).spec()["status"] == "finished"
+    assert RunDir(run).info().status == "finished"
 
 
 def test_ctrl_c_while_the_command_line_is_parsed_is_one_line(env, tmp_path, monkeypatch):

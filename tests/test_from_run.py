@@ -33,8 +33,8 @@ def test_the_stored_recalls_are_answered_again_and_nothing_is_ingested(testkit, 
     # the LLM read the stored items: the prompt holds the recalled memory of its question
     first = openai_stub.chat_requests[0]["messages"][-1]["content"]
     assert "Item" in first
-    stored = RunDir(path).spec()
-    assert stored["spec"]["from_run"] == str(source) and stored["resolved"]["from_run"] == source.name
+    stored = RunDir(path).info()
+    assert stored.from_run == str(source) and stored.resolved["from_run"] == source.name
 
 
 def test_a_question_the_source_failed_is_an_error_again(testkit, tmp_path):
@@ -43,7 +43,7 @@ def test_a_question_the_source_failed_is_an_error_again(testkit, tmp_path):
         output=tmp_path / "runs")
     failed = [r for r in RunDir(path).records() if r.error]
     assert len(failed) == 6 and all("the --from run failed on this question" in r.error for r in failed)
-    assert RunDir(path).spec()["status"] == "partial"
+    assert RunDir(path).info().status == "partial"
 
 
 def test_more_items_than_the_source_recalled_are_refused(testkit, tmp_path):
@@ -66,7 +66,7 @@ def test_the_cli_takes_the_stored_spec_and_the_options_given_now(testkit_env, tm
     source = first.stdout.strip().splitlines()[-1]
     again = memplug("eval", "--from", source, "--quiet")
     assert again.returncode == 0, again.stderr
-    spec = RunDir(tmp_path / again.stdout.strip().splitlines()[-1]).spec()["spec"]
+    spec = RunDir(tmp_path / again.stdout.strip().splitlines()[-1]).info().spec
     assert spec["dataset_options"] == {"samples": "2"} and spec["from_run"] == source
     both = memplug("eval", "--from", source, "--resume", source)
     assert both.returncode == 2 and "give one of them" in both.stderr

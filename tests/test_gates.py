@@ -56,7 +56,7 @@ def test_max_errors_stops_the_run_failed_not_stopped(testkit, tmp_path):
     assert outcome.status == "failed" and outcome.n_answered == 3 and outcome.n_expected == 18
     assert outcome.stopped == "stopped after 2 failed questions (--max-errors 2)"
     assert outcome.first_error.startswith("ValueError: recall exploded")
-    assert run.spec()["status"] == "failed" and run.spec()["spec"]["max_errors"] == "2"
+    assert run.info().status == "failed" and run.info().spec["max_errors"] == "2"
 
 
 def test_without_max_errors_the_same_run_goes_to_its_end(testkit, tmp_path):
@@ -99,7 +99,7 @@ def test_fail_under_exits_3_when_a_score_is_below(testkit_env, tmp_path):
     (line,) = [ln for ln in done.stderr.splitlines() if "--fail-under" in ln]
     assert line.startswith("memplug: below --fail-under: em[even] = 0.5000, below 0.51 (")
     run = RunDir(tmp_path / done.stdout.strip().splitlines()[-1])
-    assert run.spec()["spec"]["fail_under"] == ["em=0.6", "em[even]=0.51"]
+    assert run.info().spec["fail_under"] == ["em=0.6", "em[even]=0.51"]
     assert run.summary().outcome.status == "finished"
 
 

@@ -101,10 +101,41 @@ def test_memplug_run_end(testkit, plugins, tmp_path):
     assert _observed(plugins, tmp_path)[-1] == ("end", 6)
 
 
+def test_memplug_check_embedder(plugins):
+    class Embedders:
+        @hookimpl
+        def memplug_check_embedder(self, name, llm):
+            return True if name == "st:tiny" else None
+
+    plugins.register(Embedders(), dist="embedders")
+    from memplug import preflight
+    from memplug.errors import MemplugError
+
+    preflight.check_embedder("st:tiny", None)  # known to a plugin: checked by it
+    assert plugins.hook.memplug_check_embedder(name="litellm:x", llm=None) is None
+    try:
+        preflight.check_embedder("nope", None)
+    except MemplugError as exc:
+        assert "unknown embedder 'nope'" in str(exc)
+    else:
+        raise AssertionError("an unknown embedder passed")
+
+
+def test_memplug_report_table(plugins, tmp_path):
+    class Tables:
+        @hookimpl
+        def memplug_report_table(self, paths, fmt):
+            return f"{len(paths)} runs as {fmt}\n" if fmt == "markdown" else None
+
+    plugins.register(Tables(), dist="tables")
+    assert plugins.hook.memplug_report_table(paths=[tmp_path], fmt="markdown") == "1 runs as markdown\n"
+    assert plugins.hook.memplug_report_table(paths=[tmp_path], fmt="latex") is None
+
+
 def test_every_hook_is_documented_and_tested():
     hooks = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
              if hasattr(fn, "memplug_spec")]
-    assert len(hooks) == 9
+    assert len(hooks) == 11
     docs = (ROOT / "docs" / "hooks.md").read_text()
     tests = "\n".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
     for hook in hooks:

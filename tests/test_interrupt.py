@@ -57,7 +57,7 @@ def test_a_hung_agent_fails_its_sample_and_the_run_goes_on(testkit, tmp_path):
     finally:
         testkit.RELEASE.set()
     run = RunDir(path)
-    assert run.spec()["status"] == "partial"
+    assert run.info().status == "partial"
     records = run.records()
     failed = {r.sample_id for r in records if r.error}
     assert failed == {"s1"} and len(records) == 18
@@ -83,7 +83,7 @@ def test_ctrl_c_stops_a_hung_agent_at_once_and_writes_what_it_has(testkit_env, t
     assert process.returncode == 130, err
     assert err == f"memplug: interrupted; finish the run with: memplug eval --resume runs/{run.path.name}\n"
     assert elapsed < 5, elapsed
-    assert run.spec()["status"] == "interrupted"
+    assert run.info().status == "interrupted"
     outcome = run.summary().outcome
     assert outcome is not None and (outcome.status, outcome.n_answered, outcome.n_expected) == ("interrupted", 6, 18)
 
@@ -108,7 +108,7 @@ def test_ctrl_c_stops_an_agent_that_holds_the_event_loop(testkit_env, tmp_path):
     elapsed, err = _interrupt(process)
     assert process.returncode == 130, err
     assert elapsed < 5, elapsed
-    assert run.spec()["status"] == "interrupted"
+    assert run.info().status == "interrupted"
     assert run.summary().n_questions < 2000
 
 
@@ -166,8 +166,8 @@ def test_a_full_disk_leaves_a_stopped_status_and_no_lock_temp_file_or_torn_line(
     monkeypatch.undo()
     (path,) = (tmp_path / "runs").iterdir()
     run = RunDir(path)
-    assert run.spec()["status"] in ("partial", "failed")
+    assert run.info().status in ("partial", "failed")
     assert sorted(p.name for p in path.iterdir() if p.name.startswith(".")) == []
     assert run.samples.read_bytes().endswith(b"\n")
     Evaluation(spec).run(resume=path)
-    assert run.spec()["status"] == "finished" and len(run.records()) == 18 and not (path / ".lock").exists()
+    assert run.info().status == "finished" and len(run.records()) == 18 and not (path / ".lock").exists()

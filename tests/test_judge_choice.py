@@ -42,7 +42,7 @@ def reply(body) -> str:
 
 @pytest.mark.parametrize("args, message", [
     (["--judge", "openai/stub", "--judge-prompt", "nope"],
-     "unknown judge 'nope'; installed: locomo-j, longmemeval, memplug"),
+     "unknown judge 'nope'; installed: beam, infbench-sum, locomo-j, locomo-plus, longmemeval, memplug"),
     (["--judge-prompt", "memplug"], "--judge-prompt memplug chooses the judge's prompts; it needs --judge MODEL"),
 ])
 def test_a_bad_judge_choice_is_one_line_exit_2_before_anything_runs(tmp_path, args, message):

@@ -149,7 +149,7 @@ def test_eval_records_the_budget_and_refuses_a_bad_one_in_one_line(openai_stub, 
     ok = CliRunner().invoke(cli, [*base, "--llm-tpm", "openai/stub=100000"])
     assert ok.exit_code == 0, ok.output
     run = RunDir(Path(ok.output.strip().splitlines()[-1]))
-    assert run.spec()["resolved"]["executor"] == {"name": "local", "workers": 1, "llm_tpm": {"openai/stub": 100000}}
+    assert run.info().resolved["executor"] == {"name": "local", "workers": 1, "llm_tpm": {"openai/stub": 100000}}
     assert openai_stub.chat_requests and token_limiter("openai/stub") is None  # the budget ended with the run
 
 

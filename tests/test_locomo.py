@@ -174,15 +174,107 @@ def test_metrics_not_applicable_outside_locomo():
     assert LoCoMoF1().score(_ctx(q, "x")) is None
 
 
-def test_the_prompt_is_the_official_rag_context_then_qa_prompt(sample):
-    protocol = LoCoMoBuilder.info.protocol
+CONTEXT = ('1:56 pm on 8 May, 2023: Caroline said, "Hey Mel! Good to see you! How have you been?"\n'
+           '1:56 pm on 8 May, 2023: Melanie said, "Hey Caroline! Good to see you! I\'m swamped with the kids & work. '
+           'What\'s up with you? Anything new?"')
+#: snap-research/LoCoMo@3eb6f2c task_eval/gpt_utils.py, as it stands there
+OFFICIAL_QA_PROMPT = """
+Based on the above context, write an answer in the form of a short phrase for the following question. Answer with exact words from the context whenever possible.
+
+Question: {} Short answer:
+"""
+OFFICIAL_QA_PROMPT_CAT_5 = """
+Based on the above context, answer the following question.
+
+Question: {} Short answer:
+"""
+
+
+def _official_query(qa: dict, query_conv: str, draw: float) -> tuple[str, dict | None]:
+    """get_gpt_answers at batch size 1 with RAG (its lines, ``random.random()`` given as ``draw``):
+    the query sent to the model, and the category-5 answer key."""
+    cat_5_idxs, questions, answer = [], [], None
+    if qa['category'] == 2:
+        questions.append(qa['question'] + ' Use DATE of CONVERSATION to answer with an approximate date.')
+    elif qa['category'] == 5:
+        question = qa['question'] + " Select the correct answer: (a) {} (b) {}. "
+        if draw < 0.5:
+            question = question.format('Not mentioned in the conversation', qa['answer'])
+            answer = {'a': 'Not mentioned in the conversation', 'b': qa['answer']}
+        else:
+            question = question.format(qa['answer'], 'Not mentioned in the conversation')
+            answer = {'b': 'Not mentioned in the conversation', 'a': qa['answer']}
+        cat_5_idxs.append(len(questions))
+        questions.append(question)
+    else:
+        questions.append(qa['question'])
+    query = (query_conv + '\n\n' + OFFICIAL_QA_PROMPT.format(questions[0]) if len(cat_5_idxs) == 0
+             else query_conv + '\n\n' + OFFICIAL_QA_PROMPT_CAT_5.format(questions[0]))
+    return query, answer
+
+
+def _official_cat_5_answer(model_prediction: str, answer_key: dict) -> str:
+    # get_cat_5_answer, as it stands
+    model_prediction = model_prediction.strip().lower()
+    if len(model_prediction) == 1:
+        if 'a' in model_prediction:
+            return answer_key['a']
+        else:
+            return answer_key['b']
+    elif len(model_prediction) == 3:
+        if '(a)' in model_prediction:
+            return answer_key['a']
+        else:
+            return answer_key['b']
+    else:
+        return model_prediction
+
+
+def test_each_category_is_asked_as_the_official_script_asks_it(conv26, shared_data):
+    """memplug put the date hint and a "Not mentioned" sentence after every question (one
+    prompt for all categories); the official script asks each category its own way."""
+    (sample,) = list(load_release(conv26, choice_seed=0))
+    release = json.loads(conv26.read_text())
+    raw = (release if isinstance(release, list) else [release])[0]["qa"]
+    protocol = LoCoMoBuilder().info_for({"prompt": "official"}).protocol
+    assert protocol.variations == () and protocol.describe()["official"]
+    items = [Recalled(m.text, message_ids=(m.id,)) for m in sample.messages[:2]]
+    seen = set()
+    for question in sample.questions:
+        qa = dict(raw[int(question.id[1:])])
+        asked = AgentQuestion.of(question)
+        draw = 0.0
+        if qa["category"] == 5:
+            qa.setdefault("answer", qa.get("adversarial_answer"))
+            draw = 0.0 if asked.slots["option_a"] == "Not mentioned in the conversation" else 0.9
+        query, key = _official_query(qa, CONTEXT, draw)
+        (message,) = protocol.messages(asked, items)
+        assert message["content"] == query, question.id
+        if key is not None:
+            for reply in ("a", "(b)", " B ", "x", "(a)", "abc", "The answer is (a)"):
+                assert protocol.parse_reply(reply, asked) == _official_cat_5_answer(reply, key), (question.id, reply)
+        seen.add((qa["category"], draw))
+    assert {c for c, _ in seen} == {1, 2, 3, 4, 5} and {(5, 0.0), (5, 0.9)} <= seen  # both orders drawn
+
+
+def test_the_option_order_is_drawn_from_the_seed(conv26):
+    def orders(seed: int) -> list[str]:
+        (sample,) = list(load_release(conv26, choice_seed=seed))
+        return [q.meta["slots"]["option_a"] for q in sample.questions if q.category == "5-adversarial"]
+
+    assert orders(0) == orders(0) and orders(0) != orders(1)
+    first = [o == "Not mentioned in the conversation" for o in orders(0)]
+    assert 0.3 < sum(first) / len(first) < 0.7
+
+
+def test_one_prompt_for_all_categories_is_a_named_variation(sample):
+    protocol = LoCoMoBuilder().info_for({"prompt": "one-prompt-all-categories"}).protocol
+    assert protocol.variations == ("one-prompt-all-categories",) and protocol.version == "1"
     items = [Recalled(m.text, message_ids=(m.id,)) for m in sample.messages[:2]]
     (message,) = protocol.messages(AgentQuestion.of(sample.questions[0]), items)
     # get_rag_context: "<date_time>: <speaker> said, \"<text>\"" per line; then "\n\n" + QA_PROMPT
     assert message["content"] == (
-        '1:56 pm on 8 May, 2023: Caroline said, "Hey Mel! Good to see you! How have you been?"\n'
-        '1:56 pm on 8 May, 2023: Melanie said, "Hey Caroline! Good to see you! I\'m swamped with the kids & work. '
-        'What\'s up with you? Anything new?"\n\n\n'
+        CONTEXT + "\n\n\n"
         "Based on the above context, write an answer in the form of a short phrase for the following question. "
         "Answer with exact words from the context whenever possible.\n\n"
         "Question: When did Caroline go to the LGBTQ support group? Use DATE of CONVERSATION to answer with an "
@@ -236,8 +328,9 @@ def test_bm25_recall_on_conv26(conv26, tmp_path):
     (run,) = tmp_path.iterdir()
     summary = json.loads((run / "summary.json").read_text())
     resolved = json.loads((run / "run.json").read_text())["resolved"]
-    assert resolved["protocol"]["name"] == "locomo-rag" and resolved["protocol"]["variations"] == [
-        "one-prompt-all-categories"]
+    # the official prompts per category (version 2): the scores below are those of version 1
+    assert resolved["protocol"]["name"] == "locomo-rag" and resolved["protocol"]["version"] == "2"
+    assert resolved["protocol"]["variations"] == [] and resolved["protocol"]["official"]
     assert resolved["top_k"] == 5 and resolved["memory_unit"] == "message"
     overall = summary["metrics"]["overall"]
     assert overall["recall@5"] == pytest.approx(BM25_RECALL_AT_5, abs=1e-6)
@@ -252,3 +345,20 @@ def test_bm25_recall_on_conv26(conv26, tmp_path):
     official = [_official_recall(r["question_meta"]["evidence"],
                                  [m for item in r["recalled"][:5] for m in item["message_ids"]]) for r in records]
     assert sum(official) / len(official) == pytest.approx(OFFICIAL_RECALL_ON_BM25_RUN)
+
+
+def test_an_llm_reply_to_the_two_way_choice_is_the_option_it_names(conv26, openai_stub, tmp_path):
+    """The official get_cat_5_answer maps a reply "(a)" to option a's text, which is then scored;
+    an extractive reader's span (it is never shown the choice) is left as it is (above)."""
+    from memplug.results import RunDir
+    from memplug.runner import Evaluation, RunSpec
+
+    openai_stub.reply = lambda body: "(a)"
+    spec = RunSpec(agent="bm25", dataset="locomo", data=str(conv26), llm="openai/stub", api_base=openai_stub.base_url,
+                   dataset_options={"categories": "5"}, limit=6)
+    records = RunDir(Evaluation(spec).run(output=tmp_path)).records()
+    assert len(records) == 6
+    for record in records:
+        option_a = record.question_meta["slots"]["option_a"]
+        assert record.reply == "(a)" and record.prediction == option_a
+        assert record.scores["locomo_f1"] == float(option_a == "Not mentioned in the conversation")

@@ -205,4 +205,4 @@ def test_a_run_begun_under_another_protocol_is_not_resumed_under_this_one(shared
     stored["resolved"]["protocol"]["version"] = "2"
     (path / "run.json").write_text(json.dumps(stored))
     Evaluation(spec).run(resume=path)
-    assert RunDir(path).spec()["status"] == "finished"
+    assert RunDir(path).info().status == "finished"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -24,7 +25,6 @@ from memplug.answering import protocol_of
 from memplug.datasets.factcon.builder import FactConBuilder
 from memplug.datasets.factcon.chunks import context_of
 from memplug.datasets.factcon.protocol import TIME_STAMP, sentence_splitter
-from memplug.errors import MemplugError
 from memplug.metrics import ExactMatch, SubstringExactMatch, TokenF1
 from memplug.models import AgentQuestion, Recalled
 from memplug.options import resolve
@@ -176,10 +176,9 @@ def default_post_process(output, answer):
 
 @pytest.fixture(scope="module")
 def punkt():
-    try:
-        return sentence_splitter()
-    except MemplugError as exc:  # pragma: no cover - the test venv has llama-index-core's copy
-        pytest.skip(str(exc))
+    """memplug's splitter, loaded first: it puts the punkt_tab memplug ships on nltk's data
+    path, where the official ``nltk.sent_tokenize`` above then finds it."""
+    return sentence_splitter()
 
 
 def build(shared_data, **values):
@@ -325,7 +324,7 @@ def test_a_run_records_the_protocol_and_feeds_whole_chunks(tmp_path, shared_data
     data = shared_data / "factconsolidation" / "factconsolidation_sh_6k.json"
     path = Evaluation(RunSpec(agent="bm25", dataset="factcon", data=str(data), limit=3)).run(output=tmp_path)
     run = RunDir(path)
-    resolved = run.spec()["resolved"]
+    resolved = run.info().resolved
     protocol = resolved["protocol"]
     assert protocol["name"] == "memoryagentbench-factconsolidation" and protocol["official"]
     assert protocol["parse"] == "memoryagentbench" and protocol["top_k"] == 10 and protocol["chunk_size"] == 512
@@ -335,19 +334,64 @@ def test_a_run_records_the_protocol_and_feeds_whole_chunks(tmp_path, shared_data
         assert all(item.text.startswith("Dialogue between User and Assistant") for item in record.recalled)
 
 
-def test_without_punkt_the_default_unit_says_how_to_get_it(monkeypatch):
+#: nltk_data's packages/tokenizers/punkt_tab.zip (sha256 e57f6418…0106), its english/ folder
+PUNKT_TAB_ENGLISH = {
+    "abbrev_types.txt": "92a3e070f43d9b4c5534758ca40ad7343b04e7e29bfe0c2eb658a39445a4f779",
+    "collocations.tab": "8e2da1225e4dd2cc9dba261ee231ccb134859e21b46006e7f472c5ee269af0cf",
+    "ortho_context.tab": "4bbcca25ed3d3f06c02402abf8419b9f033b8adc06e7b482eca4e45f81a5dc4c",
+    "sent_starters.txt": "f3f8535483e1dba487241b764945168123bca3209a9645e59acd1225dc76edac",
+}
+
+#: abbreviations, initials, decimals and quotes: where punkt's learned parameters decide
+TRICKY = ('Mr. J. R. Smith paid $3.50 at 5 p.m. on Jan. 4 in Washington, D.C. and left. "Why?" he asked. '
+          "Dr. Lee works for Acme Inc. in the U.S. Prof. Kim disagreed! Fact 36. Hines Ward plays cornerback. 37.")
+
+
+def test_the_shipped_punkt_model_is_nltk_datas_english_punkt_tab():
+    import hashlib
+
+    from memplug.datasets.factcon.protocol import NLTK_DATA
+
+    folder = NLTK_DATA / "tokenizers" / "punkt_tab" / "english"
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()} == PUNKT_TAB_ENGLISH
+    readme = (NLTK_DATA / "README.md").read_text(encoding="utf-8")
+    assert "MIT" in readme and all(digest in readme for digest in PUNKT_TAB_ENGLISH.values())
+
+
+def test_sentences_equal_nltks_own_on_the_copy_llama_index_ships(monkeypatch, release, punkt):
+    """memplug's loader on its copy cuts as nltk's own (``sent_tokenize``'s PunktTokenizer, loaded
+    afresh) on the punkt_tab that llama-index-core bundles, where memplug found the model before."""
     import nltk
+    from nltk.tokenize.punkt import PunktTokenizer
+
+    pytest.importorskip("llama_index.core")
+    import llama_index.core
+
+    bundled = Path(llama_index.core.__file__).parent / "_static" / "nltk_cache"
+    monkeypatch.setattr(nltk.data, "path", [str(bundled)])
+    nltks = PunktTokenizer("english")
+    for text in (release["context"], TRICKY):
+        assert [text[a:b] for a, b in punkt.span_tokenize(text)] == nltks.tokenize(text)
+    assert punkt.tokenize(TRICKY)[0] == "Mr. J. R. Smith paid $3.50 at 5 p.m. on Jan. 4 in Washington, D.C. and left."
+    assert len(punkt.tokenize(TRICKY)) == 7
+
+
+def test_the_machines_own_nltk_data_does_not_change_the_sentences(monkeypatch, tmp_path):
+    """A punkt_tab elsewhere on nltk's data path (another download, another version) is not used."""
+    import nltk
+    from nltk.tokenize.punkt import PunktTokenizer
 
     from memplug.datasets.factcon import protocol as fc
 
-    def missing(*args, **kwargs):
-        raise LookupError("punkt_tab")
-
+    other = tmp_path / "tokenizers" / "punkt_tab" / "english"
+    other.mkdir(parents=True)
+    for name in PUNKT_TAB_ENGLISH:
+        (other / name).write_text("", encoding="utf-8")  # a model that knows no abbreviation
+    expected = fc.sentence_splitter().tokenize(TRICKY)
     fc.sentence_splitter.cache_clear()
-    monkeypatch.setattr(nltk.data, "find", missing)
-    monkeypatch.setattr(fc, "_llama_index_nltk_cache", lambda: None)
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path), *nltk.data.path])
     try:
-        with pytest.raises(MemplugError, match="nltk.downloader punkt_tab.*-o unit=fact"):
-            fc.sentence_splitter()
+        assert fc.sentence_splitter().tokenize(TRICKY) == expected
+        assert len(PunktTokenizer("english").tokenize(TRICKY)) > len(expected)  # nltk itself takes the other
     finally:
         fc.sentence_splitter.cache_clear()

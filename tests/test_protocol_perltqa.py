@@ -109,6 +109,6 @@ def test_a_run_records_the_protocol_as_not_official(tmp_path):
     from memplug.runner import Evaluation, RunSpec
 
     path = Evaluation(RunSpec(agent="bm25", dataset="perltqa", data=str(FIXTURES), limit=2)).run(output=tmp_path)
-    protocol = RunDir(path).spec()["resolved"]["protocol"]
+    protocol = RunDir(path).info().resolved["protocol"]
     assert protocol["name"] == "perltqa-memplug" and protocol["official"] is False
     assert "no official evaluation code" in protocol["source"]

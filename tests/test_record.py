@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memplug.errors import MemplugError
-from memplug.record import SCHEMA, QuestionRecord, RunSummary
+from memplug.record import SCHEMA, QuestionRecord, RunInfo, RunSummary
 from memplug.results import RunDir, write_records_atomic
 from memplug.runner import Evaluation, RunSpec
 from memplug.testing import run_cli
@@ -40,6 +40,27 @@ def test_a_runs_records_and_summary_round_trip_byte_for_byte(testkit, tmp_path, 
     summary = rd.summary()
     assert json.dumps(summary.to_json(), ensure_ascii=False, indent=2) + "\n" == text
     assert json.loads(text)["schema"] == json.loads(rd.run_json.read_text())["schema"] == SCHEMA
+    info = rd.info()
+    assert json.dumps(info.to_json(), ensure_ascii=False, indent=2) + "\n" == rd.run_json.read_text(encoding="utf-8")
+    assert info.outcome is not None and info.outcome.n_expected == 18 and info.status == info.outcome.status
+
+
+@pytest.mark.parametrize("old", OLD_RUNS, ids=lambda p: p.name)
+def test_an_old_run_json_reads_typed_and_writes_back_the_same(old):
+    info = RunDir(old).info()
+    text = (old / "run.json").read_text(encoding="utf-8")
+    assert json.dumps(info.to_json(), ensure_ascii=False, indent=2) + "\n" == text
+    raw = json.loads(text)
+    assert (info.run_id, info.status, info.dataset, info.agent) == (raw["run_id"], raw["status"],
+                                                                    raw["spec"]["dataset"], raw["spec"]["agent"])
+    assert info.top_k == raw["spec"]["top_k"] and info.metrics == raw["resolved"]["metrics"]
+    assert info.outcome is None and info.protocol is None  # runs from before outcomes and protocols
+
+
+def test_a_run_json_without_a_spec_is_not_a_memplug_run(tmp_path):
+    with pytest.raises(MemplugError, match="no 'spec' object"):
+        RunInfo.from_json({"run_id": "x"}, "run.json")
+    assert RunInfo.from_json({"spec": {}}, "run.json").top_k == 5  # a run that recorded no K: the default
 
 
 def test_the_typed_fields_hold_what_the_lines_say(testkit, tmp_path):
@@ -60,7 +81,7 @@ def test_the_typed_fields_hold_what_the_lines_say(testkit, tmp_path):
 @pytest.mark.parametrize("old", OLD_RUNS, ids=lambda p: p.name)
 def test_a_run_written_before_the_schema_version_reads_as_version_1(old):
     run = RunDir(old)
-    assert "schema" not in run.spec() and "schema" not in json.loads(run.summary_json.read_text())
+    assert run.info().schema is None and "schema" not in json.loads(run.summary_json.read_text())
     records = run.records()
     raw = [json.loads(line) for line in run.samples.read_bytes().splitlines()]
     assert [r.key for r in records] == [(r["sample_id"], r["question_id"]) for r in raw]

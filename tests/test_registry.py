@@ -44,7 +44,8 @@ def test_entry_points_from_an_installed_distribution(testkit_env):
     listed = memplug_json(testkit_env, real=True)
     lookup = next(a for a in listed["agents"] if a["name"] == "lookup")
     assert lookup["plugin"] == "memplug-testkit" and lookup["version"] == "0.0.1"
-    assert [o["name"] for o in lookup["options"]] == ["delay", "fail_question", "fail_sample", "answer", "wrong", "die_once"]
+    assert [o["name"] for o in lookup["options"]] == ["delay", "fail_question", "fail_sample", "answer", "wrong", "die_once",
+                                                      "hang", "inline"]
     counting = next(d for d in listed["datasets"] if d["name"] == "counting")
     assert counting["dataset_version"] == "1"
 

@@ -37,7 +37,7 @@ def test_data_that_is_not_the_runs_is_refused_before_running(tmp_path, shared_da
     data = tmp_path / "memdaily"
     shutil.copytree(shared_data / "memdaily", data)
     path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(data), limit=20)).run(output=tmp_path / "runs")
-    assert RunDir(path).spec()["resolved"]["data_sha256"]
+    assert RunDir(path).info().resolved["data_sha256"]
     assert reproduce(path, tmp_path / "runs").matches
     first = sorted(data.iterdir())[0]
     rows = json.loads(first.read_text(encoding="utf-8"))

@@ -94,7 +94,7 @@ def test_a_worker_runs_the_drivers_resolution_and_resolves_nothing_again(recorde
     sample = driver.samples()[0]
     worker = _SampleWorker("worker-0")  # the Ray actor's class, driven in process
     result = asyncio.run(worker.run_sample(attrs.asdict(SPEC), driver.resolved, str(tmp_path / "work"), sample))
-    assert len(result["records"]) == 2
+    assert len(result.records) == 2
     assert _Recorder.preflights == 1  # the driver's only
     (config,) = _Recorder.configs
     assert dict(config.options) == driver.resolved.agent_options == {"mode": "offline-1", "depth": 7}

@@ -39,12 +39,12 @@ def test_run_files_have_the_contract_keys(testkit, tmp_path):
     line = json.loads(rd.samples.read_bytes().splitlines()[0])
     assert list(line) == ["sample_id", "question_id", "category", "question", "prediction", "reply", "gold", "choices",
                           "correct_choice", "targets", "anchors", "question_time", "question_meta", "recalled",
-                          "agent_answered", "scores", "timings", "usage", "error", "meta", "ingest_usage"]
+                          "agent_answered", "scores", "timings", "usage", "error", "meta", "ingest_usage", "diagnosis"]
     assert list(line["timings"]) == ["setup_s", "ingest_s", "n_messages", "recall_s", "read_s"]
     summary = json.loads(rd.summary_json.read_text())
     assert list(summary) == ["schema", "run_id", "agent", "dataset", "n_questions", "n_errors", "metrics", "ci", "n",
-                             "unanswerable", "efficiency", "llm", "status", "n_expected", "n_answered", "n_failed",
-                             "first_error", "stopped"]
+                             "unanswerable", "diagnosis", "efficiency", "llm", "status", "n_expected", "n_answered",
+                             "n_failed", "first_error", "stopped"]
     assert summary["schema"] == 2
     assert summary["metrics"]["overall"]["em"] == 1.0
     assert set(summary["metrics"]["by_category"]) == {"even", "odd"}
@@ -85,8 +85,8 @@ def test_reader_answers_when_the_agent_does_not(testkit, tmp_path):
     assert all(r.prediction and r.prediction != r.recalled[0].text for r in records)
 
 
-def test_limit_keeps_the_first_questions(testkit, tmp_path):
-    rd = run(tmp_path, limit=4)
+def test_limit_by_first_keeps_the_first_questions(testkit, tmp_path):
+    rd = run(tmp_path, limit=4, limit_by="first")
     assert sorted(r.key for r in rd.records()) == [
         ("s0", "q0"), ("s0", "q1"), ("s0", "q2"), ("s1", "q0")]
 

@@ -112,7 +112,7 @@ def test_a_settle_past_its_timeout_fails_the_sample_not_the_run(agents, tmp_path
     assert all(r.error == "ingest failed: the agent's settle did not return within 1 s (--settle-timeout): "
                "given up" for r in records)
     assert run.summary().outcome.status == "failed"
-    assert run.spec()["spec"]["settle_timeout"] == 1.0
+    assert run.info().spec["settle_timeout"] == 1.0
 
 
 def test_settle_is_a_declared_capability():

@@ -120,7 +120,7 @@ def test_the_async_variant_is_used(listers, tmp_path: Path) -> None:
 def test_a_failing_listing_never_fails_the_run(listers, tmp_path: Path, agent: str,
                                               caplog: pytest.LogCaptureFixture) -> None:
     rd = _run(tmp_path, agent)
-    assert rd.spec()["status"] == "finished"
+    assert rd.info().status == "finished"
     assert not any(r.error for r in rd.records()) and len(rd.records()) == 6
     assert stored.read(rd.path) == {}  # nothing recorded
     assert "nothing recorded" in caplog.text or "not recorded" in caplog.text
@@ -219,3 +219,28 @@ def test_chromium_fills_the_stored_list_when_opened(tmp_path: Path) -> None:
     assert sum(o["targets"] for o in opened) > 0
     assert all(o["filled"] == str(o["targets"]) for o in opened)
     assert "hold a target message" in html or "holds a target message" in html
+
+
+def test_a_ray_worker_returns_what_the_agent_stored_and_diagnoses_against_it(tmp_path):
+    """The worker runs the runner's own run_sample, unpatched: the stored line comes back in
+    its SampleResult, and each miss is placed against it as in a local run (a patched listing
+    once returned nothing to diagnose with: every `stored` was unknown on Ray)."""
+    import asyncio
+
+    import attrs
+
+    from memplug.executors import _SampleWorker
+
+    spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "2"})
+    local = RunDir(Evaluation(spec).run(output=tmp_path / "local"))
+    driver = Evaluation(spec)
+    sample = driver.samples()[0]
+    worker = _SampleWorker("worker-0")
+    try:
+        result = asyncio.run(worker.run_sample(attrs.asdict(spec), driver.resolved, str(tmp_path / "work"), sample))
+    finally:
+        worker.close()
+    assert result.stored is not None and result.stored == stored.read(local.path)[sample.id]
+    here = {r.key: r for r in local.records()}
+    assert result.records and all(r.diagnosis is not None and r.diagnosis.stored is not None for r in result.records)
+    assert [r.diagnosis for r in result.records] == [here[r.key].diagnosis for r in result.records]

@@ -175,11 +175,11 @@ def test_run_json_names_the_executor(testkit, tmp_path):
     from memplug.runner import Evaluation, RunSpec
 
     local = RunDir(Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "a"))
-    assert local.spec()["resolved"]["executor"] == {"name": "local"}
+    assert local.info().resolved["executor"] == {"name": "local"}
     with make_executor("local", workers=2) as pool:
         pooled = RunDir(Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "b",
                                                                                    executor=pool))
-    assert pooled.spec()["resolved"]["executor"] == {"name": "local", "workers": 2}
+    assert pooled.info().resolved["executor"] == {"name": "local", "workers": 2}
 
 
 def _docs_sweep_toml(shared_data: Path) -> str:

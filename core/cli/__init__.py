@@ -6,6 +6,7 @@ without a traceback; set MEMPLUG_DEBUG=1 to see it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -14,8 +15,7 @@ from typing import Any
 
 import click
 
-from memplug import __version__
-from memplug.errors import MemplugError
+from memplug.errors import MemplugError, did_you_mean, one_line
 from memplug.secrets import scrub
 
 
@@ -30,6 +30,19 @@ BUILTIN_COMMANDS = {
     "judge-check": "memplug.cli.judge_check:judge_check_command",
     "reproduce": "memplug.cli.reproduce:reproduce_command",
     "sweep": "memplug.cli.sweep:sweep_command",
+}
+#: each built-in command's line in `memplug --help`, so listing them imports none of them
+#: (importing `eval` to read its docstring cost a third of a second: numpy, the judges);
+#: tests/test_cli.py checks each against the command's own docstring
+BUILTIN_SUMMARIES = {
+    "list": "List installed datasets, agents, metrics, readers and judges with their options.",
+    "eval": "Evaluate a memory agent on a dataset.",
+    "generate": "Generate a dataset offline and write it as JSON lines.",
+    "report": "Compare one or more finished runs.",
+    "rescore": "Recompute metrics and judge verdicts of a finished run without re-running it.",
+    "judge-check": "Check LLM judges against exact scoring on a run's objective questions, and their leniency.",
+    "reproduce": "Run RUN_DIR again from its run.json and say whether every number matches.",
+    "sweep": "Run a grid of evaluations: one run directory per cell, a manifest, resume.",
 }
 
 
@@ -60,12 +73,43 @@ class MemplugGroup(click.Group):
         self._load_plugin_commands()
         return sorted({*super().list_commands(ctx), *BUILTIN_COMMANDS})
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's list of commands, with the built-in ones not imported for it
+        (:data:`BUILTIN_SUMMARIES`); plugin commands give their own help."""
+        names = self.list_commands(ctx)
+        commands = {name: super(MemplugGroup, self).get_command(ctx, name) for name in names}
+        shown = [name for name, command in commands.items()
+                 if command is None and name in BUILTIN_SUMMARIES or command is not None and not command.hidden]
+        if not shown:
+            return
+        limit = formatter.width - 6 - max(map(len, shown))
+        rows = []
+        for name in shown:
+            command = commands[name]
+            # a command not imported is shown as click shows its docstring's first sentence
+            shown_as = command if command is not None else click.Command(name, help=BUILTIN_SUMMARIES[name])
+            rows.append((name, shown_as.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         command = super().get_command(ctx, name) or self._load_builtin_command(name)
         if command is None:
             self._load_plugin_commands()
             command = super().get_command(ctx, name)
         return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                           list[str]]:
+        """click's, with "did you mean" for an unknown command (`memplug evl`)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            name = args[0] if args else ""
+            if name.startswith("-") or self.get_command(ctx, name) is not None:
+                raise
+            hint = did_you_mean(name, self.list_commands(ctx))
+            raise click.UsageError(f"no such command {name!r}{hint}", ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -88,17 +132,27 @@ class _Interrupted(Exception):
         self.run_dir = run_dir
 
 
-def one_line(text: str, limit: int = 600) -> str:
-    """An error message as one line of bounded length: line breaks become spaces, and the
-    middle of an overlong message (a value quoted from a data file) is cut out."""
-    text = " ".join(text.splitlines())
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 200]} [...{len(text) - limit} characters cut...] {text[-200:]}"
+def _exit(code: int, now: bool = False) -> None:
+    """Exit with ``code``. Where an agent's call is still running in one of the runner's
+    threads (a hung plugin given up after --sample-timeout, or left by a Ctrl-C: Python
+    cannot stop a thread), the interpreter's exit would wait for it forever, and a second
+    Ctrl-C would end in a traceback from ``threading._shutdown``: the run's files are
+    written by now, so the process ends at once instead. ``now``: so it does after a
+    Ctrl-C in any case, where tearing down the interpreter of a large run took another
+    2 s after its files were written (8,000 MemSim samples in memory)."""
+    runner = sys.modules.get("memplug.runner")  # not imported: no agent ever ran here
+    if now or (runner is not None and runner.agent_calls_running()):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
 
 
 @click.group(cls=MemplugGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="memplug")
+# read from the installed metadata when asked, so other commands never look it up
+@click.version_option(package_name="memplug", prog_name="memplug")
 def cli() -> None:
     """Evaluate the long-term memory of LLM agents.
 
@@ -132,11 +186,11 @@ def main() -> None:
     except _Interrupted as exc:
         resume = f"; finish the run with: memplug eval --resume {exc.run_dir}" if exc.run_dir else ""
         click.echo(f"memplug: interrupted{resume}", err=True)
-        sys.exit(130)
+        _exit(130, now=exc.run_dir is not None)
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("memplug: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:  # `memplug list | head`: the reader left; as click's main() does
         sys.stdout = None  # nothing left to flush at exit
         sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+    _exit(code if isinstance(code, int) else 0)

@@ -6,49 +6,45 @@ import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 import attrs
 
-from memplug import stats
-from memplug.cli import one_line
+from memplug import gates, stats
+from memplug.errors import one_line
 from memplug.errors import MemplugError
-from memplug.secrets import is_redacted
-from memplug.options import parse_pairs, split_for
-from memplug.preflight import declared_options
+from memplug.options import parse_pairs
 from memplug.files import read_json
 from memplug.cli.sweep import build_executor, executor_options
+from memplug.cli.tables import print_repeats
 from memplug.record import Outcome
 from memplug.results import RunDir, write_json_atomic
 
 
-def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
-    """A rich progress bar on stderr (stdout stays clean) and the runner's callback.
+#: samples side by side under ``--concurrency auto`` (the most calls the LLM may have in flight)
+AUTO_CEILING = 64
 
-    While the LLM layer backs off (a 429, a 5xx, a timeout) the bar says what it waits
-    for, so that a run held up by a rate limit does not look stuck.
-    """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from memplug.llm import on_wait
+class _Concurrency(click.ParamType):
+    """``N`` (1-512), ``auto`` or ``auto:N``, as (samples side by side, adaptive or not)."""
 
-    bar = Progress(TextColumn("questions"), BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[waiting]}", style="yellow"),
-                   console=Console(stderr=True), transient=False)
+    name = "N|auto"
 
-    def start(total: int, finished: int) -> Callable[[], None]:
-        task = bar.add_task("eval", total=total, completed=finished, waiting="")
-
-        def waiting(reason: str | None) -> None:
-            bar.update(task, waiting=f"waiting: {reason[:60]}" if reason else "")
-
-        on_wait(waiting)
-        return lambda: bar.advance(task)
-
-    return bar, start
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, bool]:
+        if isinstance(value, tuple):
+            return value
+        text = str(value).strip().lower()
+        auto = text == "auto" or text.startswith("auto:")
+        number = text.removeprefix("auto").removeprefix(":") if auto else text
+        try:
+            count = int(number) if number or not auto else AUTO_CEILING
+        except ValueError:
+            self.fail(f"{value!r}: give a number, auto or auto:N", param, ctx)
+        if not 1 <= count <= 512:
+            self.fail(f"{value!r}: the number must be from 1 to 512", param, ctx)
+        return count, auto
 
 
 @click.command("eval")
@@ -56,14 +52,28 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--dataset", help="Dataset name (see `memplug list --kind datasets`).")
 @click.option("--data", type=click.Path(path_type=Path), help="Release file or folder for a loader, "
               "or a samples .jsonl written by `memplug generate`.")
-@click.option("--limit", type=click.IntRange(min=1), help="Keep the first N questions in dataset order.")
+@click.option("--limit", type=click.IntRange(min=1), help="Ask N questions, drawn as --limit-by says; "
+              "samples left without a question are not ingested.")
+@click.option("--limit-by", type=click.Choice(["stratified", "first"]), default="stratified", show_default=True,
+              help="stratified: by category and abstention, in proportion, drawn with --seed; first: the "
+              "first N in dataset order (fewest samples to ingest).")
+@click.option("--context-tokens", type=click.IntRange(min=1, max=10_000_000), help="Hand the reader at most N "
+              "tokens of recalled items (cl100k_base for every system; items whole, in rank order).")
+@click.option("--settle-timeout", type=click.FloatRange(min=1, max=7 * 86400), default=600.0, show_default=True,
+              help="Seconds an agent's settle() (ingestion finished in the background) may take.")
+@click.option("--max-errors", metavar="N|P%", help="Stop the run once N questions (or P% of them) have failed: "
+              "status failed, exit 1.")
+@click.option("--fail-under", multiple=True, metavar="METRIC=VALUE", help="Exit 3 when the overall mean of "
+              "METRIC (METRIC[CATEGORY]=VALUE: a category's) is below VALUE (repeatable).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for generators and agents.")
 @click.option("--llm", default=lambda: os.environ.get("MEMPLUG_LLM"), help="litellm model string, "
-              "e.g. openai/gpt-4o-mini (default: $MEMPLUG_LLM).")
+              "e.g. openai/gpt-4o-mini, or local (a tiny model served by llama.cpp here, no key: "
+              "memplug[local]) or local:PATH.gguf (default: $MEMPLUG_LLM).")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --llm/--judge.")
 @click.option("--reader", help="How answers are written from recalled items: extractive (offline, "
               "default without --llm) or llm (default with --llm).")
-@click.option("--judge", help="litellm model for LLM-as-judge scoring (adds the judge metric).")
+@click.option("--judge", help="litellm model (or local, local:PATH.gguf) for LLM-as-judge scoring "
+              "(adds the judge metric).")
 @click.option("--judge-prompt", default=lambda: os.environ.get("MEMPLUG_JUDGE_PROMPT") or None,
               help="Judge (prompts) that scores every question with --judge, e.g. longmemeval, locomo-j, "
               "memplug (see `memplug list --kind judges`; default: $MEMPLUG_JUDGE_PROMPT, else the dataset's "
@@ -75,8 +85,10 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
 @click.option("--top-k", type=click.IntRange(min=1, max=10_000),
               help="Items an agent recalls per question; K of recall@K (default: the dataset protocol's "
               "official depth, else 5).")
-@click.option("--concurrency", type=click.IntRange(min=1, max=512), default=4, show_default=True,
-              help="Samples evaluated side by side (and concurrent LLM calls).")
+@click.option("--concurrency", type=_Concurrency(), default="4", show_default=True,
+              help="Samples evaluated side by side (and concurrent LLM calls). `auto`: up to "
+              f"{AUTO_CEILING} side by side (`auto:N`: N), the LLM calls in flight finding each model's level "
+              "(raised while throughput rises, lowered on 429s and on latency that grows without it; in run.json).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk caches (LLM responses, token counts).")
 @click.option("--llm-timeout", type=click.FloatRange(min=0.1, max=3600), default=60.0, show_default=True,
               help="Seconds to wait for one LLM answer before retrying.")
@@ -85,6 +97,10 @@ def _progress_factory() -> tuple[Any, Callable[[int, int], Callable[[], None]]]:
               "401/403/404/400 are never retried: they stop the run.")
 @click.option("--llm-deadline", type=click.FloatRange(min=1, max=86400), default=600.0, show_default=True,
               help="Seconds one LLM call may take in all, retries and waits included.")
+@click.option("--sample-timeout", type=click.FloatRange(min=1, max=7 * 86400), default=1800.0, show_default=True,
+              help="Seconds one agent call (set-up, the ingestion of a chunk, a recall) may take: a call "
+              "that hangs longer fails its sample (an error on its questions, retried by --resume) and "
+              "the run goes on.")
 @click.option("--verbose", is_flag=True, help="Show the log (memplug's and the agent's libraries') on "
               "stderr too; it is always in memplug.log in the run directory.")
 @click.option("--output", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
@@ -112,7 +128,8 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
     fails before the first question: one line, exit 2. The exit code is 0 only when
     every question was answered and scored; a run with failed questions exits 1 and
     its last line says how many, the first error and the --resume command, which
-    retries them. The log of the agent's libraries goes to memplug.log in the run
+    retries them (--max-errors stops it early). A finished run below a --fail-under
+    threshold exits 3. The log of the agent's libraries goes to memplug.log in the run
     directory (--verbose: also to stderr).
 
     \b
@@ -126,48 +143,21 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
       memplug eval --resume runs/20250101-120000-bm25-memsim
       memplug eval --from runs/20250101-120000-mem0-locomo --llm openai/gpt-4o
       memplug eval --agent bm25 --dataset memsim -o n=200 --executor ray
+      memplug eval --agent hybrid --dataset locomo --data locomo10.json \\
+        --limit 200 --context-tokens 2000 --max-errors 5% \\
+        --fail-under locomo_f1=0.3
     """
-    from memplug.runner import RunSpec
+    from memplug.api import resolve_spec
 
-    raw = parse_pairs(pairs)
-    fields: dict[str, Any] = {}
-    if resume is not None and from_run is not None:
-        raise MemplugError("--resume finishes a run, --from starts one from another: give one of them")
-    source = resume or from_run
-    if source is not None:  # start from the stored spec; options given now override it
-        fields.update(RunDir(source).check().spec().get("spec", {}))
-    if from_run is not None:
-        fields["from_run"] = str(from_run)
-    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
-    for key, value in given.items():
-        if source is not None and ctx.get_parameter_source(key) in defaults:
-            continue
-        if key == "no_cache":
-            fields["cache"] = not value
-        else:
-            fields[key] = str(value) if key == "data" and value is not None else value
-    if not fields.get("agent") or not fields.get("dataset"):
-        raise MemplugError("--agent and --dataset are required (or --resume RUN_DIR)")
-    if resume is None or raw:
-        from memplug.plugins import get_plugins
-
-        reg = get_plugins().registry
-        # --from replays the stored recalls: no agent is built, and its options are the stored run's
-        agent_opts = () if fields.get("from_run") else declared_options(reg("agents").get(fields["agent"]).load(),
-                                                                         f"agent {fields['agent']!r}")
-        dataset_opts = declared_options(reg("datasets").get(fields["dataset"]).load(), f"dataset {fields['dataset']!r}")
-        given_agent, given_dataset = split_for(raw, agent_opts, dataset_opts)
-        if fields.get("from_run"):  # the same data as the stored run, with the protocol options given now
-            fields["dataset_options"] = {**(fields.get("dataset_options") or {}), **given_dataset}
-        else:
-            fields["agent_options"], fields["dataset_options"] = given_agent, given_dataset
     if resume is not None and repeats > 1:
         raise MemplugError("--resume finishes one run; resume each repeat's run directory on its own")
-    if resume is not None and is_redacted(fields.get("api_base")) and ctx.get_parameter_source("api_base") in defaults:
-        raise MemplugError(f"{resume}: run.json keeps --api-base without its password "
-                           f"({fields['api_base']}): pass --api-base again to resume")
-    known = {a.name for a in RunSpec.__attrs_attrs__}
-    spec = RunSpec(**{k: v for k, v in fields.items() if k in known})
+    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    given["fail_under"] = list(given["fail_under"])
+    explicit = {k for k in given if ctx.get_parameter_source(k) not in defaults}
+    given["concurrency"], given["concurrency_auto"] = given["concurrency"]
+    if "concurrency" in explicit:
+        explicit.add("concurrency_auto")
+    spec = resolve_spec(given, parse_pairs(pairs), resume=resume, from_run=from_run, explicit=explicit)
     # --executor ray: the samples spread over Ray workers, the records written here (memplug.executors)
     if workers is not None and (executor or "local") != "ray":
         raise MemplugError("--workers is for --executor ray (locally, --concurrency sets the samples side by side)")
@@ -194,45 +184,33 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         click.echo(outcome_line(path, outcome), err=True)
     if failed:
         ctx.exit(1)
+    below = [(p, line) for p in paths for line in gates.below(gates.thresholds(spec.fail_under), RunDir(p).summary())]
+    for path, line in below:
+        click.echo(f"memplug: below --fail-under: {line} ({path})", err=True)
+    if below:
+        ctx.exit(gates.EXIT_BELOW)
 
 
 def _run_repeats(spec: Any, repeats: int, output: Path, resume: Path | None, quiet: bool, verbose: bool,
                  runner: Any) -> list[Path]:
-    """Run (or resume) the spec, ``repeats`` times with seeds S, S+1, ...; the run directories."""
-    from memplug.runner import Evaluation
+    """Run (or resume) the spec, ``repeats`` times with seeds S, S+1, ...; the run directories.
+    The agent's note and the data's warnings are said once, before the first."""
+    from memplug.api import run_spec
 
-    paths = []
-    for i in range(repeats):
-        evaluation = Evaluation(attrs.evolve(spec, seed=spec.seed + i))
-        if evaluation.agent_note and i == 0:
-            click.echo(f"memplug: {evaluation.agent_note}", err=True)
-        if i == 0:
-            _say_data_warnings(evaluation)
-        if quiet:
-            paths.append(evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose,
-                                        executor=runner))
-        else:
-            bar, start = _progress_factory()
-            with bar:
-                paths.append(evaluation.run(output=output, resume=resume, progress=start, capture_logs=True,
-                                            verbose=verbose, executor=runner))
-    return paths
+    def say(line: str) -> None:
+        click.echo(line, err=True)
 
-
-def _say_data_warnings(evaluation: Any) -> None:
-    """Load the data now, so that what the loader skipped is one line before the run, not many."""
-    evaluation.samples()  # loaded once: the run uses these
-    found = evaluation.data_warnings
-    if found:
-        more = f" (and {len(found) - 1} more, listed in run.json)" if len(found) > 1 else ""
-        click.echo(f"memplug: warning: {one_line(found[0], 300)}{more}", err=True)
+    return [run_spec(attrs.evolve(spec, seed=spec.seed + i), output=output, resume=resume, progress=not quiet,
+                     verbose=verbose, executor=runner, say=say if i == 0 else lambda line: None)
+            for i in range(repeats)]
 
 
 def outcome_line(path: Path, outcome: Outcome) -> str:
     """The last line of a run that did not answer every question: how many failed, the
     first error and the command that retries them."""
     first = one_line(str(outcome.first_error or "unknown"), 300)
-    return (f"memplug: {outcome.status}: {outcome.n_failed} of {outcome.n_expected} questions failed; "
+    stopped = f"{one_line(outcome.stopped, 200)}; " if outcome.stopped else ""  # e.g. --max-errors
+    return (f"memplug: {outcome.status}: {stopped}{outcome.n_failed} of {outcome.n_expected} questions failed; "
             f"first error: {first}; retry them with: memplug eval --resume {path}")
 
 
@@ -242,27 +220,10 @@ def write_repeats(paths: list[Path], output: Path) -> Path:
     metrics = sorted({m for s in summaries for m in s.metrics.overall})
     out = {
         "runs": [s.run_id for s in summaries],
-        "seeds": [RunDir(p).spec()["spec"]["seed"] for p in paths],
+        "seeds": [RunDir(p).info().seed for p in paths],
         "overall": {m: stats.repeat_summary([s.metrics.overall[m] for s in summaries
                                              if m in s.metrics.overall]) for m in metrics},
     }
     path = Path(output) / f"repeats-{summaries[0].run_id}.json"
     write_json_atomic(path, out)
     return path
-
-
-def print_repeats(result: dict[str, Any]) -> None:
-    """The mean, spread and each value of a repeats-*.json, per metric: a table whose cells wrap
-    (at 80 columns, many repeats take more lines, never a cut number); its title names the
-    first run whole."""
-    from rich.console import Console
-
-    from memplug.cli.tables import table as make_table
-
-    table = make_table(f"{len(result['runs'])} repeats of {result['runs'][0]} "
-                       f"(seeds {', '.join(map(str, result['seeds']))})",
-                       "metric", "mean", "std", "min", "max", "each repeat")
-    for metric, r in result["overall"].items():
-        table.add_row(metric, f"{r['mean']:.3f}", f"{r['std']:.3f}", f"{r['min']:.3f}", f"{r['max']:.3f}",
-                      " ".join(f"{v:.3f}" for v in r["values"]))
-    Console().print(table)

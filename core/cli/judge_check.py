@@ -14,9 +14,8 @@ from memplug.results import RunDir
 
 
 def print_leniency(result: dict[str, Any]) -> None:
-    from rich.console import Console
-
     from memplug.cli.tables import table as make_table
+    from memplug.display import console as text_console
 
     table = make_table(f"Judge leniency (set v{result['set_version']}): share of answers accepted; a fair judge "
                        "accepts the correct ones and none of the others",
@@ -26,7 +25,7 @@ def print_leniency(result: dict[str, Any]) -> None:
             a = c["accepted"]
             table.add_row(model if i == 0 else "", bench, c["judge"], str(c["n"]), _fmt(c["leniency"]),
                           _fmt(a.get("vague")), _fmt(a.get("hedged")), _fmt(a.get("wrong")), _fmt(a.get("correct")))
-    Console().print(table)
+    text_console().print(table)
 
 
 def _fmt(value: float | None) -> str:
@@ -34,11 +33,10 @@ def _fmt(value: float | None) -> str:
 
 
 def print_check(result: dict[str, Any]) -> None:
-    from rich.console import Console
-
     from memplug.cli.tables import table as make_table
+    from memplug.display import console as text_console
 
-    console = Console()
+    console = text_console()
     q = result["questions"]
     table = make_table(f"Judge vs exact scoring ({q['multiple_choice']} multiple-choice, {q['exact_answer']} "
                        f"exact-answer questions; exact = accuracy / {result['exact_metric']})",

@@ -30,40 +30,40 @@ def list_command(as_json: bool, kind: str | None) -> None:
     if as_json:
         click.echo(json.dumps({**items, "broken": broken}, indent=2, ensure_ascii=False))
         return
-    from rich.console import Console
-
-    from rich.markup import escape
+    from rich.text import Text
 
     from memplug.cli.tables import table as make_table
+    from memplug.display import console as text_console
+    from memplug.display import styled
 
-    console = Console()
+    console = text_console()  # what plugins say is text: "pip install 'memplug[mem0]'" is not a style tag
     for k in kinds:
         # two columns, not five: a name whole on the left, and beside it its status and plugin,
         # description and options as lines that wrap at spaces (at 80 columns five columns broke
         # names and options in the middle of a word)
         table = make_table(k.capitalize(), "name", "status · plugin, description, options (type=default)")
         for item in items[k]:
-            # text from plugins is escaped: "pip install 'memplug[mem0]'" is not a rich style tag
             if item.get("error"):
-                status = f"[red]broken: {escape(item['error'])}[/red]"
+                status = styled(f"broken: {item['error']}", "red")
             elif not item["available"]:
-                status = f"[yellow]needs: {escape(str(item['install']))}[/yellow]"
+                status = styled(f"needs: {item['install']}", "yellow")
             else:
-                status = "[green]ok[/green]"
+                status = styled("ok", "green")
             options = ", ".join(f"{o['name']}:{o['type']}={o['default']}" for o in item.get("options", []))
             plugin = f"{item['plugin']} {item['version'] or ''}".strip()
-            lines = [f"{status} · {escape(plugin)}", escape(item["description"])]
+            lines = [Text.assemble(status, " · ", styled(plugin)), styled(item["description"])]
             if options:
-                lines.append(f"[dim]options:[/dim] {escape(options)}")
+                lines.append(Text.assemble(styled("options:", "dim"), " ", styled(options)))
             if item.get("sha256"):
-                lines.append(f"v{escape(str(item['judge_version']))} · [dim]sha256[/dim] {item['sha256'][:12]} · "
-                             f"[dim]prompts:[/dim] {escape(', '.join(item['prompts']))}")
-            table.add_row(f"[bold]{escape(item['name'])}[/bold]", "\n".join(lines))
+                lines.append(Text.assemble(
+                    styled(f"v{item['judge_version']}"), " · ", styled("sha256", "dim"), f" {item['sha256'][:12]} · ",
+                    styled("prompts:", "dim"), " ", styled(", ".join(item["prompts"]))))
+            table.add_row(styled(item["name"], "bold"), Text("\n").join(lines))
         console.print(table)
     if broken:
-        console.print("[red]Plugin problems (failed to load, or a name registered twice):[/red]")
+        console.print(styled("Plugin problems (failed to load, or a name registered twice):", "red"))
         for b in broken:
-            console.print(f"  {b['plugin']}: {b['error']}", markup=False, soft_wrap=False)
+            console.print(f"  {b['plugin']}: {b['error']}", soft_wrap=False)
 
 
 def _with_judge(described: dict[str, Any], entry: Any) -> dict[str, Any]:

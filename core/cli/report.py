@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from memplug import compare
+from memplug import compare, diagnosis, fairness
 from memplug.errors import MemplugError
 from memplug.files import read_json
 from memplug.record import RunSummary
@@ -32,6 +32,15 @@ def _count(summary: RunSummary, category: str) -> str:
     return str(max(summary.n.get(category).values(), default="")) if summary.n is not None else ""
 
 
+def _fewer(summary: RunSummary, category: str, metric: str) -> str:
+    """" (n=42)" after a mean over fewer questions than the row's n (the answers' metrics where
+    the reader could not answer some, which recall still scores), so that every number is
+    read over its own count, as the CSV and the HTML page give it; "" otherwise."""
+    counts = summary.n.get(category) if summary.n is not None else {}
+    n = counts.get(metric)
+    return f" (n={n})" if n is not None and n < max(counts.values(), default=0) else ""
+
+
 def _percentile_text(p: dict[str, float] | None) -> str:
     # spaces around the slashes: a narrow cell wraps between two numbers, never inside one
     return "-" if not p else " / ".join(_seconds(p[f"p{q}"]) for q in (50, 95, 99))
@@ -52,8 +61,8 @@ def _label(index: int, summary: RunSummary, many: bool) -> str:
 
 
 def _say(console: Any, text: str) -> None:
-    """A line of plain text (no markup, no highlighting), wrapped at spaces to the terminal."""
-    console.print(text, soft_wrap=False, highlight=False, markup=False)
+    """A line of text, wrapped at spaces to the terminal."""
+    console.print(text, soft_wrap=False)
 
 
 def _rows(summary: RunSummary) -> list[tuple[str, dict[str, Any]]]:
@@ -104,21 +113,20 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
     or prompts' sha256) have their judge scores in separate columns, ``judge[<judge>]``
     (:func:`memplug.compare.separate_judges`), and are not paired on them.
     """
-    from rich.console import Console
-    from rich.markup import escape
-
     from memplug.cli.tables import in_blocks
     from memplug.cli.tables import table as make_table
+    from memplug.display import console as text_console
 
     # runs judged by different judges: each judge's numbers in a column of its own (judge[name])
     summaries = compare.separate_judges(paths, [RunDir(p).check().summary() for p in paths])
-    console = Console()
+    console = text_console()  # names and categories from the data are text: "[/]" is not a style tag
     many = len(summaries) > 1
     for k, (path, s) in enumerate(zip(paths, summaries), 1):
         status = "" if s.outcome is None or s.outcome.status == "finished" else f", {s.outcome.status.upper()}"
         judge = compare.judge_identity(path)
+        caveats = "".join(f", {c}" for c in compare.run_caveats(path))  # beside "(official)", what it rests on
         _say(console, f"{'#' + str(k) + ' ' if many else ''}{s.run_id}: {s.agent} on {s.dataset}, "
-                      f"protocol {compare.protocol_label(path)}"
+                      f"protocol {compare.protocol_label(path)}{caveats}"
                       f"{', judge ' + compare.judge_text(judge) if judge else ''}{status}")
     level = next((s.ci.level for s in summaries if s.ci is not None and isinstance(s.ci.level, float)), 0.95)
     # one set of tables per dataset and answer protocol: its runs share metrics and categories,
@@ -141,12 +149,12 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
                  f"{' n/a: ' + next(iter(found)) if none_at_all else ''})")
 
         def scores_table(block: Any, group: list[tuple[int, RunSummary]] = group, title: str = title, none_at_all: bool = none_at_all) -> Any:
-            # escaped: "judge[longmemeval]" is a metric's name, not a rich style tag
-            table = make_table(title, *(("run",) if many else ()), "category", "n", *(escape(m) for m in block))
+            table = make_table(title, *(("run",) if many else ()), "category", "n", *block)
             for k, s in group:
                 rows = _rows(s)
                 for i, (cat, values) in enumerate(rows):
-                    row = [_score(values.get(m), *s.interval(m, cat), say_na=not none_at_all) for m in block]
+                    row = [_score(values.get(m), *s.interval(m, cat), say_na=not none_at_all)
+                           + (_fewer(s, cat, m) if values.get(m) is not None else "") for m in block]
                     table.add_row(*([_label(k, s, many) if i == 0 else ""] if many else []), cat, _count(s, cat),
                                   *row, end_section=i == len(rows) - 1)
             return table
@@ -161,6 +169,10 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
             noun = "question" if u["n"] == 1 else "questions"
             _say(console, f"{s.run_id}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
                           "only what was recalled is scored")
+    for s in summaries:  # where the misses lost their evidence (memplug.diagnosis)
+        for line in (diagnosis.wrong_line(s.diagnosis), diagnosis.memory_line(s.diagnosis)) if s.diagnosis else ():
+            if line:
+                _say(console, f"{s.run_id}: {line}")
     quantities = ("questions", "errors", "ingest s/msg", "recall s/q", "wall s", "LLM calls", "cache hits",
                   "tokens in", "tokens out", "cost $")
     values = [[str(s.n_questions), str(s.n_errors), _seconds(s.efficiency.ingest_s_per_message),
@@ -204,7 +216,7 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
                           f"{_fmt(check['agreement'])}, Cohen's kappa {_fmt(check['kappa'])} "
                           f"(n={'-' if check['n'] is None else check['n']})")
     if repeats:
-        from memplug.cli.eval import print_repeats
+        from memplug.cli.tables import print_repeats
 
         for result in repeats:
             print_repeats(result)
@@ -268,8 +280,17 @@ def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]
               "as columns, best per column marked, a footer naming protocol, judge, data hash and version.")
 @click.option("--ci-style", type=click.Choice(["pm", "brackets"]), default="pm", show_default=True,
               help="With --format: intervals as ± half-width or as [low, high].")
+@click.option("--why", is_flag=True, help="Why answers were wrong: per stage that lost the evidence (not stored, "
+              "not recalled, misread, unknown) its share and examples with the question, gold answer, evidence, "
+              "what was stored and what was recalled (see docs/diagnosis.md).")
+@click.option("--category", help="With --why: only this category's questions.")
+@click.option("--n", "n_examples", type=click.IntRange(min=0), default=10, show_default=True,
+              help="With --why: examples shown per stage.")
+@click.option("--export", type=click.Path(path_type=Path, file_okay=False),
+              help="Also write each run's answers in its benchmark's official file, into this folder: "
+              "LongMemEval's hypotheses.jsonl (evaluate_qa.py), LoCoMo's prediction file (evaluation.py).")
 def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt: str | None,
-                   ci_style: str) -> None:
+                   ci_style: str, why: bool, category: str | None, n_examples: int, export: Path | None) -> None:
     """Compare one or more finished runs.
 
     \b
@@ -278,8 +299,37 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
       memplug report runs/* --html report.html
       memplug report runs/RUN_A runs/RUN_B --format latex > table.tex
       memplug report sweeps/SWEEP_DIR
+      memplug report --why runs/RUN --category simple --n 5
+      memplug report runs/RUN --export official/
+
+    Runs on one dataset that differ in K, context budget, reader, judge or
+    protocol are reported with a warning naming each difference (stderr).
     """
+    if why:
+        from memplug.cli.why import print_why
+
+        for run in runs:
+            print_why(RunDir(run).check().path, category, n_examples)
+        return
+    if category is not None:
+        raise click.UsageError("--category goes with --why")
     paths, repeats = _runs_and_repeats(list(runs))
+    differ = fairness.differences(paths)
+    for line in differ:  # side by side, yet not set alike: say so before any number
+        click.echo(f"memplug: warning: runs {line}: their scores differ in more than the system", err=True)
+    if export is not None:
+        from memplug.exports import export as write_official
+
+        for written in write_official(paths, export):
+            click.echo(str(written), err=True)
+    if not as_json and html is None and fmt != "csv":
+        from memplug.plugins import get_plugins
+
+        # a dataset's own table (MemoryAgentBench's runs: the paper's table), from its plugin
+        table = get_plugins().hook.memplug_report_table(paths=paths, fmt=fmt or "terminal")
+        if table is not None:
+            click.echo(table, nl=False)
+            return
     pairs = None
     if any(_is_sweep(r) for r in runs):  # a sweep's cells are paired where they asked the same questions
         from memplug.sweep import sweep_comparisons
@@ -298,7 +348,8 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
         out = {"runs": [{"path": str(p), **RunDir(p).summary().to_json(),
                          "judge": dict(zip(("name", "model", "prompt_sha256"), j)) if (j := compare.judge_identity(p))
                          else None} for p in paths],
-               "paired": compare.comparisons(paths) if pairs is None else pairs}
+               "paired": compare.comparisons(paths) if pairs is None else pairs,
+               "settings_differ": differ}
         if repeats:
             out["repeats"] = repeats
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from memplug.errors import one_line
+
 
 @click.command("reproduce")
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
@@ -32,9 +34,8 @@ def reproduce_command(run_dir: Path, output: Path, data: Path | None, api_base: 
       memplug reproduce runs/20250101-120000-bm25-memsim
       memplug reproduce runs/20250101-120000-bm25-memdaily --data ~/data/memdaily
     """
-    from rich.console import Console
-
     from memplug.cli.tables import table as make_table
+    from memplug.display import console as text_console
     from memplug.reproduce import reproduce
 
     result = reproduce(run_dir, output, api_base=api_base, data=data, cache=False if no_cache else None,
@@ -47,9 +48,9 @@ def reproduce_command(run_dir: Path, output: Path, data: Path | None, api_base: 
         for row in result.rows:
             shown = ["-" if v is None else f"{v:.6g}" for v in (row.original, row.reproduced)]
             table.add_row(row.category, row.metric, *shown, "yes" if row.same else "NO")
-        Console().print(table)
+        text_console().print(table)
         for note in result.notes:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {one_line(note)}", err=True)
         differ = sum(not r.same for r in result.rows)
         verdict = "all metric means match" if result.matches else f"{differ} of {len(result.rows)} metric means differ"
         click.echo(f"{verdict}: {result.original} -> {result.reproduced}")

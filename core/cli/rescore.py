@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from memplug.display import visible
 from memplug.rescoring import rescore_run
 
 
@@ -21,8 +22,11 @@ from memplug.rescoring import rescore_run
               "verdict; default: $MEMPLUG_JUDGE_PROMPT, else the run's).")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --judge (default: the run's).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--diagnose", is_flag=True, help="Diagnose every answer anew (the stage that lost its evidence: "
+              "not stored, not recalled, misread) from stored.jsonl and the recalled items; for runs from before "
+              "diagnoses. Without it, each recorded diagnosis is re-staged with the new scores.")
 def rescore_command(run: Path, metrics: str | None, judge: str | None, judge_prompt: str | None,
-                    api_base: str | None, no_cache: bool) -> None:
+                    api_base: str | None, no_cache: bool, diagnose: bool) -> None:
     """Recompute metrics and judge verdicts of a finished run without re-running it.
 
     Writes summary.rescored-<stamp>.json and samples.rescored-<stamp>.jsonl next to the
@@ -35,14 +39,17 @@ def rescore_command(run: Path, metrics: str | None, judge: str | None, judge_pro
       memplug rescore runs/RUN --metrics f1,rouge_l
       memplug rescore runs/RUN --judge openai/gpt-4o
       memplug rescore runs/RUN --judge openai/gpt-4o --judge-prompt memplug
+      memplug rescore runs/OLD_RUN --diagnose
     """
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
-    result = rescore_run(run, names, judge, api_base, cache=not no_cache, judge_prompt=judge_prompt)
+    result = rescore_run(run, names, judge, api_base, cache=not no_cache, judge_prompt=judge_prompt,
+                         diagnose=diagnose)
     changes = result.changes
     if changes["identical"]:
         click.echo(f"rescored {changes['questions_rescored']} questions: summary unchanged", err=True)
     else:
         click.echo(f"rescored {changes['questions_rescored']} questions; changed:", err=True)
         for c in changes["changed_summary"]:
-            click.echo(f"  {c['key']}: {c['before']} -> {c['after']}", err=True)
+            # a key names one of the data's categories
+            click.echo(visible(f"  {c['key']}: {c['before']} -> {c['after']}"), err=True)
     click.echo(str(result.summary_path))

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 import click
 
+from memplug.errors import one_line
 from memplug.errors import MemplugError
 
 
@@ -38,6 +39,27 @@ def executor_options(command: Any, sweep: bool = True) -> Any:
     ]):
         command = option(command)
     return command
+
+
+def cell_lines(manifest: Mapping[str, Any], folder: Path) -> list[str]:
+    """One line per cell at the end of a sweep: its axes, its status and its overall means.
+    Every cell's full tables were printed here (419 lines for 18 cells); `memplug report
+    SWEEP_DIR` prints them on request."""
+    from memplug.results import RunDir
+
+    out = []
+    for cell in manifest["cells"]:
+        a = cell["axes"]
+        options = " ".join(f"{k}={v}" for k, v in (a.get("options") or {}).items())
+        head = (f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
+                f"{', -o ' + options if options else ''}: {cell['status']}")
+        try:
+            means = RunDir(folder / cell["path"]).summary().metrics.overall
+        except (MemplugError, OSError):  # a cell that never ran has no summary
+            means = {}
+        scores = ", ".join(f"{m} {v:.3f}" for m, v in means.items() if isinstance(v, float))
+        out.append(one_line(f"{head}{'; ' + scores if scores else ''}"))
+    return out
 
 
 def build_executor(executor: str | None, address: str | None, workers: int | None, llm_limit: Any,
@@ -130,8 +152,8 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
             a = cell["axes"]
             extras = ", ".join(f"{k} {a[k]}" for k in ("llm", "reader", "judge", "data") if a.get(k))
             options = " ".join(f"{k}={v}" for k, v in a["options"].items())
-            click.echo(f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
-                       f"{', ' + extras if extras else ''}{', -o ' + options if options else ''}")
+            click.echo(one_line(f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
+                                f"{', ' + extras if extras else ''}{', -o ' + options if options else ''}"))
         click.echo(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}")
         return
     if resume is not None:
@@ -150,17 +172,15 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
     def said(cell: dict[str, Any], done: int, total: int) -> None:
         if quiet:
             return
-        error = f": {cell['error']}" if cell.get("error") and cell["status"] != "finished" else ""
+        error = f": {one_line(cell['error'], 300)}" if cell.get("error") and cell["status"] != "finished" else ""
         click.echo(f"[{done}/{total}] {cell['status']} {cell['run_id']}{error}", err=True)
 
     with runner:
         manifest = run_sweep(sweep, runner, said)
-    runs = sweep.run_dirs()
-    if not quiet and runs:
-        from memplug.cli.report import print_tables
-        from memplug.sweep import sweep_comparisons
-
-        print_tables(runs, pairs=sweep_comparisons(runs))
+    if not quiet:
+        for line in cell_lines(manifest, sweep.path):
+            click.echo(line)
+        click.echo(f"tables, intervals and paired comparisons: memplug report {sweep.path}")
     click.echo(str(sweep.path))
     unfinished = [c for c in manifest["cells"] if c["status"] != "finished"]
     if unfinished:

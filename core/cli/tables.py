@@ -1,5 +1,9 @@
 """Terminal tables that fit an 80-column terminal: every cell wraps, none is cut.
 
+A string in a cell is text, never markup (the table is printed on
+:func:`memplug.display.console`): a category ``[/]`` from a data file is shown as
+``[/]``; a style is given as a :class:`rich.text.Text` (:func:`memplug.display.styled`).
+
 rich cuts an overlong cell with "…" by default, which hides the end of a run id or a
 score's interval; every table of the command line is made here, with columns that fold
 instead, so a narrow terminal costs lines, never information. Where a table has more
@@ -17,13 +21,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from memplug.display import visible
+
 T = TypeVar("T")
 
 
 def _plain(cell: Any) -> str | None:
-    """The text of a cell (markup read), or None for a renderable that is not text."""
+    """The text of a cell as it is shown, or None for a renderable that is not text."""
     if isinstance(cell, str):
-        return Text.from_markup(cell).plain
+        return visible(cell)
     return cell.plain if isinstance(cell, Text) else None
 
 
@@ -76,3 +82,18 @@ def in_blocks(console: Console, items: Sequence[T], build: Callable[[Sequence[T]
                 continue
         blocks.append([item])
     return [build(block) for block in blocks] or [build([])]
+
+
+def print_repeats(result: dict[str, Any]) -> None:
+    """The mean, spread and each value of a repeats-*.json, per metric: a table whose cells wrap
+    (at 80 columns, many repeats take more lines, never a cut number); its title names the
+    first run whole."""
+    from memplug.display import console
+
+    shown = table(f"{len(result['runs'])} repeats of {result['runs'][0]} "
+                  f"(seeds {', '.join(map(str, result['seeds']))})",
+                  "metric", "mean", "std", "min", "max", "each repeat")
+    for metric, r in result["overall"].items():
+        shown.add_row(metric, f"{r['mean']:.3f}", f"{r['std']:.3f}", f"{r['min']:.3f}", f"{r['max']:.3f}",
+                      " ".join(f"{v:.3f}" for v in r["values"]))
+    console().print(shown)

@@ -43,7 +43,7 @@ def diagnosed(path: Path) -> tuple[list[QuestionRecord], bool]:
     records = run.records()
     if any(r.diagnosis is not None for r in records):
         return records, False
-    metrics = list(run.spec().get("resolved", {}).get("metrics") or run.summary().metrics.overall)
+    metrics = run.info().metrics or list(run.summary().metrics.overall)
     return rediagnosed(run, records, metrics, "auto", anew=True), True
 
 
@@ -92,7 +92,7 @@ def why_lines(path: Path, category: str | None = None, n: int = 10) -> list[str]
         raise MemplugError(f"{path}: no diagnosed question of category {category!r} (categories: {', '.join(known)})")
     wrong = [r for r in chosen if r.diagnosis is not None and r.diagnosis.stage != "correct"]
     tallied = diagnosis.tally(chosen)
-    run_id = RunDir(path).spec().get("run_id") or Path(path).name
+    run_id = RunDir(path).info().run_id or Path(path).name
     where = f", category {category}" if category else ""
     lines = [f"{run_id}{where}: {len(chosen)} answers diagnosed"
              + (" now, from stored.jsonl and the recalled items (the run has no diagnoses)" if now else "")]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memplug.errors import DataError
+from memplug.files import BadNumber, loads
 from memplug.models import Message, Question, Sample
 
 SAMPLE_KEYS = {"id", "sessions", "qa", "meta"}
@@ -84,12 +85,12 @@ class Reader:
         """The sample of one line, or None with its problems recorded."""
         n_before = len(self.problems)
         try:
-            row = json.loads(raw)
+            row = loads(raw)
         except json.JSONDecodeError as exc:
             self.problem(line, "", f"not JSON ({exc.msg} at column {exc.colno})")
             return None
-        except ValueError as exc:  # valid JSON Python will not read, e.g. an integer of 5000 digits
-            self.problem(line, "", f"not readable ({exc})")
+        except BadNumber as exc:  # NaN, 1e999, an integer of 5000 digits: no value to score against
+            self.problem(line, "", exc.problem)
             return None
         if not isinstance(row, dict):
             self.problem(line, "", f"expected an object, got {type(row).__name__}")

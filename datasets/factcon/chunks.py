@@ -65,6 +65,10 @@ def chunked(sample: Sample, chunk_size: int, wrap: bool = True) -> Sample:
     ]
     meta = {**sample.meta, "unit": "chunk", "chunk_size": chunk_size, "wrapped": wrap, "n_chunks": len(messages),
             "facts": [[int(m.meta.get("serial", m.id)), _SERIAL.sub("", m.text, count=1)] for m in sample.messages]}
+    if "memory_points" in sample.meta:  # each gold point in the chunk of its fact, as the targets
+        meta["memory_points"] = [
+            {**p, "message_ids": list(dict.fromkeys(f"chunk{chunk_of[i]}" for i in p["message_ids"] if i in chunk_of)),
+             "fact_ids": list(p["message_ids"])} for p in sample.meta["memory_points"]]
     return attrs.evolve(sample, messages=messages, questions=questions, meta=meta)
 
 
@@ -77,6 +81,9 @@ def unchunked(sample: Sample) -> Sample:
                               meta={k: v for k, v in q.meta.items() if k != "fact_targets"})
                  for q in sample.questions]
     meta = {k: v for k, v in sample.meta.items() if k not in ("unit", "chunk_size", "wrapped", "n_chunks", "facts")}
+    if "memory_points" in meta:
+        meta["memory_points"] = [{k: v for k, v in {**p, "message_ids": p.get("fact_ids", p["message_ids"])}.items()
+                                  if k != "fact_ids"} for p in meta["memory_points"]]
     return attrs.evolve(sample, messages=messages, questions=questions, meta=meta)
 
 

@@ -300,5 +300,9 @@ def _assemble(sample_id: str, context: Context, planner: Planner, config: Genera
         "n_edits": len(context.edits),
         "n_sh": sum(q.category == "sh" for q in questions),
         "n_mh": sum(q.category == "mh" for q in questions),
+        # the final value of each subject and relation: the gold memory points a store is
+        # measured against (memplug.diagnosis.sample_points); an edited fact's older value is not one
+        "memory_points": [{"text": RELATIONS[f.relation].fact(f.subject, f.object), "message_ids": [str(serial[f])]}
+                          for f in {(f.subject, f.relation): f for f in order}.values()],
     }
     return Sample(sample_id, messages, questions, meta)

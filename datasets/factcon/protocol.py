@@ -31,11 +31,12 @@ template).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import importlib.util
 import re
+import threading
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from memplug.answering import AnswerProtocol, register_parser
 from memplug.errors import MemplugError
@@ -162,34 +163,24 @@ def protocol(values: Mapping[str, Any]) -> AnswerProtocol:
 # --- the official chunker ---------------------------------------------------------------
 
 
-def _llama_index_nltk_cache() -> Path | None:
-    """The nltk data that llama-index-core ships (punkt_tab among it), found without importing it."""
-    spec = importlib.util.find_spec("llama_index")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(root) / "core" / "_static" / "nltk_cache"
-        if (path / "tokenizers" / "punkt_tab" / "english").is_dir():
-            return path
-    return None
+#: the nltk data folder memplug ships: nltk's English punkt_tab model (MIT; nltk_data/README.md)
+NLTK_DATA = Path(__file__).parent / "nltk_data"
 
 
 @functools.cache
 def sentence_splitter() -> Any:
-    """nltk's English punkt (punkt_tab), which ``nltk.sent_tokenize`` uses; loaded offline from
-    nltk's data path or the copy llama-index-core ships. Raises MemplugError when neither has it."""
+    """nltk's English punkt (punkt_tab), which ``nltk.sent_tokenize`` uses, loaded from the copy
+    memplug ships (:data:`NLTK_DATA`): offline, and the same model whatever nltk data the machine has."""
     import nltk
-    from nltk.tokenize.punkt import PunktTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer, load_punkt_params
 
-    try:
-        nltk.data.find("tokenizers/punkt_tab/english/")
-    except LookupError:
-        cache = _llama_index_nltk_cache()
-        if cache is None:
-            raise MemplugError(
-                "factcon's official chunking needs nltk's punkt_tab sentence model, which is not installed: "
-                "run `python -m nltk.downloader punkt_tab` (or install memplug[llamaindex], which ships it), "
-                "or pass -o unit=fact") from None
-        nltk.data.path.append(str(cache))
-    return PunktTokenizer("english")
+    root = str(NLTK_DATA)
+    # nltk reads data files only under the folders of its data path
+    if root not in nltk.data.path:
+        nltk.data.path.append(root)
+    model = nltk.data.find("tokenizers/punkt_tab/english/", paths=[root])
+    # what nltk's PunktTokenizer("english") does, on this folder only
+    return PunktSentenceTokenizer(load_punkt_params(model))
 
 
 @functools.cache
@@ -206,9 +197,43 @@ def chunk_encoding() -> Any:
         raise MemplugError(f"cannot load tiktoken o200k_base offline: {exc}") from exc
 
 
+_UNTIMED = threading.Lock()
+_untimed_users = 0
+#: nltk's limit while lifted
+_saved_timeout: list[Any] = []
+
+
+@contextlib.contextmanager
+def _punkt_untimed() -> Iterator[None]:
+    """nltk >= 3.10 runs each of punkt's regular expressions under a 5 s wall-clock limit
+    (``nltk.redos.DEFAULT_TIMEOUT``), and one pass over a MemoryAgentBench context of 1.5M
+    tokens (6 MB) takes longer on a busy machine; punkt's own patterns are trusted, so the
+    limit is lifted while any sentence split runs, and put back after the last one."""
+    global _untimed_users
+    try:
+        from nltk import redos
+    except ImportError:  # nltk < 3.10: no limit to lift
+        yield
+        return
+    with _UNTIMED:
+        if _untimed_users == 0:
+            _saved_timeout.append(redos.DEFAULT_TIMEOUT)
+            redos.DEFAULT_TIMEOUT = None
+        _untimed_users += 1
+    try:
+        yield
+    finally:
+        with _UNTIMED:
+            _untimed_users -= 1
+            if _untimed_users == 0:
+                redos.DEFAULT_TIMEOUT = _saved_timeout.pop()
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of ``text``, as ``nltk.sent_tokenize`` cuts it."""
-    return list(sentence_splitter().span_tokenize(text))
+    splitter = sentence_splitter()
+    with _punkt_untimed():
+        return list(splitter.span_tokenize(text))
 
 
 def pack_sentences(sentences: Sequence[str], chunk_size: int) -> list[list[int]]:

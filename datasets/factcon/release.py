@@ -3,6 +3,8 @@
 A row is ``{context, questions, answers, metadata: {qa_pair_ids, source, ...}}`` where the
 context is "Here is a list of facts:" followed by one ``N. fact`` line per fact. A file
 holds one row or a list of rows; a directory means every ``*.json`` file in it, sorted.
+MemoryAgentBench's own release, ``Conflict_Resolution-00000-of-00001.parquet`` (or a
+folder holding it), is read too: its rows whose source is a FactConsolidation one.
 
 Known quirks of the release are kept as they are (seed data README): a few single-hop
 gold answers are the older fact, and some questions have no conflicting fact at all.
@@ -14,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from memplug.datasets.parquet import parquet_rows
 from memplug.errors import DataError
 from memplug.models import Message, Question, Sample
 from memplug.files import read_json, short
@@ -25,9 +28,9 @@ _KIND = re.compile(r"_(sh|mh)_", re.IGNORECASE)
 def release_files(path: Path) -> list[Path]:
     """Every ``*.json`` of a directory (sorted), or the file itself."""
     if path.is_dir():
-        files = sorted(p for p in path.glob("*.json") if p.is_file())
+        files = sorted(p for p in [*path.glob("*.json"), *path.rglob("*.parquet")] if p.is_file())
         if not files:
-            raise DataError(path, "no *.json FactConsolidation files in this directory")
+            raise DataError(path, "no *.json or *.parquet FactConsolidation files in this directory")
         return files
     return [path]
 
@@ -122,7 +125,11 @@ def load_release(path: Path) -> Iterator[Sample]:
     """Samples of every row of every release file under ``path``, in file order."""
     seen: dict[str, int] = {}
     for file in release_files(path):
-        data = read_json(file)
+        if file.suffix == ".parquet":
+            data: Any = [r for r in parquet_rows(file, None)
+                         if str((r.get("metadata") or {}).get("source") or "").startswith("factconsolidation")]
+        else:
+            data = read_json(file)
         rows = data if isinstance(data, list) else [data]
         if not rows:
             raise DataError(file, "holds an empty list of rows")

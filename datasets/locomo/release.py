@@ -21,11 +21,15 @@ hit@K). Quirks of the release handled here (all seen in locomo10.json at 3eb6f2c
 - category 5 (adversarial) carries ``adversarial_answer`` (a plausible answer that the
   conversation does not support) instead of ``answer``: its gold answer is "Not
   mentioned in the conversation", the correct option of the official two-way choice.
+  With ``choice_seed``, each such question gets the two options in ``meta["slots"]``
+  (``option_a``, ``option_b``) in an order drawn from the seed, the sample and the
+  question, where the official script draws ``random.random() < 0.5`` unseeded.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import re
 from datetime import datetime
 from pathlib import Path
@@ -107,7 +111,7 @@ def sessions(path: Path, place: str, conversation: dict[str, Any]) -> list[tuple
 
 
 def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool = True,
-                      categories: frozenset[int] | None = None) -> Sample:
+                      categories: frozenset[int] | None = None, choice_seed: int | None = None) -> Sample:
     if not isinstance(row, dict):
         raise DataError(path, f"expected an object, got {type(row).__name__}", place)
     for key, kind in (("conversation", dict), ("qa", list)):
@@ -151,6 +155,8 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
                 qmeta["adversarial_answer"] = str(qa["adversarial_answer"])
             if "answer" in qa:
                 qmeta["answer"] = str(qa["answer"])
+            if choice_seed is not None:
+                qmeta["slots"] = two_way_options(qa, f"{choice_seed}:{sample_id}:q{i}", path, where)
             answers: tuple[str, ...] = (NOT_MENTIONED,)
         else:
             if qa.get("answer") is None or isinstance(qa["answer"], (dict, list)):
@@ -173,11 +179,44 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
     return Sample(sample_id, messages, questions, {
         "file": str(path), "speakers": [conversation.get("speaker_a"), conversation.get("speaker_b")],
         "sessions": len({m.meta["session"] for m in messages}),
+        # the gold memory points a store is measured against (memplug.diagnosis.sample_points)
+        "memory_points": observations(row.get("observation"), turn_ids),
     })
 
 
-def load_release(path: Path, *, dates_in_text: bool = True,
-                 categories: frozenset[int] | None = None) -> Iterator[Sample]:
+def observations(value: Any, turn_ids: set[str]) -> list[dict[str, Any]]:
+    """The release's per-session ``observation`` lists as memory points: each observation's
+    text and the turns it cites (``[text, "D1:3"]`` or ``[text, ["D1:3", "D1:5"]]``; ids
+    matching no turn left out). A release without observations has none."""
+    points: list[dict[str, Any]] = []
+    for by_speaker in (value or {}).values() if isinstance(value, dict) else ():
+        for items in (by_speaker or {}).values() if isinstance(by_speaker, dict) else ():
+            for item in items if isinstance(items, list) else ():
+                if not isinstance(item, list) or not item or not isinstance(item[0], str):
+                    continue
+                cited = item[1] if len(item) > 1 else []
+                ids = [cited] if isinstance(cited, str) else [c for c in cited if isinstance(c, str)]
+                points.append({"text": item[0], "message_ids": [i for i in ids if i in turn_ids]})
+    return points
+
+
+def two_way_options(qa: dict[str, Any], draw: str, path: Path, where: str) -> dict[str, str]:
+    """The options of the official category-5 question, ``option_a`` and ``option_b``: "Not
+    mentioned in the conversation" and the question's ``answer`` (what get_gpt_answers
+    reads), else its ``adversarial_answer`` (what the release holds), in an order drawn
+    from ``draw`` (the official script: ``random.random() < 0.5`` puts "Not mentioned"
+    first)."""
+    shown = qa.get("answer", qa.get("adversarial_answer"))
+    if shown is None or isinstance(shown, (dict, list)):
+        raise DataError(path, "a category-5 question needs an 'adversarial_answer' (the other option of "
+                              "the official two-way choice)", where)
+    first = random.Random(draw).random() < 0.5
+    a, b = (NOT_MENTIONED, str(shown)) if first else (str(shown), NOT_MENTIONED)
+    return {"option_a": a, "option_b": b}
+
+
+def load_release(path: Path, *, dates_in_text: bool = True, categories: frozenset[int] | None = None,
+                 choice_seed: int | None = None) -> Iterator[Sample]:
     """Samples of every conversation in the file (a list of them, or one object)."""
     data = read_json(path)
     rows = data if isinstance(data, list) else [data]
@@ -185,4 +224,4 @@ def load_release(path: Path, *, dates_in_text: bool = True,
         raise DataError(path, "holds an empty list of conversations")
     for r, row in enumerate(rows):
         yield read_conversation(path, f"[{r}]" if isinstance(data, list) else "conversation", row,
-                                dates_in_text=dates_in_text, categories=categories)
+                                dates_in_text=dates_in_text, categories=categories, choice_seed=choice_seed)

@@ -53,12 +53,11 @@ def _first_meta(path: Path) -> dict[str, Any]:
 def cell_of(path: Path) -> Cell:
     """The headline score of one ``mab`` run."""
     run = RunDir(path).check()
-    stored, summary = run.spec(), run.summary()
+    stored, summary = run.info(), run.summary()
     meta = _first_meta(path)
-    resolved, spec = stored.get("resolved") or {}, stored.get("spec") or {}
-    metric = next(m for m in resolved.get("metrics") or summary.metrics.overall)
-    model = spec.get("llm")
-    row = f"{summary.agent} ({resolved.get('reader') or spec.get('reader')}{', ' + model if model else ''})"
+    metric = next(m for m in stored.metrics or summary.metrics.overall)
+    model = stored.llm
+    row = f"{summary.agent} ({stored.reader}{', ' + model if model else ''})"
     value = summary.metrics.overall.get(metric)
     n = summary.n.get("overall").get(metric, summary.n_questions) if summary.n is not None else summary.n_questions
     return Cell(row, str(meta.get("source")), str(meta.get("competency")), metric,

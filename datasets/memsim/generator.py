@@ -236,7 +236,12 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict], maker: M
                  time=f"{moment:%Y-%m-%dT%H:%M}",
                  meta={"spec": draft.spec, "time_text": lang.when(moment), "scenario": draft.scenario})
     meta = {"generator": "memsim", "lang": lang.code, "category": draft.category, "scenario": draft.scenario,
-            "hints": hint_meta, "entities": entities, **provenance}
+            "hints": hint_meta, "entities": entities, **provenance,
+            # the facts behind the user's messages: the gold memory points a store is measured
+            # against (memplug.diagnosis.sample_points); the noise of MemDaily-η is not one
+            "memory_points": [{"text": f"{(entities.get(h['entity']) or {}).get('label') or h['entity']} "
+                                       f"{h['attribute']}: {h['value']}", "message_ids": [h["message"]]}
+                              for h in hint_meta if h["role"] != "eta_noise"]}
     return Sample(sample_id, messages, (q,), meta)
 
 

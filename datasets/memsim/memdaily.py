@@ -246,7 +246,9 @@ class MemDailyLoader:
         choices = qa["choices"]
         if not isinstance(choices, dict) or not choices:
             raise DataError(path, "choices must be an object of lettered options", place)
-        choices = {str(k).strip(): str(v).strip() for k, v in choices.items()}
+        # the letters are keys (trimmed); the texts as the release has them: MemSim's prompt shows
+        # "B: <text>" with the text's trailing spaces (114 of its 2,954 prompts have some)
+        choices = {str(k).strip(): str(v) for k, v in choices.items()}
         correct = str(qa["ground_truth"]).strip()
         if correct not in choices:
             raise DataError(path, f"ground_truth {short(correct)} is not one of the choices {short(sorted(choices))}", place)

@@ -152,8 +152,8 @@ def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, t
         with pytest.raises(RunStopped) as caught:
             stopped.run(output=tmp_path / "stopped", executor=executor)
     assert "401" in str(caught.value) and "Traceback" not in str(caught.value)
-    run = RunDir(caught.value.run_dir).spec()
-    assert run["status"] in ("failed", "partial") and "401" in run["stopped"]
+    run = RunDir(caught.value.run_dir).info()
+    assert run.status in ("failed", "partial") and run.outcome is not None and "401" in str(run.outcome.stopped)
 
 
 def test_llm_tpm_is_one_budget_for_all_workers(ray_cluster, openai_stub, monkeypatch, tmp_path):
@@ -167,7 +167,7 @@ def test_llm_tpm_is_one_budget_for_all_workers(ray_cluster, openai_stub, monkeyp
         stats = executor.limiter_stats()
     run = RunDir(path)
     assert run.summary().outcome.status == "finished"
-    assert run.spec()["resolved"]["executor"]["llm_tpm"] == {"openai/stub": 10_000_000}
+    assert run.info().resolved["executor"]["llm_tpm"] == {"openai/stub": 10_000_000}
     usage = [r.usage for r in run.records()]
     assert stats["tokens_used"] == {"openai/stub": sum(u.prompt_tokens + u.completion_tokens for u in usage if u)} != {}
 
@@ -197,7 +197,7 @@ def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
     assert len(keys) == len(set(keys)) == 16
     assert comparable_records(resumed) == comparable_records(local)
     _same_summary(resumed, local)
-    assert RunDir(resumed).spec()["status"] == "finished"
+    assert RunDir(resumed).info().status == "finished"
 
 
 def test_killed_worker_is_replaced_and_its_samples_rerun(pool, testkit, tmp_path):
@@ -214,7 +214,7 @@ def test_killed_worker_is_replaced_and_its_samples_rerun(pool, testkit, tmp_path
     assert set(before) != set(after)  # and was replaced
     keys = _keys(path)
     assert len(keys) == len(set(keys)) == 24  # every question once: nothing lost, nothing twice
-    assert RunDir(path).spec()["status"] == "finished"
+    assert RunDir(path).info().status == "finished"
     assert comparable_records(path) == comparable_records(local)
     _same_summary(path, local)
 

@@ -7,6 +7,7 @@ point in a throw-away dist-info folder (subprocesses, e.g. the SIGKILL tests).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Iterable
@@ -15,6 +16,10 @@ from memplug import (
     AgentConfig, AgentQuestion, BuildOptions, Chunk, DatasetInfo, Message, Option, Question, Recall, Recalled, Sample,
     hookimpl,
 )
+
+#: what a hung agent (option ``hang``) waits for: set by a test that is done with it, so
+#: that the thread it hangs in ends (a pool thread left running holds up the interpreter's exit)
+RELEASE = threading.Event()
 
 WORDS = ["apple", "river", "lamp", "violin", "cactus", "harbour", "pepper", "glacier", "saddle", "orbit"]
 
@@ -56,6 +61,8 @@ class LookupAgent:
         Option("wrong", str, "", "answer this question id wrongly (in every sample)"),
         Option("die_once", str, "", "kill this process on the first ingest when this file does not exist yet "
                "(it is created first): a worker dies mid-run once"),
+        Option("hang", str, "", "in this sample (or every one: *), hang in ingest until RELEASE is set"),
+        Option("inline", bool, False, "declare blocking = False: the calls run on the event loop itself"),
     )
     active = 0
     peak = 0
@@ -65,11 +72,15 @@ class LookupAgent:
         self.sample_id = config.sample_id
         self.workdir = workdir
         self.memory: dict[str, tuple[str, str]] = {}
+        if self.options["inline"]:
+            self.blocking = False
         LookupAgent.active += 1
         LookupAgent.peak = max(LookupAgent.peak, LookupAgent.active)
 
     def ingest(self, chunk: Chunk) -> None:
         time.sleep(self.options["delay"])
+        if self.options["hang"] in ("*", self.sample_id):
+            RELEASE.wait()
         marker = self.options["die_once"]
         if marker and not Path(marker).exists():
             Path(marker).write_text(self.sample_id)
