@@ -361,7 +361,12 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
     """MemSim Table 6/7 as bars: one group per run, one bar per category and one for overall."""
     import numpy as np
 
-    bars = [*categories, _OVERALL]
+    def value(run: LoadedRun, cat: str) -> float | None:
+        return run.overall(metric) if cat == _OVERALL else run.by_category(cat, metric)
+
+    # a category no run has this metric for (e.g. accuracy of questions without choices) gets
+    # no bar, so no legend entry for bars that are not there
+    bars = [cat for cat in (*categories, _OVERALL) if any(value(r, cat) is not None for r in runs)]
     colors = list(plt.get_cmap("tab10").colors)
     width = 0.8 / len(bars)
     fig_w = min(12.0, max(7.0, 1.0 + 0.14 * len(bars) * len(runs)))
@@ -370,7 +375,7 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
     top = 0.0
     for i, cat in enumerate(bars):
         overall = cat == _OVERALL
-        given = [(r.overall(metric) if overall else r.by_category(cat, metric)) for r in runs]
+        given = [value(r, cat) for r in runs]
         values = [math.nan if v is None else float(v) for v in given]
         intervals = [r.interval(metric, None if overall else cat) for r in runs]
         top = max([top, *(v for v in values if not math.isnan(v)), *(i[1] for i in intervals if i)])
@@ -444,9 +449,14 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
     """
     from matplotlib.ticker import FixedLocator, FuncFormatter
 
+    from matplotlib.transforms import offset_copy
+
     fig, ax = plt.subplots(figsize=(5.6, 3.0), layout="constrained")
     colors = list(plt.get_cmap("tab10").colors)
     costs = []
+    #: runs already drawn at each (cost, score): a run on the same point is set beside it,
+    #: not on top of it, so that no marker hides another
+    taken: dict[tuple[float, float], int] = {}
     for i, r in enumerate(runs):
         value = r.overall(metric)
         if value is None:
@@ -456,8 +466,11 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
         costs.append(per_k)
         interval = r.interval(metric)
         yerr = [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]] if interval else None
+        spot = (round(per_k, 6), round(value, 6))
+        nth = taken[spot] = taken.get(spot, -1) + 1
+        shift = offset_copy(ax.transData, fig=fig, x=8 * nth, y=0, units="points")
         point = ax.errorbar([per_k], [value], yerr=yerr, fmt="o", color=colors[i % len(colors)], markersize=6,
-                            elinewidth=0.8, capsize=2, label=wrap_label(r.label, 60, max_lines=2))
+                            elinewidth=0.8, capsize=2, label=wrap_label(r.label, 60, max_lines=2), transform=shift)
         point.lines[0].set_gid(f"{MARK}-{i}")
     ax.set_ylabel(visible(metric))
     ax.margins(x=0.3, y=0.15)

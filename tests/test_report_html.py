@@ -587,3 +587,47 @@ def test_chromium_phone_screenshot(run_dirs: list[Path], tmp_path: Path) -> None
     assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (PHONE, 2000)
     if os.environ.get("MEMPLUG_UPDATE_SCREENSHOT") == "1":
         shutil.copyfile(shot, PHONE_SCREENSHOT)
+
+
+def _chart(draw, *args):
+    """A chart function of memplug.htmlreport drawn as the page draws it: its SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from memplug import htmlreport
+
+    with matplotlib.rc_context(htmlreport._RC):
+        return str(draw(plt, *args))
+
+
+def test_a_category_without_the_metric_gets_no_bar_and_no_legend_entry(tmp_path: Path) -> None:
+    from memplug import htmlreport
+    from memplug.runner import Evaluation, RunSpec
+
+    path = Evaluation(RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "4"})).run(output=tmp_path)
+    run = htmlreport.load_run(path)
+    assert run.by_category("aggregative", "accuracy") is None  # counting questions have no choices
+    categories = run.categories
+    accuracy = _chart(htmlreport._category_chart, "accuracy", "memsim", [run], categories, "a")
+    recall = _chart(htmlreport._category_chart, "recall@5", "memsim", [run], categories, "r")
+    assert ">aggregative<" not in accuracy and ">comparative<" in accuracy
+    assert ">aggregative<" in recall
+
+
+def test_runs_on_one_point_of_the_cost_chart_are_set_side_by_side(tmp_path: Path) -> None:
+    from memplug import htmlreport
+    from memplug.runner import Evaluation, RunSpec
+
+    paths = [Evaluation(RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "4"}, top_k=k)).run(
+        output=tmp_path) for k in (5, 6)]
+    runs = [htmlreport.load_run(p) for p in paths]
+    assert runs[0].overall("accuracy") == runs[1].overall("accuracy")  # one point: same score, no cost
+    svg = _chart(htmlreport._cost_chart, "accuracy", "memsim", runs, "c")
+    centres = []
+    for i in range(2):
+        group = re.search(rf'<g id="c-{htmlreport.MARK}-{i}">(.*?)</g>', svg, re.S)
+        assert group, f"no marker of run {i}"
+        centres.append(re.findall(r'<use [^>]*x="([\d.]+)"', group.group(1)))
+    assert centres[0] and centres[1] and centres[0] != centres[1]
