@@ -6,6 +6,8 @@ Options: ``feedback`` (pseudo-relevance feedback weight, 0 turns it off), ``dens
 
 from __future__ import annotations
 
+from typing import Any
+
 from memplug.adapters.retrieval.agent import RERANK_OPTION, RetrievalAgent
 from memplug.options import Option
 
@@ -19,5 +21,5 @@ class BM25Agent(RetrievalAgent):
         RERANK_OPTION,
     )
 
-    def weights(self, opts: dict) -> tuple[float, float, float]:
+    def weights(self, opts: dict[str, Any]) -> tuple[float, float, float]:
         return 1.0, opts["dense"], opts["feedback"]

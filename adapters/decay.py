@@ -63,13 +63,15 @@ RANK_STEP = 0.1
 
 def recall_probability(r: float | np.ndarray, t: float | np.ndarray, g: float | np.ndarray) -> np.ndarray:
     """p_n(t) of Eq. 8: relevance r, scaled elapsed time t, consolidation g."""
-    return (1.0 - np.exp(-np.asarray(r) * np.exp(-np.asarray(t) / np.asarray(g)))) / _NORM
+    p: np.ndarray = (1.0 - np.exp(-np.asarray(r) * np.exp(-np.asarray(t) / np.asarray(g)))) / _NORM
+    return p
 
 
 def consolidation_gain(t: float | np.ndarray) -> np.ndarray:
     """S(t) of Eq. 9, the growth of g at each recall after scaled elapsed time t."""
     t = np.asarray(t, dtype=np.float64)
-    return (1.0 - np.exp(-t)) / (1.0 + np.exp(-t))
+    gain: np.ndarray = (1.0 - np.exp(-t)) / (1.0 + np.exp(-t))
+    return gain
 
 
 def rank_relevance(cosine: np.ndarray, top_k: int, keep: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,8 @@ The embedder is the run's ``--embedder`` (wordllama offline by default). Options
 
 from __future__ import annotations
 
+from typing import Any
+
 from memplug.adapters.retrieval.agent import ANN_OPTION, RERANK_OPTION, RetrievalAgent
 from memplug.options import Option
 
@@ -20,5 +22,5 @@ class EmbeddingAgent(RetrievalAgent):
         ANN_OPTION,
     )
 
-    def weights(self, opts: dict) -> tuple[float, float, float]:
+    def weights(self, opts: dict[str, Any]) -> tuple[float, float, float]:
         return opts["lexical"], 1.0, opts["feedback"]

@@ -48,6 +48,7 @@ import functools
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import snowballstemmer
@@ -101,7 +102,7 @@ LSE_TEMPERATURE = 0.1
 
 @functools.lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    return _stem(word)
+    return cast(str, _stem(word))
 
 
 def tokens(text: str, drop: frozenset[str] = frozenset()) -> list[str]:

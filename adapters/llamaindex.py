@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memplug.adapters.external import RunEmbedder, chunk_text, message_text, prepare_offline, require_llm
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
@@ -54,16 +54,16 @@ def _bridges() -> tuple[type, type]:
             self._embedder = embedder
 
         def _get_query_embedding(self, query: str) -> list[float]:
-            return self._embedder.embed_one(query)
+            return cast("list[float]", self._embedder.embed_one(query))
 
         async def _aget_query_embedding(self, query: str) -> list[float]:
-            return self._embedder.embed_one(query)
+            return cast("list[float]", self._embedder.embed_one(query))
 
         def _get_text_embedding(self, text: str) -> list[float]:
-            return self._embedder.embed_one(text)
+            return cast("list[float]", self._embedder.embed_one(text))
 
         def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-            return self._embedder.embed(texts)
+            return cast("list[list[float]]", self._embedder.embed(texts))
 
     class MemplugLLM(CustomLLM):
         """The run's LLM as a LlamaIndex completion model (cache, retries and usage stay memplug's)."""

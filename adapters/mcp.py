@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, cast
 
 import attrs
 
@@ -127,8 +127,8 @@ class ToolUse:
     def arguments(self, text: str, user: str, k: int, ids: Iterable[str] = ()) -> dict[str, Any]:
         ids = list(ids)
         if self.template is not None:
-            return _fill(self.template, {"text": text, "query": text, "user": user, "k": k,
-                                         "id": ids[0] if ids else "", "ids": ",".join(ids)})
+            return cast("dict[str, Any]", _fill(self.template, {"text": text, "query": text, "user": user, "k": k,
+                                                                "id": ids[0] if ids else "", "ids": ",".join(ids)}))
         args: dict[str, Any] = {}
         if self.text_arg:
             args[self.text_arg] = text
@@ -162,8 +162,8 @@ def _fill(template: Any, values: Mapping[str, Any]) -> Any:
     return template
 
 
-def _find_tool(tools: Mapping[str, dict], asked: str, names: tuple[str, ...], kind: str, option: str,
-               where: str) -> dict:
+def _find_tool(tools: Mapping[str, dict[str, Any]], asked: str, names: tuple[str, ...], kind: str, option: str,
+               where: str) -> dict[str, Any]:
     listed = ", ".join(tools) or "none"
     if asked:
         if asked not in tools:
@@ -178,7 +178,7 @@ def _find_tool(tools: Mapping[str, dict], asked: str, names: tuple[str, ...], ki
                        f"{', '.join(names[:6])}...); its tools: {listed}; name one with -o {option}=TOOL")
 
 
-def _use(tool: dict, kind: str, values: Mapping[str, Any]) -> ToolUse:
+def _use(tool: dict[str, Any], kind: str, values: Mapping[str, Any]) -> ToolUse:
     """How to call ``tool`` to write (kind "add") or to search (kind "search"), read from its input schema."""
     name = tool["name"]
     raw_template = values[f"{kind}_args"]
@@ -236,7 +236,7 @@ class Plan:
                 f"{self.search.describe('search')}; {how}")
 
 
-def make_plan(tools: Iterable[dict], values: Mapping[str, Any]) -> Plan:
+def make_plan(tools: Iterable[dict[str, Any]], values: Mapping[str, Any]) -> Plan:
     """The tools to call and how samples are kept apart, or one line saying why the server cannot serve."""
     by_name = {t["name"]: t for t in tools}
     where = _where(values)
@@ -348,7 +348,8 @@ def _root(exc: BaseException) -> BaseException:
 
 def _dump(model: Any) -> dict[str, Any]:
     """An SDK model as its wire JSON (camelCase keys in mcp 1.x and 2.x alike)."""
-    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dumped
 
 
 @attrs.frozen
@@ -396,9 +397,9 @@ class Connection:
         self.timeout = timeout
         self.log_path = log
         self.session: Any = None
-        self.tools: list[dict] = []
+        self.tools: list[dict[str, Any]] = []
         self._stop: asyncio.Event | None = None
-        self._owner: asyncio.Task | None = None
+        self._owner: asyncio.Task[None] | None = None
         self._log: Any = None
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="memplug-mcp", daemon=True)
@@ -425,8 +426,8 @@ class Connection:
             return f"agent 'mcp': the MCP server {where} could not be reached ({reason}){said}"
         return f"agent 'mcp': the MCP server {where} did not start ({reason}){said}"
 
-    async def _start(self) -> list[dict]:
-        ready: asyncio.Future = self.loop.create_future()
+    async def _start(self) -> list[dict[str, Any]]:
+        ready: asyncio.Future[list[dict[str, Any]]] = self.loop.create_future()
         self._stop = asyncio.Event()
         self._owner = self.loop.create_task(self._own(ready))
         try:
@@ -456,7 +457,7 @@ class Connection:
             return stdio_client(params, errlog=self._log)
         return stdio_client(params)
 
-    async def _own(self, ready: asyncio.Future) -> None:
+    async def _own(self, ready: asyncio.Future[list[dict[str, Any]]]) -> None:
         """Enters and leaves the transport and the session in one task, as anyio requires."""
         from mcp import ClientSession
 
@@ -466,7 +467,7 @@ class Connection:
                 streams = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
                 await session.initialize()
-                tools: list[dict] = []
+                tools: list[dict[str, Any]] = []
                 cursor = None
                 while True:
                     if cursor is None:
@@ -502,7 +503,7 @@ class Connection:
             raise RuntimeError(f"MCP tool {name} failed: {' '.join(said.split())[:500]}")
         return result
 
-    def call(self, name: str, arguments: dict[str, Any]) -> concurrent.futures.Future:
+    def call(self, name: str, arguments: dict[str, Any]) -> concurrent.futures.Future[dict[str, Any]]:
         """Calls a tool on the connection's loop; the future holds the result as wire JSON."""
         return asyncio.run_coroutine_threadsafe(self._call(name, arguments), self.loop)
 
@@ -548,8 +549,8 @@ class _Shared:
                 if entry[2] is not None:
                     entry[2].cancel()
                     entry[2] = None
-                return entry[0]
-        connection = start()  # outside the lock: a server takes seconds to start
+                return cast(Connection, entry[0])
+        connection: Connection = start()  # outside the lock: a server takes seconds to start
         with self.lock:
             entry = self.held.get(target)
             if entry is not None:  # another sample started it meanwhile
@@ -560,7 +561,7 @@ class _Shared:
                 extra = None
         if extra is not None:
             extra.close()
-            return self.held[target][0]
+            return cast(Connection, self.held[target][0])
         return connection
 
     def keep(self, target: Target, connection: Connection) -> None:
@@ -708,7 +709,7 @@ class McpAgent:
         known = self.ids.setdefault(text.strip(), [])
         known.extend(i for i in ids if i not in known)
 
-    def _add_call(self, text: str, ids: list[str]) -> concurrent.futures.Future:
+    def _add_call(self, text: str, ids: list[str]) -> concurrent.futures.Future[dict[str, Any]]:
         return self.connection.call(self.plan.add.name, self.plan.add.arguments(text, self.user, self.config.top_k, ids))
 
     def ingest(self, chunk: Chunk) -> None:
@@ -722,7 +723,7 @@ class McpAgent:
             self._remember(text, ids)
 
     # -- searching
-    def _search_call(self, question: AgentQuestion) -> concurrent.futures.Future:
+    def _search_call(self, question: AgentQuestion) -> concurrent.futures.Future[dict[str, Any]]:
         args = self.plan.search.arguments(question.text, self.user, self.config.top_k)
         return self.connection.call(self.plan.search.name, args)
 

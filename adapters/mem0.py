@@ -61,7 +61,7 @@ def _bridges() -> tuple[type, type]:
             super().__init__({"model": llm.model})
             self.llm = llm
 
-        def generate_response(self, messages: list[dict], response_format: Any = None,
+        def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None,
                               tools: Any = None, tool_choice: str = "auto") -> str:
             if tools:  # only Mem0's graph memory asks for tools, and it is not enabled here
                 raise MemplugError("mem0 asked for tool calls, which memplug's mem0 bridge does not offer")

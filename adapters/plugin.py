@@ -6,7 +6,7 @@ libraries are imported only when their agent is built.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memplug.hookspecs import Register, hookimpl
 
@@ -48,7 +48,7 @@ def register_agents(register: Register) -> None:
 
 
 @hookimpl
-def memplug_run_end(run: object, summary: dict) -> None:
+def memplug_run_end(run: object, summary: dict[str, Any]) -> None:
     """Stops the MCP servers the run's samples shared (only if the mcp agent was loaded)."""
     import sys
 

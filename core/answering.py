@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 import attrs
 
@@ -198,6 +198,6 @@ class AnswerProtocol:
 def protocol_of(info: DatasetInfo) -> AnswerProtocol:
     """The dataset's protocol, or one made of its answer prompt (for datasets that declare none)."""
     if info.protocol is not None:
-        return info.protocol
+        return cast(AnswerProtocol, info.protocol)
     return AnswerProtocol(name=f"{info.name}-memplug", version="1", source=info.answer_prompt_source,
                           user=info.answer_prompt, one_line_items=True, official=False)

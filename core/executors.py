@@ -139,7 +139,7 @@ class Executor:
     name = "executor"
 
     def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
-                    progress: Callable | None, total: int, finished: int) -> None:
+                    progress: Callable[..., Any] | None, total: int, finished: int) -> None:
         """Run ``samples`` of ``evaluation`` and write each question's record with ``writer``
         (called by ``Evaluation._run_in`` in place of its own asyncio workers)."""
         raise NotImplementedError
@@ -189,7 +189,7 @@ class LocalExecutor(Executor):
             set_token_limiter(None)
 
     def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
-                    progress: Callable | None, total: int, finished: int) -> None:
+                    progress: Callable[..., Any] | None, total: int, finished: int) -> None:
         with self._token_budgets():
             evaluation.run_here(run, samples, writer, progress, total=total, finished=finished)
 
@@ -472,7 +472,8 @@ class _SampleWorker:
         """The sample's records and its line of stored.jsonl. ``resolved``: the driver's
         :class:`memplug.runner.ResolvedSpec`, which the worker uses as it is."""
         evaluation, pool = await self._evaluation(spec_fields, resolved)
-        return await evaluation.run_sample(_work_dir(work), sample, pool, _Returned(), lambda n=1: None)
+        result: SampleResult = await evaluation.run_sample(_work_dir(work), sample, pool, _Returned(), lambda n=1: None)
+        return result
 
     def pid(self) -> int:
         return os.getpid()
@@ -577,7 +578,8 @@ class RayExecutor(Executor):
     def worker_pids(self) -> list[int]:
         """The process id of each worker (tests kill one)."""
         self.start()
-        return self.ray.get([a.pid.remote() for a in self.actors])
+        pids: list[int] = self.ray.get([a.pid.remote() for a in self.actors])
+        return pids
 
     def limiter_stats(self) -> dict[str, Any] | None:
         return None if self.limiter is None else self.ray.get(self.limiter.stats.remote())
@@ -607,7 +609,7 @@ class RayExecutor(Executor):
 
     # -- a sharded run ------------------------------------------------------------------
     def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
-                    progress: Callable | None, total: int, finished: int) -> None:
+                    progress: Callable[..., Any] | None, total: int, finished: int) -> None:
         self.start()
         ray = self.ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError, WorkerCrashedError

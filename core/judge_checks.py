@@ -147,7 +147,8 @@ REJECT = ("vague", "hedged", "wrong")
 
 def leniency_set() -> dict[str, Any]:
     """The shipped set: {"version", "benchmarks": {name: {"judge", "items": [...]}}}."""
-    return read_json(LENIENCY_FILE)
+    leniency: dict[str, Any] = read_json(LENIENCY_FILE)
+    return leniency
 
 
 def leniency_questions(block: dict[str, Any]) -> list[tuple[dict[str, Any], Any]]:
@@ -191,7 +192,7 @@ def check_leniency(judges: list[str], benchmarks: list[str] | None = None, judge
             judge = Judge(MetricConfig(judge=llm), judge=judge_prompt or block["judge"])
             pairs = leniency_questions(block)
 
-            async def all_scores(j: Any = judge, ps: list = pairs) -> list[float | None]:
+            async def all_scores(j: Any = judge, ps: list[tuple[dict[str, Any], Any]] = pairs) -> list[float | None]:
                 return list(await asyncio.gather(*(j.score(ctx) for _, ctx in ps)))
 
             scores = asyncio.run(all_scores())

@@ -225,7 +225,7 @@ class DatasetInfo:
     needs: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_dict)
 
     @capabilities.validator
-    def _known(self, _attr: attrs.Attribute, value: frozenset[str]) -> None:
+    def _known(self, _attr: attrs.Attribute[frozenset[str]], value: frozenset[str]) -> None:
         unknown = value - CAPABILITIES
         if unknown:
             raise ValueError(f"unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")

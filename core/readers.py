@@ -19,7 +19,7 @@ import functools
 import math
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, cast
 
 import attrs
 import snowballstemmer
@@ -92,7 +92,7 @@ _STEMMER = snowballstemmer.stemmer("english")
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """Snowball (Porter 2) stem of the lower-cased word: "worked" ~ "work", "years" ~ "year"."""
-    return _STEMMER.stemWord(word.lower())
+    return cast(str, _STEMMER.stemWord(word.lower()))
 
 
 def _is_stop(span: Span) -> bool:

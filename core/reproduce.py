@@ -113,7 +113,7 @@ def compare_summaries(before: RunSummary, after: RunSummary, tolerance: float = 
 
 
 def reproduce(path: Path, output: Path, api_base: str | None = None, data: Path | None = None,
-              cache: bool | None = None, tolerance: float = 0.0, progress: Callable | None = None) -> Reproduction:
+              cache: bool | None = None, tolerance: float = 0.0, progress: Callable[..., Any] | None = None) -> Reproduction:
     """Run ``path`` again from its run.json into ``output`` and compare the numbers."""
     run = RunDir(path).check()
     stored = run.info()

@@ -354,7 +354,7 @@ def summarize(
     for r in answered:
         by_category[r.category].append(r)
 
-    def block(rows: list[QuestionRecord]) -> tuple[dict, dict, dict, dict]:
+    def block(rows: list[QuestionRecord]) -> tuple[dict[str, float], dict[str, list[float] | None], dict[str, int], dict[str, str]]:
         """Means, intervals (None where not estimable), counts, and why an interval is None."""
         means: dict[str, float] = {}
         intervals: dict[str, list[float] | None] = {}

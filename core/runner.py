@@ -560,7 +560,7 @@ class Evaluation:
         return {e.name: m for e, m in zip(self.metric_entries, self.metrics)}
 
     # -- running --------------------------------------------------------------
-    def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable | None = None,
+    def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable[..., Any] | None = None,
             capture_logs: bool = False, verbose: bool = False, executor: Any = None, name: str | None = None) -> Path:
         """Run (or resume) and return the run directory.
 
@@ -599,7 +599,7 @@ class Evaluation:
             if lock is not None:
                 lock.release()
 
-    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable | None) -> Path:
+    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable[..., Any] | None) -> Path:
         path = run_dir.path
         stored = run_dir.info()
         if resuming:
@@ -684,7 +684,7 @@ class Evaluation:
             raise RunStopped(str(stop), path)
         return path
 
-    def run_here(self, run: Run, samples: list[Sample], writer: RecordSink, progress: Callable | None,
+    def run_here(self, run: Run, samples: list[Sample], writer: RecordSink, progress: Callable[..., Any] | None,
                  total: int, finished: int) -> None:
         """Run the samples in this process: on an event loop in a thread of their own, this
         thread only waiting for it.
@@ -740,7 +740,7 @@ class Evaluation:
             raise asyncio.CancelledError
 
     async def _run_samples(self, run: Run, samples: list[Sample], writer: RecordSink,
-                           progress: Callable | None, total: int, finished: int) -> None:
+                           progress: Callable[..., Any] | None, total: int, finished: int) -> None:
         width = max(self.spec.concurrency, 1)
         pool = AgentThreads(width)
         tick = progress(total, finished) if progress else (lambda n=1: None)
@@ -830,7 +830,7 @@ class Evaluation:
         return self.agent_factory(config, workdir)
 
     async def run_sample(self, work: Path, sample: Sample, pool: "AgentThreads", sink: SampleSink,
-                         tick: Callable) -> SampleResult:
+                         tick: Callable[..., Any]) -> SampleResult:
         """Run one sample: build its agent in ``work``, ingest, list what it stored, ask each
         question, score and diagnose. Each record and the stored line go to ``sink`` as they
         are made (the driver writes them at once, so a kill loses little) and come back in the

@@ -149,7 +149,7 @@ def summarize_metric(
     level: float = DEFAULT_LEVEL,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
-) -> dict:
+) -> dict[str, Any]:
     """{"mean", "n", "ci": [low, high]} over the applicable values; mean and ci are None when n == 0.
 
     When the values come from one sample (cluster) the interval cannot be estimated:
@@ -178,7 +178,8 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     for k in range(min(a_only, b_only) + 1):
         tail += coefficient
         coefficient = coefficient * (n - k) // (k + 1)
-    return min(1.0, 2 * tail / 2**n)
+    p_value: float = min(1.0, 2 * tail / 2**n)
+    return p_value
 
 
 def paired_comparison(
@@ -188,7 +189,7 @@ def paired_comparison(
     level: float = DEFAULT_LEVEL,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
-) -> dict:
+) -> dict[str, Any]:
     """Compare run A with run B on the questions both answered (score not None in both).
 
     Returns mean_a, mean_b, diff (= mean_a - mean_b), its paired cluster-bootstrap
@@ -244,7 +245,7 @@ def paired_comparison(
     return result
 
 
-def _paired_labels(x: Sequence[Hashable], y: Sequence[Hashable]) -> tuple[list, list]:
+def _paired_labels(x: Sequence[Hashable], y: Sequence[Hashable]) -> tuple[list[Hashable], list[Hashable]]:
     if len(x) != len(y):
         raise ValueError(f"{len(x)} labels against {len(y)}")
     if not x:
@@ -255,7 +256,8 @@ def _paired_labels(x: Sequence[Hashable], y: Sequence[Hashable]) -> tuple[list, 
 def agreement(x: Sequence[Hashable], y: Sequence[Hashable]) -> float:
     """Share of items on which two raters give the same label."""
     x, y = _paired_labels(x, y)
-    return sum(p == q for p, q in zip(x, y)) / len(x)
+    share: float = sum(p == q for p, q in zip(x, y)) / len(x)
+    return share
 
 
 def cohen_kappa(x: Sequence[Hashable], y: Sequence[Hashable]) -> float:
@@ -273,7 +275,7 @@ def cohen_kappa(x: Sequence[Hashable], y: Sequence[Hashable]) -> float:
     return (agreement(x, y) - expected) / (1 - expected)
 
 
-def repeat_summary(values_per_repeat: Sequence[float]) -> dict:
+def repeat_summary(values_per_repeat: Sequence[float]) -> dict[str, Any]:
     """Mean, sample standard deviation (ddof=1; 0 for one repeat), min, max and each repeat."""
     if not values_per_repeat:
         raise ValueError("no repeats to summarize")

@@ -68,7 +68,8 @@ def _toml(path: Path) -> dict[str, Any]:
         import tomli as tomllib
     try:
         with Path(path).open("rb") as fh:
-            return tomllib.load(fh)
+            loaded: dict[str, Any] = tomllib.load(fh)
+            return loaded
     except FileNotFoundError:
         raise MemplugError(f"{path}: no such sweep file") from None
     except tomllib.TOMLDecodeError as exc:
@@ -203,7 +204,8 @@ class Sweep:
     def read(self) -> dict[str, Any]:
         if not self.manifest_path.is_file():
             raise MemplugError(f"{self.path}: not a memplug sweep (no {MANIFEST})")
-        return read_json(self.manifest_path)
+        manifest: dict[str, Any] = read_json(self.manifest_path)
+        return manifest
 
     def write(self, manifest: Mapping[str, Any]) -> None:
         write_json_atomic(self.manifest_path, manifest)
@@ -265,7 +267,7 @@ def run_cell(job: Mapping[str, Any], executor: Any = None) -> dict[str, Any]:
     return {"index": job["index"], "status": status, "error": error}
 
 
-def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], int, int], None] | None = None) -> dict:
+def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
     """Run every unfinished cell of ``sweep`` with ``executor``; the manifest after it."""
     manifest = sweep.read()
     todo = []

@@ -76,7 +76,7 @@ def resolve_language(language: str | None, *texts: str) -> Mode:
     return "zh" if lang.startswith(_CJK_LANGS) else "en"
 
 
-class _PunctTable(dict):
+class _PunctTable(dict[int, int | None]):
     """str.translate table that deletes punctuation, filled in as characters are seen.
 
     Scoring normalises every prediction and gold answer; a per-character Python loop

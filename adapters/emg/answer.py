@@ -12,7 +12,7 @@ not the whole memory.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class GraphAnswerer:
         return cached[1]
 
     def _embed_one(self, text: str) -> np.ndarray:
-        return self._embed([text])[0]
+        return cast(np.ndarray, self._embed([text])[0])
 
     def _similarity(self, word: str, relation: str) -> float:
         key = (word, relation)

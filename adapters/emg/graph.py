@@ -122,7 +122,7 @@ class MemoryGraph:
         #: keyed by (partition, key), so that adding a memory makes no tuple for the look-up
         self._by_key: dict[tuple[str, str], dict[tuple[str, str], int]] = defaultdict(dict)
         # token postings per partition, as array('i'): 4 bytes a posting, read by numpy without a copy
-        self._postings: dict[tuple[str, str], dict[str, array]] = defaultdict(lambda: defaultdict(lambda: array("i")))
+        self._postings: dict[tuple[str, str], dict[str, array[int]]] = defaultdict(lambda: defaultdict(lambda: array("i")))
         #: memory.current of every memory (and spare room), for counting votes in numpy
         self._current = np.ones(0, dtype=bool)
         self.by_subject: dict[str, list[int]] = defaultdict(list)
@@ -166,7 +166,7 @@ class MemoryGraph:
             return None
         return self.memories[max(votes, key=lambda i: (votes[i], i))]
 
-    def _top1_numpy(self, lists: list[array]) -> Memory | None:
+    def _top1_numpy(self, lists: list[array[int]]) -> Memory | None:
         """The current memory sharing most tokens (the latest among equals), counted in numpy."""
         ids = np.concatenate([np.frombuffer(hits, dtype=np.int32) for hits in lists])
         ids = ids[self._current[ids]]

@@ -7,6 +7,7 @@ both accept PerLTQA re-ranking (``-o rerank=perltqa``) and pseudo-relevance feed
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from memplug.adapters.retrieval.embedders import is_remote
 from memplug.adapters.retrieval.memory_types import classify
@@ -47,7 +48,7 @@ class RetrievalAgent:
                                    ann_from=self.opts.get("ann_from", 0))
         self.reranker = PerLTQAReranker() if self.opts["rerank"] == "perltqa" else None
 
-    def weights(self, opts: dict) -> tuple[float, float, float]:
+    def weights(self, opts: dict[str, Any]) -> tuple[float, float, float]:
         """(lexical, dense, feedback) weights from the parsed options."""
         raise NotImplementedError
 

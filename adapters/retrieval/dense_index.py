@@ -22,6 +22,8 @@ farther than the candidates' (measured in docs/performance.md: at a million mess
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from memplug.adapters.retrieval.bm25_index import top_k
@@ -42,8 +44,8 @@ def popcount(words: np.ndarray) -> np.ndarray:
     """Set bits of each uint64 (uint8): np.bitwise_count where numpy has it (2.0 on)."""
     count = getattr(np, "bitwise_count", None)
     if count is not None:
-        return count(words)
-    return _BYTE_BITS[words.view(np.uint8)].reshape(len(words), 8).sum(axis=1, dtype=np.uint8)
+        return cast(np.ndarray, count(words))
+    return cast(np.ndarray, _BYTE_BITS[words.view(np.uint8)].reshape(len(words), 8).sum(axis=1, dtype=np.uint8))
 
 
 class _SignCodes:

@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     if vectors.ndim == 1:
         vectors = vectors.reshape(1, -1)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    return cast(np.ndarray, vectors / np.maximum(norms, 1e-12))
 
 
 def cache_dir() -> Path:

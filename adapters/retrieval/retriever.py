@@ -17,7 +17,7 @@ embedder work on large batches.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Sequence, cast
 
 import numpy as np
 
@@ -97,7 +97,7 @@ class Retriever:
         self._pending = 0
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embedder.embed([text])[0]
+        return cast(np.ndarray, self.embedder.embed([text])[0])
 
     def _scores(self, query: str) -> np.ndarray:
         if self.dense > 0:

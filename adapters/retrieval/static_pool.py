@@ -38,7 +38,7 @@ _WORD = re.compile(f"{_SPACE}*[^{_SPACE}]+|{_SPACE}+")
 MAX_WORDS = 1_000_000
 
 
-def splits_at_words(tokenizer_json: dict) -> bool:
+def splits_at_words(tokenizer_json: dict[str, Any]) -> bool:
     """True when the tokenizer is the one this module reproduces: Prepend "▁" + Replace " "
     -> "▁" normalisation, no pre-tokenizer, BPE without dropout whose vocabulary and merges
     never put "▁" after another character (so BPE never crosses a word's start)."""

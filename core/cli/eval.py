@@ -6,7 +6,7 @@ import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,7 +27,13 @@ from memplug.results import RunDir, write_json_atomic
 AUTO_CEILING = 64
 
 
-class _Concurrency(click.ParamType):
+if TYPE_CHECKING:  # ParamType is generic in click's newer releases only (a runtime subscript fails on 8.1)
+    _ParamType = click.ParamType[tuple[int, bool]]
+else:
+    _ParamType = click.ParamType
+
+
+class _Concurrency(_ParamType):
     """``N`` (1-512), ``auto`` or ``auto:N``, as (samples side by side, adaptive or not)."""
 
     name = "N|auto"

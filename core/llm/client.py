@@ -161,7 +161,7 @@ class LLM:
         self.adaptive = AdaptiveLimit(concurrency) if adaptive and self.local is None else None
         self._io: IOLoop | None = None
         self._io_lock = threading.Lock()
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[..., Any] | None = None
 
     def __repr__(self) -> str:
         key = "'***'" if self.api_key else "None"

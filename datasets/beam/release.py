@@ -28,7 +28,7 @@ import logging
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from memplug.errors import DataError, MemplugError
 from memplug.files import read_json, short
@@ -162,7 +162,7 @@ def source_ids(raw: Any) -> list[str]:
 def reference(row: dict[str, Any]) -> str:
     for key in REFERENCE_FIELDS:
         if isinstance(row.get(key), str) and row[key].strip():
-            return row[key]
+            return cast(str, row[key])
     return ""
 
 

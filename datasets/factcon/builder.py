@@ -86,7 +86,7 @@ class FactConBuilder:
         samples are checked on the facts they were cut from."""
         return check(samples)
 
-    def _generate(self, values: dict, seed: int) -> Iterable[Sample]:
+    def _generate(self, values: dict[str, Any], seed: int) -> Iterable[Sample]:
         tokens, questions, samples = values["tokens"], values["questions"], values["n"]
         if not 500 <= tokens <= MAX_TOKENS:
             raise MemplugError(f"option tokens={tokens}: must be between 500 and {MAX_TOKENS}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import Sequence
+from typing import Any, Sequence
 
 from memplug.datasets.factcon.generator import chain_question, walk
 from memplug.datasets.factcon.relations import RELATIONS
@@ -169,7 +169,7 @@ def check_generated_question(q: Question, pool: FactPool, ids: set[str], where: 
     return problems
 
 
-def check_generated(sample: Sample, stats: Counter) -> list[str]:
+def check_generated(sample: Sample, stats: Counter[str]) -> list[str]:
     where = f"sample {sample.id}"
     problems: list[str] = []
     facts = numbered_facts(sample, where, problems)
@@ -194,7 +194,7 @@ def check_generated(sample: Sample, stats: Counter) -> list[str]:
     return problems
 
 
-def check_release(sample: Sample, stats: Counter) -> list[str]:
+def check_release(sample: Sample, stats: Counter[str]) -> list[str]:
     """What a release row allows: numbering, targets, and counts of gold-in-context and SH newest-wins."""
     where = f"sample {sample.id}"
     problems: list[str] = []
@@ -240,12 +240,12 @@ def check(samples: Sequence[Sample]) -> CheckReport:
 
     samples = [unchunked(s) for s in samples]
     problems: list[str] = []
-    stats: Counter = Counter()
+    stats: Counter[str] = Counter()
     generated = [s for s in samples if "tokens_target" in s.meta]
     for sample in samples:
         problems.extend(check_generated(sample, stats) if "tokens_target" in sample.meta
                         else check_release(sample, stats))
-    report = {
+    report: dict[str, Any] = {
         "contexts": len(samples),
         "generated_contexts": len(generated),
         "release_contexts": len(samples) - len(generated),

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import string
 from functools import lru_cache
+from typing import cast
 
 from memplug.metrics import _Metric
 from memplug.protocols import ScoreContext
@@ -49,7 +50,7 @@ def _stemmer():
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """NLTK's Porter stem of one word (the official ``ps.stem``)."""
-    return _stemmer().stem(word)
+    return cast(str, _stemmer().stem(word))
 
 
 def normalize_answer(s: str) -> str:

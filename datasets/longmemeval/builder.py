@@ -90,7 +90,7 @@ class LongMemEvalBuilder:
                                             "'memplug', 'locomo-j' or a plugin's"),
     )
 
-    def _values(self, values: dict) -> dict:
+    def _values(self, values: dict[str, Any]) -> dict[str, Any]:
         for key, allowed in (("prompt", ("cot", "direct")), ("evidence", ("user", "all")),
                              ("text", ("official", "plain"))):
             if values[key] not in allowed:

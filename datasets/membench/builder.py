@@ -53,7 +53,8 @@ def parse_choice(reply: str) -> str:
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("choice"), str):
-        return parsed["choice"]
+        choice: str = parsed["choice"]
+        return choice
     return reply.replace(" ", "").replace("\n", "")
 
 

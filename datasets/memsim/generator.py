@@ -143,7 +143,7 @@ class MemSimBuilder:
 
 
 # ---------------------------------------------------------------------- assembly
-def hint_refs(maker: Maker, profile: Mapping[str, dict], entity: str, style: str) -> list[str]:
+def hint_refs(maker: Maker, profile: Mapping[str, dict[str, Any]], entity: str, style: str) -> list[str]:
     """Surface keys naming the entity in a message; two facts about one key must agree."""
     kind = ENTITIES[entity]
     if kind == "user":
@@ -155,7 +155,7 @@ def hint_refs(maker: Maker, profile: Mapping[str, dict], entity: str, style: str
     return {"label": [label], "full": [label, name], "name": [name]}[style]
 
 
-def message_text(maker: Maker, lang: Language, rng: random.Random, profile: Mapping[str, dict], hint: Hint) -> str:
+def message_text(maker: Maker, lang: Language, rng: random.Random, profile: Mapping[str, dict[str, Any]], hint: Hint) -> str:
     template = rng.choice(lang.messages[GROUP[ENTITIES[hint.entity]]][hint.attribute])
     return lang.fill(template, maker.ref_text(profile, hint.entity, hint.ref), lang.render(hint.attribute, hint.value))
 
@@ -174,7 +174,7 @@ def question_keys(draft: Draft, lang: Language, entities: Mapping[str, Mapping[s
     return [str(entities[spec["entity"]]["label"])]
 
 
-def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict], maker: Maker, lang: Language,
+def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict[str, Any]], maker: Maker, lang: Language,
              rng: random.Random, eta: int, pool: list[NoiseMessage] | None, stamp: bool,
              rewriter: Rewriter | None, provenance: dict[str, Any]) -> Sample:
     hints = list(draft.hints)

@@ -117,7 +117,7 @@ class _Builder:
             return f"{rng.randint(10_000_000, 999_999_999)}@qq.com"
         return f"{local}{mmdd}@{rom[words[0]] if words else 'mail'}.com"
 
-    def person(self, key: str, kind: str, rel_choices: Mapping[str, tuple], prev: tuple[str, ...], names_taken: tuple[str, ...]) -> None:
+    def person(self, key: str, kind: str, rel_choices: Mapping[str, tuple[Any, ...]], prev: tuple[str, ...], names_taken: tuple[str, ...]) -> None:
         s, add = self.s, self.add
         add(f"{key}.relationship", tuple(f"{k}.relationship" for k in prev),
             lambda rng, p: rng.choice([r for r in rel_choices if r not in set(p.values())] or list(rel_choices)))
@@ -127,7 +127,8 @@ class _Builder:
 
             def age(rng: random.Random, p: Mapping[str, Any]) -> int:
                 _, lo, hi, _ = s.relatives[p[f"{key}.relationship"]]
-                return max(6, p["user.age"] + rng.randint(lo, hi))
+                years: int = max(6, p["user.age"] + rng.randint(lo, hi))
+                return years
 
             add(f"{key}.name", (f"{key}.gender", f"{key}.relationship", "user._surname", *names_taken),
                 self.name_sampler(f"{key}.gender", f"{key}.relationship", names_taken))
@@ -144,7 +145,8 @@ class _Builder:
 
             def age(rng: random.Random, p: Mapping[str, Any]) -> int:
                 lo, hi, _ = s.colleagues[p[f"{key}.relationship"]]
-                return max(20, p["user.age"] + rng.randint(lo, hi))
+                years: int = max(20, p["user.age"] + rng.randint(lo, hi))
+                return years
 
             add(f"{key}.name", (f"{key}.gender", *names_taken), self.name_sampler(f"{key}.gender", None, names_taken))
             add(f"{key}.hometown", (), lambda rng, p: rng.choice(s.hometowns))

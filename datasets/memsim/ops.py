@@ -8,7 +8,7 @@ questions (digit sum, season, city description, days) are defined here once.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from .language import Language
 from . import values_en, values_zh
@@ -49,7 +49,7 @@ def derive(fn: str, value: Any, lang: Language) -> str:
     raise Unsupported(f"unknown derivation {fn!r}")
 
 
-def holds(pred: list, value: Any) -> bool:
+def holds(pred: list[Any], value: Any) -> bool:
     """Aggregative predicates: ["lt", n], ["ge", n], ["eq", x], ["rank_ge", x, levels]."""
     op = pred[0]
     if op == "lt":
@@ -57,7 +57,7 @@ def holds(pred: list, value: Any) -> bool:
     if op == "ge":
         return int(value) >= int(pred[1])
     if op == "eq":
-        return value == pred[1]
+        return cast(bool, value == pred[1])
     if op == "rank_ge":
         levels = list(pred[2])
         return value in levels and levels.index(value) >= levels.index(pred[1])

@@ -65,7 +65,7 @@ class Maker:
     def label(self, attr: str) -> str:
         return self.lang.labels[attr]
 
-    def ref_text(self, profile: Mapping[str, dict], entity: str, style: str) -> str:
+    def ref_text(self, profile: Mapping[str, dict[str, Any]], entity: str, style: str) -> str:
         kind, attrs_ = ENTITIES[entity], profile[entity]
         if style == "full":
             return self.lang.full_ref(kind, attrs_)
@@ -84,7 +84,7 @@ class Maker:
         return self.lang.cond_phrase[group].format(label=self.label(attr), v=self.render(attr, value))
 
     @staticmethod
-    def fill_noise(rng: random.Random, hints: list[Hint], profile: Mapping[str, dict], pool: tuple[str, ...],
+    def fill_noise(rng: random.Random, hints: list[Hint], profile: Mapping[str, dict[str, Any]], pool: tuple[str, ...],
                    attribute: str | None, size: int) -> None:
         """Entity-side noise: ``attribute`` (or any attribute) of other entities, up to ``size`` hints."""
         taken = {h.entity for h in hints}
@@ -100,7 +100,7 @@ class Maker:
             hints.append(Hint(entity, attr, profile[entity][attr], "entity_noise", "label" if attr == "name" else style))
 
     # ---------------------------------------------------------------- distractors
-    def distractors(self, rng: random.Random, attr: str, value: Any, profile: Mapping[str, dict], group: str,
+    def distractors(self, rng: random.Random, attr: str, value: Any, profile: Mapping[str, dict[str, Any]], group: str,
                     n: int = 3) -> list[str]:
         """Values of the same attribute from other entities of the group first, then perturbed or sampled values."""
         answer = self.render(attr, value)
@@ -180,7 +180,7 @@ class Maker:
         return value
 
     # ---------------------------------------------------------------- categories
-    def simple(self, rng: random.Random, profile: Mapping[str, dict]) -> Draft:
+    def simple(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         r = rng.random()
         entity = (rng.choice(PERSONS) if r < 0.5 else rng.choice(EVENTS) if r < 0.75
                   else "user" if r < 0.9 else rng.choice(("place_1", "item_1")))
@@ -204,7 +204,7 @@ class Maker:
                      self.distractors(rng, attr, profile[entity][attr], profile, group),
                      {"op": "lookup", "entity": entity, "attribute": attr})
 
-    def _bridge(self, rng: random.Random, profile: Mapping[str, dict], asked: tuple[str, ...] | None = None
+    def _bridge(self, rng: random.Random, profile: Mapping[str, dict[str, Any]], asked: tuple[str, ...] | None = None
                 ) -> tuple[str, str, str, str, list[Hint]]:
         """A bridge entity, a condition attribute unique to it, an asked attribute, and its hints."""
         group = "person" if rng.random() < 0.7 else "event"
@@ -227,7 +227,7 @@ class Maker:
         self.fill_noise(rng, hints, profile, PERSONS if group == "person" else EVENTS, attr, 8)
         return group, entity, cond, attr, hints
 
-    def conditional(self, rng: random.Random, profile: Mapping[str, dict], noisy: bool = False) -> Draft:
+    def conditional(self, rng: random.Random, profile: Mapping[str, dict[str, Any]], noisy: bool = False) -> Draft:
         group, entity, cond, attr, hints = self._bridge(rng, profile)
         value = profile[entity][attr]
         cond_text = self.cond_text(group, cond, profile[entity][cond])
@@ -241,10 +241,10 @@ class Maker:
                      self.render(attr, value), self.distractors(rng, attr, value, profile, group),
                      {"op": "lookup_by", "group": group, "cond": [cond, profile[entity][cond]], "attribute": attr})
 
-    def noisy(self, rng: random.Random, profile: Mapping[str, dict]) -> Draft:
+    def noisy(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         return self.conditional(rng, profile, noisy=True)
 
-    def post_processing(self, rng: random.Random, profile: Mapping[str, dict]) -> Draft:
+    def post_processing(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         descriptions = ops.CITY_DESCRIPTIONS[self.lang.code]
         for _ in range(20):
             group, entity, cond, attr, hints = self._bridge(rng, profile, tuple(ops.DERIVATIONS.values()))
@@ -276,7 +276,7 @@ class Maker:
                      answer, distractors,
                      {"op": "derive", "group": group, "cond": [cond, profile[entity][cond]], "attribute": attr, "fn": fn})
 
-    def comparative(self, rng: random.Random, profile: Mapping[str, dict]) -> Draft:
+    def comparative(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         group = "person" if rng.random() < 0.6 else "event"
         pool = PERSONS if group == "person" else EVENTS
         attr = rng.choice(_COMPARABLE[group])
@@ -294,7 +294,7 @@ class Maker:
                      [o for o in options if o != answer],
                      {"op": "compare", "entities": [a, b], "attribute": attr, "direction": direction})
 
-    def aggregative(self, rng: random.Random, profile: Mapping[str, dict]) -> Draft:
+    def aggregative(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         group = "person" if rng.random() < 0.6 else "event"
         pool = list(PERSONS if group == "person" else EVENTS)
         attr = rng.choice(_COUNTABLE[group])
@@ -328,5 +328,6 @@ class Maker:
                      self.lang.count_answer(count, group), [self.lang.count_answer(k, group) for k in wrong[:3]],
                      {"op": "count", "group": group, "attribute": attr, "pred": pred})
 
-    def make(self, category: str, rng: random.Random, profile: Mapping[str, dict]) -> Draft:
-        return getattr(self, category)(rng, profile)
+    def make(self, category: str, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
+        draft: Draft = getattr(self, category)(rng, profile)
+        return draft

@@ -6,7 +6,7 @@ is 500 trajectories per second on one core).
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 import attrs
 
@@ -29,16 +29,16 @@ class ValueSpace:
     #: education levels from lowest to highest
     education: tuple[str, ...]
     #: occupation -> (lowest education index, junior positions, senior positions, employer kinds)
-    occupations: Mapping[str, tuple]
+    occupations: Mapping[str, tuple[Any, ...]]
     company_words: tuple[str, ...]
     hobbies: tuple[str, ...]
     personalities: tuple[str, ...]
     phone_prefixes: tuple[str, ...]
     bank_prefixes: tuple[str, ...]
     #: relationship -> (gender or None, age offset low, high, shares the user's surname)
-    relatives: Mapping[str, tuple]
+    relatives: Mapping[str, tuple[Any, ...]]
     #: relationship -> (age offset low, high, senior position)
-    colleagues: Mapping[str, tuple]
+    colleagues: Mapping[str, tuple[Any, ...]]
     #: event type -> what participants do there
     work_event_types: Mapping[str, str]
     fun_event_types: Mapping[str, str]

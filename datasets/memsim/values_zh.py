@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import csv
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -171,7 +172,7 @@ def space_from_profile(path: Path, base: ValueSpace = SPACE) -> ValueSpace:
     def given(name: str) -> list[str] | None:
         return rows.get(name) or None
 
-    changes: dict = {}
+    changes: dict[str, Any] = {}
     if names := given("姓名"):
         changes["full_names"] = tuple(names)
     if (genders := given("性别")) and len(genders) == 2:

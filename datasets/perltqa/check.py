@@ -15,7 +15,7 @@ exceptions (dangling references, anchors with [-1, -1] spans).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from typing import Any, Sequence
 
 from memplug.datasets.checks import CheckReport
 from memplug.datasets.perltqa.schema import MEMORY_TYPE, SECTIONS
@@ -48,7 +48,7 @@ def support(q: Question, by_id: dict[str, Message]) -> dict[str, list[str]]:
     }
 
 
-def question_problems(q: Question, by_id: dict[str, Message], generated: bool, stats: Counter) -> list[str]:
+def question_problems(q: Question, by_id: dict[str, Message], generated: bool, stats: Counter[str]) -> list[str]:
     where = f"question {q.id}"
     problems = []
     if q.category not in SECTIONS:
@@ -85,10 +85,10 @@ def question_problems(q: Question, by_id: dict[str, Message], generated: bool, s
 def check(samples: Sequence[Sample]) -> CheckReport:
     """Generated characters fully, release characters by structure; stats count memories and questions."""
     problems: list[str] = []
-    stats: Counter = Counter()
-    by_section: Counter = Counter()
-    by_type: Counter = Counter()
-    messages_by_type: Counter = Counter()
+    stats: Counter[str] = Counter()
+    by_section: Counter[str] = Counter()
+    by_type: Counter[Any] = Counter()
+    messages_by_type: Counter[Any] = Counter()
     generated = 0
     for sample in samples:
         where = f"sample {sample.id}"
