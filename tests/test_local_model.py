@@ -1,7 +1,7 @@
 """`--llm local` without llama.cpp: what a name means, its one-line errors, the transport's
 defaults, the timeout fitted to a measured speed, and one server shared by its LLMs.
 
-The real server and model are exercised in tests/integration/test_local_model.py.
+The real server and model are exercised in tests/integration/test_local_model_server.py.
 """
 
 from __future__ import annotations
