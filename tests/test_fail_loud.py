@@ -316,9 +316,9 @@ def test_ctrl_c_at_any_moment_is_one_line_without_a_traceback(env, tmp_path, aft
     time.sleep(after_s)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
-    if after_s < 0.1 and _before_memplug_ran(err):
-        pytest.skip("SIGINT arrived while Python was still starting (site, the console script's own import), "
-                    "before memplug's main ran: no program can catch that; a loaded machine is that slow")
+    if _before_memplug_ran(err):  # on a loaded 2-core machine start-up alone has taken over 0.2 s
+        pytest.skip(f"SIGINT arrived {after_s} s after the start, while Python was still starting (site, the "
+                    "console script's own import), before memplug's main ran: no program can catch that")
     assert "Traceback" not in err, err
     if process.returncode == 130:
         assert len(err.strip().splitlines()) == 1 and err.startswith("memplug: interrupted")
