@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from memplug.errors import MemplugError
-from memplug.protocols import MetricConfig, ScoreContext
+from memplug.metrics import _Metric
+from memplug.protocols import ScoreContext
 
 
 def _reply(ctx: ScoreContext) -> str:
@@ -29,15 +30,6 @@ def contained_share(reply: str, answers: Sequence[str]) -> float:
     """Share of the answer elements found (lower-cased) in the reply."""
     low = reply.lower()
     return sum(a.lower() in low for a in answers) / len(answers)
-
-
-class _Metric:
-    name: str
-    version = "1"
-    reads_answer = True
-
-    def __init__(self, config: MetricConfig | None = None) -> None:
-        self.config = config or MetricConfig()
 
 
 class EventQARecall(_Metric):
