@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from memplug.errors import MemplugError
+from memplug.errors import MemplugError, one_line
 from memplug.record import QuestionRecord, RunInfo, RunSummary
 from memplug.results import RunDir
 
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from memplug.runner import Evaluation, RunSpec
-
-#: RunSpec fields that name the run's data rather than choose how it is evaluated; every
-#: other field a caller gives overrides the stored spec of a resumed run
-_EVAL_ONLY = frozenset({"output", "resume", "from_run", "progress", "verbose", "executor", "say"})
 
 
 def resolve_spec(fields: Mapping[str, Any], options: Mapping[str, str] | None = None, *,
@@ -78,7 +74,7 @@ def run_spec(spec: RunSpec, *, output: Path, resume: Path | None = None, progres
     evaluation = Evaluation(spec)
     tell = say or _stderr
     if evaluation.agent_note:
-        tell(f"memplug: {_one_line(evaluation.agent_note)}")
+        tell(f"memplug: {one_line(evaluation.agent_note)}")
     _say_data_warnings(evaluation, tell)
     if not progress:
         return evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose, executor=executor)
@@ -118,12 +114,6 @@ def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
     return bar, start
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    from memplug.errors import one_line
-
-    return one_line(text, limit)
-
-
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
@@ -134,7 +124,7 @@ def _say_data_warnings(evaluation: Evaluation, say: Callable[[str], None]) -> No
     found = evaluation.data_warnings
     if found:
         more = f" (and {len(found) - 1} more, listed in run.json)" if len(found) > 1 else ""
-        say(f"memplug: warning: {_one_line(found[0])}{more}")
+        say(f"memplug: warning: {one_line(found[0], 300)}{more}")
 
 
 def _interactive() -> bool:
