@@ -2,7 +2,8 @@
 
 A **judge** is a named, versioned set of prompts with its own way of reading a reply
 (:class:`JudgeSet`), registered like any plugin item through the ``register_judges`` hook
-(memplug's own: ``memplug``, ``longmemeval``, ``locomo-j``; see :mod:`memplug.judges`).
+(memplug's generic one, ``memplug``, here; each benchmark's official judge in its dataset
+package, registered by ``memplug.datasets.plugin``: ``longmemeval``, ``locomo-j``, ...).
 Which judge scores a question, first match wins:
 
 1. ``Judge(config, prompt="perltqa")``: one prompt of the ``memplug`` judge for every question;

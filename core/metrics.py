@@ -321,44 +321,6 @@ class RecallAtK(_Metric):
         return len(targets & found) / len(targets)
 
 
-class AnchorMAP(_Metric):
-    """PerLTQA's memory-anchor MAP (seed 001, §3.5, Eq. 5), per question.
-
-    MAP = 1/N Σ_i EM(q_i, mar_i) / NUM(mar_i): for each question, the number of its
-    memory anchors that occur verbatim (case-sensitive substring) in the answer, over
-    the number of anchors; the run's mean over questions is the 1/N Σ.
-    """
-
-    name = "anchor_map"
-    version = "1"
-
-    def score(self, ctx: ScoreContext) -> float | None:
-        anchors = ctx.question.anchors
-        if not anchors:
-            return None
-        return sum(1 for a in anchors if a in ctx.prediction) / len(anchors)
-
-
-class MemoryTypeAccuracy(_Metric):
-    """PerLTQA's memory classification (seed 001, §3.3, Eq. 1): does the agent's call of
-    the question's memory type (semantic or episodic) match the dataset's label?
-
-    The agent reports its call as ``Recall.meta["memory_type"]`` (the retrieval agents do
-    with ``-o rerank=perltqa``); questions without a label, and agents that make no call,
-    are not applicable.
-    """
-
-    name = "memory_type"
-    version = "1"
-
-    def score(self, ctx: ScoreContext) -> float | None:
-        gold = ctx.question.meta.get("memory_type")
-        called = ctx.recall_meta.get("memory_type")
-        if not gold or not called:
-            return None
-        return float(str(called).lower() == str(gold).lower())
-
-
 def session_of(message_id: str) -> str | None:
     """The session a message id names: its part before the last ":" ("D3:5" -> "D3",
     LoCoMo's dia_id), or None for an id without one."""

@@ -84,6 +84,15 @@ class Question:
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
 
 
+def is_abstention(question: Question) -> bool:
+    """Whether the history cannot answer ``question``: ``meta["abstention"]`` (a
+    conversations file's flag, LongMemEval's loader), or ``_abs`` in its LongMemEval
+    question id, the release's own mark (evaluate_qa.py: ``'_abs' in
+    entry['question_id']``), which MemoryAgentBench's LongMemEval questions keep. Core's
+    ``--limit`` strata and the LongMemEval judge's abstention prompt both follow it."""
+    return bool(question.meta.get("abstention")) or "_abs" in str(question.meta.get("question_id", question.id))
+
+
 @attrs.frozen
 class AgentQuestion:
     """What a memory agent is allowed to see of a question: no answers, targets or anchors."""

@@ -26,8 +26,7 @@ from typing import Any
 
 import attrs
 
-from memplug.judges import is_abstention
-from memplug.models import Sample
+from memplug.models import Sample, is_abstention
 
 #: the values of --limit-by; the first is the default
 LIMIT_BY = ("stratified", "first")

@@ -5,28 +5,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
-from memplug import compare, judges
+from memplug import compare
 from memplug.cli import cli
+from memplug.datasets.locomo.judge import LOCOMO_J
+from memplug.datasets.longmemeval.judge import LONGMEMEVAL
 from memplug.judge import MEMPLUG, Judge
 from memplug.models import Question
-from memplug.protocols import MetricConfig
 from memplug.record import RunSummary
 from memplug.publish import tables
 from memplug.runner import RunSpec
-from test_judge import FakeJudgeLLM
+from test_judge import FakeJudgeLLM, judge_config
+
+if TYPE_CHECKING:
+    from openai_stub import OpenAIStub
 
 LME = Path(__file__).parent / "fixtures" / "longmemeval" / "longmemeval_s_cleaned.json"
 
 
-def invoke(*args: str, env: dict[str, str] | None = None):
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), env={"OPENAI_API_KEY": "sk-test", **(env or {})})
 
 
-def judged_run(tmp_path: Path, stub, *extra: str, env: dict[str, str] | None = None) -> Path:
+def judged_run(tmp_path: Path, stub: OpenAIStub, *extra: str, env: dict[str, str] | None = None) -> Path:
     out_dir = tmp_path / f"runs{len(list(tmp_path.glob('runs*')))}"
     out = invoke("eval", "--agent", "bm25", "--dataset", "longmemeval", "--data", str(LME), "--judge", "openai/stub",
                  "--api-base", stub.base_url, "--output", str(out_dir), "--quiet", *extra, env=env)
@@ -35,7 +40,7 @@ def judged_run(tmp_path: Path, stub, *extra: str, env: dict[str, str] | None = N
     return run
 
 
-def reply(body) -> str:
+def reply(body: dict[str, Any]) -> str:
     prompt = body["messages"][-1]["content"]
     return "yes" if "Answer yes or no only" in prompt else '{"correct": false}'
 
@@ -59,7 +64,7 @@ def test_the_dataset_official_judge_by_default_and_judge_prompt_for_every_questi
     run = json.loads((official / "run.json").read_text())
     assert run["spec"]["judge_prompt"] is None
     assert run["resolved"]["judge"]["name"] == "longmemeval"
-    assert run["resolved"]["judge"]["prompt_sha256"] == judges.LONGMEMEVAL.sha256
+    assert run["resolved"]["judge"]["prompt_sha256"] == LONGMEMEVAL.sha256
     assert json.loads((official / "summary.json").read_text())["metrics"]["overall"]["judge"] == 1.0
 
     n_before = len(openai_stub.chat_requests)
@@ -121,8 +126,8 @@ def test_the_dataset_official_judge_by_default_and_judge_prompt_for_every_questi
     assert "judge" in same["paired"][0]["metrics"] and "judges_differ" not in same["paired"][0]
 
 
-def test_columns_name_what_tells_the_judges_apart(tmp_path):
-    def run(name: str, judge: dict | None, model: str | None = "openai/a") -> Path:
+def test_columns_name_what_tells_the_judges_apart(tmp_path: Path) -> None:
+    def run(name: str, judge: dict[str, str] | None, model: str | None = "openai/a") -> Path:
         path = tmp_path / name
         path.mkdir()
         resolved = {"judge": judge} if judge else {}
@@ -151,12 +156,12 @@ def test_columns_name_what_tells_the_judges_apart(tmp_path):
 
 
 def test_run_json_names_the_judges_of_the_questions_before_any_is_judged():
-    judge = Judge(MetricConfig(judge=FakeJudgeLLM("yes")))
+    judge = Judge(judge_config(FakeJudgeLLM("yes")))
     judge.plan([Question("q", "x?", ("a",), meta={"judge": "longmemeval"}),
                 Question("l", "y?", ("b",), meta={"locomo_category": 1})])
     described = judge.describe()
     assert described["name"] == "longmemeval+locomo-j" and set(described["judges"]) == {"longmemeval", "locomo-j"}
-    forced = Judge(MetricConfig(judge=FakeJudgeLLM("yes"), judge_name="memplug"))
+    forced = Judge(judge_config(FakeJudgeLLM("yes"), judge_name="memplug"))
     forced.plan([Question("q", "x?", ("a",), meta={"judge": "longmemeval"})])
     assert forced.describe()["name"] == "memplug" and forced.describe()["selected_by"] == "--judge-prompt"
 
@@ -175,10 +180,10 @@ def test_list_shows_the_judges_with_their_prompts_and_sha256():
     out = CliRunner().invoke(cli, ["list", "--kind", "judges"], env={"COLUMNS": "80"})
     assert out.exit_code == 0, out.output
     assert all(len(line) <= 80 for line in out.stdout.splitlines())
-    for judge in (MEMPLUG, judges.LONGMEMEVAL, judges.LOCOMO_J):
+    for judge in (MEMPLUG, LONGMEMEVAL, LOCOMO_J):
         assert f"│ {judge.name} " in out.stdout and f"sha256 {judge.sha256[:12]}" in out.stdout
     listed = json.loads(CliRunner().invoke(cli, ["list", "--kind", "judges", "--json"]).stdout)["judges"]
     by_name = {j["name"]: j for j in listed}
-    assert by_name["longmemeval"]["sha256"] == judges.LONGMEMEVAL.sha256
+    assert by_name["longmemeval"]["sha256"] == LONGMEMEVAL.sha256
     assert by_name["longmemeval"]["prompts"] == ["fact", "temporal-reasoning", "knowledge-update",
                                                  "single-session-preference", "abstention"]

@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memplug import judges
 from memplug.cli import cli
+from memplug.datasets.locomo import judge as locomo_j
+from memplug.datasets.longmemeval import judge as lme
 from memplug.judge_checks import check_leniency, leniency_set
 from memplug.errors import MemplugError
 from memplug.judge import JUDGE_ENV, MEMPLUG, Judge, judge_registry, judge_set, read_label
 from memplug.models import Question
-from memplug.protocols import MetricConfig, ScoreContext
-from test_judge import FakeJudgeLLM
+from memplug.protocols import ScoreContext
+from test_judge import FakeJudgeLLM, judge_config
 
 #: sha256 of each official prompt as copied (checked against the source below when it is at hand)
 PINNED = {
@@ -39,7 +40,8 @@ MIRRORS = Path("/work/.mirror")
 def test_official_prompts_are_pinned(name):
     import hashlib
 
-    assert hashlib.sha256(getattr(judges, name).encode()).hexdigest() == PINNED[name]
+    prompt = getattr(lme if name.startswith("LME_") else locomo_j, name)
+    assert hashlib.sha256(prompt.encode()).hexdigest() == PINNED[name]
 
 
 def _git_show(repo: Path, rev: str, path: str) -> str | None:
@@ -50,14 +52,15 @@ def _git_show(repo: Path, rev: str, path: str) -> str | None:
 
 
 def test_prompts_equal_the_official_sources_when_at_hand():
-    lme = _git_show(MIRRORS / "xiaowu0162+LongMemEval" / "repo", judges.LME_COMMIT, "src/evaluation/evaluate_qa.py")
-    mem0 = _git_show(MIRRORS / "mem0ai+mem0" / "repo", judges.MEM0_COMMIT, "evaluation/metrics/llm_judge.py")
-    if lme is None or mem0 is None:
+    lme_source = _git_show(MIRRORS / "xiaowu0162+LongMemEval" / "repo", lme.LME_COMMIT, "src/evaluation/evaluate_qa.py")
+    mem0_source = _git_show(MIRRORS / "mem0ai+mem0" / "repo", locomo_j.MEM0_COMMIT, "evaluation/metrics/llm_judge.py")
+    if lme_source is None or mem0_source is None:
         pytest.skip("the official repositories are not fetched here")
-    found = [ast.literal_eval(t) for t in re.findall(r'template = (".*?")\n', lme)]
-    assert found == [judges.LME_FACT, judges.LME_TEMPORAL, judges.LME_KNOWLEDGE_UPDATE, judges.LME_PREFERENCE,
-                     judges.LME_ABSTENTION]
-    assert re.search(r'ACCURACY_PROMPT = """(.*?)"""', mem0, re.S).group(1) == judges.MEM0_ACCURACY_PROMPT
+    found = [ast.literal_eval(t) for t in re.findall(r'template = (".*?")\n', lme_source)]
+    assert found == [lme.LME_FACT, lme.LME_TEMPORAL, lme.LME_KNOWLEDGE_UPDATE, lme.LME_PREFERENCE,
+                     lme.LME_ABSTENTION]
+    accuracy = re.search(r'ACCURACY_PROMPT = """(.*?)"""', mem0_source, re.S)
+    assert accuracy is not None and accuracy.group(1) == locomo_j.MEM0_ACCURACY_PROMPT
 
 
 def test_register_judges(plugins):
@@ -100,16 +103,16 @@ def lme_question(qtype: str, qid: str = "q1", answer: Any = "Business Administra
 
 
 @pytest.mark.parametrize("qtype, qid, expected", [
-    ("single-session-user", "q1", judges.LME_FACT), ("multi-session", "q1", judges.LME_FACT),
-    ("single-session-assistant", "q1", judges.LME_FACT), ("temporal-reasoning", "q1", judges.LME_TEMPORAL),
-    ("knowledge-update", "q1", judges.LME_KNOWLEDGE_UPDATE),
-    ("single-session-preference", "q1", judges.LME_PREFERENCE),
-    ("temporal-reasoning", "q9_abs", judges.LME_ABSTENTION),
+    ("single-session-user", "q1", lme.LME_FACT), ("multi-session", "q1", lme.LME_FACT),
+    ("single-session-assistant", "q1", lme.LME_FACT), ("temporal-reasoning", "q1", lme.LME_TEMPORAL),
+    ("knowledge-update", "q1", lme.LME_KNOWLEDGE_UPDATE),
+    ("single-session-preference", "q1", lme.LME_PREFERENCE),
+    ("temporal-reasoning", "q9_abs", lme.LME_ABSTENTION),
 ])
 def test_longmemeval_prompt_per_type_filled_as_evaluate_qa(qtype, qid, expected):
     llm = FakeJudgeLLM("Yes")
     question = lme_question(qtype, qid, answer=3)
-    assert score(Judge(MetricConfig(judge=llm)), "It was 3.", question) == 1.0
+    assert score(Judge(judge_config(llm)), "It was 3.", question) == 1.0
     ((prompt, params),) = llm.calls
     assert prompt == expected.format("What degree did I graduate with?", 3, "It was 3.")
     assert params == {"temperature": 0, "seed": 0, "max_tokens": 10}
@@ -119,22 +122,22 @@ def test_longmemeval_prompt_per_type_filled_as_evaluate_qa(qtype, qid, expected)
                                              ("", 0.0)])
 def test_longmemeval_reads_yes_anywhere_as_the_official_code(reply, expected):
     # evaluate_qa.py: label = 'yes' in eval_response.lower()
-    assert score(Judge(MetricConfig(judge=FakeJudgeLLM(reply))), "x", lme_question("multi-session")) == expected
+    assert score(Judge(judge_config(FakeJudgeLLM(reply))), "x", lme_question("multi-session")) == expected
 
 
 def test_locomo_questions_get_mem0s_judge_and_category_5_is_skipped():
     llm = FakeJudgeLLM('The answer names the same city. {"label": "CORRECT"}')
-    judge = Judge(MetricConfig(judge=llm))
+    judge = Judge(judge_config(llm))
     q = Question("q1", "Where did Lena move?", ("Toronto",), meta={"locomo_category": 4})
     assert score(judge, "Toronto, I think", q) == 1.0
     ((prompt, params),) = llm.calls
-    assert prompt == judges.MEM0_ACCURACY_PROMPT.format(question="Where did Lena move?", gold_answer="Toronto",
-                                                        generated_answer="Toronto, I think")
+    assert prompt == locomo_j.MEM0_ACCURACY_PROMPT.format(question="Where did Lena move?", gold_answer="Toronto",
+                                                          generated_answer="Toronto, I think")
     assert params["response_format"] == {"type": "json_object"}
     adversarial = Question("q2", "x?", ("Not mentioned in the conversation",), meta={"locomo_category": 5})
     assert score(judge, "no", adversarial) is None and len(llm.calls) == 1
     described = judge.describe()
-    assert described["name"] == "locomo-j" and described["prompt_sha256"] == judges.LOCOMO_J.sha256
+    assert described["name"] == "locomo-j" and described["prompt_sha256"] == locomo_j.LOCOMO_J.sha256
 
 
 @pytest.mark.parametrize("reply, expected", [
@@ -148,22 +151,22 @@ def test_mem0_label_reading(reply, expected):
 def test_forced_judge_by_config_and_by_force(monkeypatch):
     monkeypatch.setenv(JUDGE_ENV, "locomo-j")  # read by the CLI (the option's default), never by the metric
     llm = FakeJudgeLLM('{"correct": false}')
-    judge = Judge(MetricConfig(judge=llm, judge_name="memplug"))
+    judge = Judge(judge_config(llm, judge_name="memplug"))
     assert score(judge, "x", lme_question("multi-session")) == 0.0
     assert "Grade strictly" in llm.calls[0][0]
     assert judge.describe()["selected_by"] == "--judge-prompt" and judge.describe()["name"] == "memplug"
-    judge = Judge(MetricConfig(judge=llm))
+    judge = Judge(judge_config(llm))
     assert judge.judge_for(lme_question("multi-session")).name == "longmemeval"
     judge.force("longmemeval", "--judge-prompt")
     plain = Question("q", "What is Wang Wei's occupation?", ("cameraman",))
     assert score(judge, "a cameraman", plain) == 0.0  # the fake says no JSON "yes"... it says {"correct": false}
-    assert llm.calls[-1][0] == judges.LME_FACT.format("What is Wang Wei's occupation?", "cameraman", "a cameraman")
+    assert llm.calls[-1][0] == lme.LME_FACT.format("What is Wang Wei's occupation?", "cameraman", "a cameraman")
     with pytest.raises(MemplugError, match="unknown judge"):
-        Judge(MetricConfig(judge=llm, judge_name="nope"))
+        Judge(judge_config(llm, judge_name="nope"))
 
 
 def test_describe_names_the_judges_used_with_their_hashes():
-    judge = Judge(MetricConfig(judge=FakeJudgeLLM("yes")))
+    judge = Judge(judge_config(FakeJudgeLLM("yes")))
     assert judge.describe()["name"] == "memplug" and judge.describe()["prompt_sha256"] == MEMPLUG.sha256
     score(judge, "x", lme_question("multi-session"))
     described = judge.describe()
@@ -201,7 +204,8 @@ def _field(prompt: str, *names: str) -> str:
     for name in names:
         found = re.findall(rf"{name}: (.*?)\n", prompt + "\n")
         if found:  # the last one: Mem0's prompt shows an example first
-            return found[-1].strip()
+            last: str = found[-1]
+            return last.strip()
     return ""
 
 

@@ -19,7 +19,7 @@ from memplug.datasets.mab import judge as infbench
 from memplug.datasets.mab.protocol import memorize, official
 from memplug.datasets.mab.scoring import RecsysRecall, RecsysRecall1, RecsysRecall10, titles
 from memplug.datasets.mab.sources import source_info
-from memplug.judges import LONGMEMEVAL
+from memplug.datasets.longmemeval.judge import LONGMEMEVAL
 from memplug.metrics import ExactMatch, SubstringExactMatch, TokenF1, score_with
 from memplug.models import AgentQuestion, Question, Recalled
 from memplug.plugins import get_plugins
@@ -37,7 +37,7 @@ def flat(answer: Any) -> tuple[str, ...]:
     return tuple(a for item in answer for a in (item if isinstance(item, list) else [item]))
 
 
-def scores(source: str, reply: str, answer: Any, metrics: dict[str, Any], meta: dict | None = None) -> dict[str, float]:
+def scores(source: str, reply: str, answer: Any, metrics: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, float]:
     """memplug's scores of ``reply`` as the runner computes them under ``source``'s protocol."""
     protocol = official(source_info(source))
     question = Question("q", "?", flat(answer), meta=meta or {})
@@ -86,7 +86,9 @@ class ScriptedJudge:
     """Answers the three InfBench-Sum calls with fixed replies and keeps the prompts."""
 
     def __init__(self, replies: list[str]) -> None:
-        self.replies, self.prompts, self.params = list(replies), [], []
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+        self.params: list[dict[str, Any]] = []
 
     async def acomplete(self, messages, **params):
         self.prompts.append(messages[0]["content"])

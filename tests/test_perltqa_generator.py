@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -16,12 +17,12 @@ from memplug.models import Sample
 from memplug.protocols import BuildOptions
 
 
-def generate(seed: int = 1, **values) -> list[Sample]:
+def generate(seed: int = 1, **values: Any) -> list[Sample]:
     return list(PerLTQABuilder().build(BuildOptions(values=values, seed=seed)))
 
 
 @pytest.fixture(scope="module", params=["en", "zh"])
-def samples(request) -> list[Sample]:
+def samples(request: pytest.FixtureRequest) -> list[Sample]:
     return generate(seed=1, lang=request.param)
 
 
@@ -94,7 +95,7 @@ def test_info_follows_the_language() -> None:
 
 def test_gold_answers_score_full_anchor_map(samples: list[Sample]) -> None:
     """Eq. 5 on the gold answers: every anchor is found, so the mean is 1."""
-    from memplug.metrics import AnchorMAP
+    from memplug.datasets.perltqa.scoring import AnchorMAP
     from memplug.protocols import MetricConfig, ScoreContext
 
     lang = samples[0].meta["language"]

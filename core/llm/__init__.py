@@ -16,7 +16,8 @@ The parts:
   backoff, Retry-After, the deadline, :func:`on_wait`.
 - :mod:`memplug.llm.limits`: the process-wide limits per model: calls in flight
   (:func:`set_call_limiter`) and tokens per minute (:func:`set_token_limiter`).
-- :mod:`memplug.llm.usage`: :class:`Usage`, :class:`usage_scope`, :class:`Completion`, cost.
+- :mod:`memplug.llm.usage`: :class:`Usage`, :class:`usage_scope`, :class:`Completion` (a call's
+  price: :func:`memplug.llm.transport.token_cost`).
 - :mod:`memplug.llm.adaptive`: the calls in flight of ``--concurrency auto`` (``LLM(adaptive=True)``).
 - :mod:`memplug.llm.local`: ``local`` and ``local:PATH`` models, a GGUF served by llama.cpp on
   loopback for the run (started, timed and stopped with the LLMs that use it).

@@ -14,6 +14,9 @@ connection pool serves all its calls, whichever thread or event loop makes them.
   the URL as Basic, a query string in the URL (``?api-version=...``) on every request.
 - :class:`LiteLLMTransport`: every other model, through ``litellm.acompletion`` and
   ``litellm.aembedding``, which know each provider's quirks.
+
+Both price a call with :func:`token_cost` (litellm's bundled price map), kept here beside
+the litellm import it needs, so that :mod:`memplug.llm.usage` only counts.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ import warnings
 from typing import Any, Protocol
 
 from memplug.llm.retry import Fatal, Transient, Unanswered, error_message, reply_text, status_failure
-from memplug.llm.usage import Completion, Embedded, token_cost
-from memplug.tokens import count_tokens
+from memplug.llm.usage import Completion, Embedded
+from memplug.tokens import count_tokens, litellm_dir
 
 #: litellm provider prefixes whose servers speak OpenAI's API verbatim (the SDK's path),
 #: with the variable litellm reads the key from when none is given
@@ -259,6 +262,32 @@ def litellm() -> Any:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return module
+
+
+@functools.cache
+def _priced_models() -> frozenset[str]:
+    """Model names in litellm's bundled price map, read without importing litellm."""
+    root = litellm_dir()
+    if root is None:
+        return frozenset()
+    try:
+        return frozenset(json.loads((root / "model_prices_and_context_window_backup.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return frozenset()
+
+
+def token_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """Dollar cost from litellm's price map; 0.0 for models it does not price (local ones)."""
+    names = _priced_models()
+    if model not in names and model.split("/", 1)[-1] not in names:
+        return 0.0  # skip importing litellm for a self-hosted model it cannot price anyway
+    try:
+        prompt_cost, completion_cost = litellm().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:  # litellm raises for unmapped models and odd providers alike
+        return 0.0
+    return float(prompt_cost + completion_cost)
 
 
 #: what the openai client says when no key was given (every attempt would repeat it)

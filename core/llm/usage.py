@@ -1,23 +1,19 @@
 """What LLM calls cost: calls, cache hits, tokens and dollars, counted where they are made.
 
 :class:`Usage` is a thread-safe tally; :class:`usage_scope` collects the calls made inside
-a block (a context variable, so it follows tasks and ``asyncio.to_thread``);
-:func:`token_cost` prices tokens from litellm's bundled price map without importing
-litellm for a model it cannot price.
+a block (a context variable, so it follows tasks and ``asyncio.to_thread``). The price of a
+call is the transport's to say (:func:`memplug.llm.transport.token_cost`, beside litellm).
 """
 
 from __future__ import annotations
 
 import contextvars
-import functools
-import json
 import threading
 from typing import Any
 
 import attrs
 
 from memplug.record import LLMUsage
-from memplug.tokens import litellm_dir
 
 
 @attrs.define(eq=False)
@@ -90,31 +86,3 @@ class Completion:
 
 #: one embedding request's result: vectors, prompt tokens, cost
 Embedded = tuple[list[list[float]], int, float]
-
-
-@functools.cache
-def _priced_models() -> frozenset[str]:
-    """Model names in litellm's bundled price map, read without importing litellm."""
-    root = litellm_dir()
-    if root is None:
-        return frozenset()
-    try:
-        return frozenset(json.loads((root / "model_prices_and_context_window_backup.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return frozenset()
-
-
-def token_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
-    """Dollar cost from litellm's price map; 0.0 for models it does not price (local ones)."""
-    names = _priced_models()
-    if model not in names and model.split("/", 1)[-1] not in names:
-        return 0.0  # skip importing litellm for a self-hosted model it cannot price anyway
-    from memplug.llm.transport import litellm
-
-    try:
-        prompt_cost, completion_cost = litellm().cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except Exception:  # litellm raises for unmapped models and odd providers alike
-        return 0.0
-    return float(prompt_cost + completion_cost)

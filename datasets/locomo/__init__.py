@@ -1,1 +1,1 @@
-"""LoCoMo: loader of the release and its official scoring."""
+"""LoCoMo: loader of the release, its official scoring and Mem0's judge (``locomo-j``)."""

@@ -1,1 +1,1 @@
-"""LongMemEval: loader of the release, its answer protocol and the abstention rule."""
+"""LongMemEval: loader of the release, its answer protocol, the abstention rule and the official judge."""

@@ -4,7 +4,7 @@ Loads the release (``longmemeval_{s,m,oracle}[_cleaned].json`` of
 huggingface.co/datasets/xiaowu0162/longmemeval-cleaned, see :mod:`.release`): one sample
 per question with its own haystack, one message per turn, the ``has_answer`` turns as
 targets. The QA score is the LLM judge with the official per-type prompts
-(``--judge MODEL``; :mod:`memplug.judges`); offline, ``subem``/``f1`` and memplug's
+(``--judge MODEL``; :mod:`.judge`); offline, ``subem``/``f1`` and memplug's
 ``abstention`` rule stand in. docs/datasets/longmemeval.md has the details.
 """
 
