@@ -28,13 +28,14 @@ if TYPE_CHECKING:
     import pandas
     from rich.progress import Progress
 
-    from memplug.runner import Evaluation, RunSpec
+    from memplug.plan import Plan
+    from memplug.specs import RunSpec
 
 
 def resolve_spec(fields: Mapping[str, Any], options: Mapping[str, str] | None = None, *,
                  explicit: Iterable[str] = (), resume: Path | None = None,
                  from_run: Path | None = None) -> RunSpec:
-    """The :class:`~memplug.runner.RunSpec` of an evaluation, as `memplug eval` builds it.
+    """The :class:`~memplug.specs.RunSpec` of an evaluation, as `memplug eval` builds it.
 
     ``fields``: RunSpec fields (``agent``, ``dataset``, ``data``, ``llm`` ...; ``no_cache``
     as the command line spells ``cache``); ``options``: the ``-o KEY=VALUE`` pairs, split
@@ -118,7 +119,7 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _say_data_warnings(evaluation: Evaluation, say: Callable[[str], None]) -> None:
+def _say_data_warnings(evaluation: Plan, say: Callable[[str], None]) -> None:
     """Load the data now, so that what the loader skipped is one line before the run, not many."""
     evaluation.samples()  # loaded once: the run uses these
     found = evaluation.data_warnings

@@ -82,7 +82,7 @@ def register_commands(cli: Any) -> None:
 def memplug_run_start(run: Any) -> None:
     """Observe the start of an evaluation.
 
-    :param run: the :class:`memplug.runner.Run` (spec, run directory, run id).
+    :param run: the :class:`memplug.driver.Run` (spec, run directory, run id).
     """
 
 
@@ -90,7 +90,7 @@ def memplug_run_start(run: Any) -> None:
 def memplug_sample_end(run: Any, sample: Any, records: list[Any]) -> None:
     """Observe a finished sample.
 
-    :param run: the running :class:`memplug.runner.Run`.
+    :param run: the running :class:`memplug.driver.Run`.
     :param sample: the :class:`memplug.models.Sample` that finished.
     :param records: the :class:`memplug.record.QuestionRecord` written for each of its
         questions (``to_json()``: the line of samples.jsonl).
@@ -101,7 +101,7 @@ def memplug_sample_end(run: Any, sample: Any, records: list[Any]) -> None:
 def memplug_run_end(run: Any, summary: Any) -> None:
     """Observe the end of an evaluation.
 
-    :param run: the finished :class:`memplug.runner.Run`.
+    :param run: the finished :class:`memplug.driver.Run`.
     :param summary: the :class:`memplug.record.RunSummary` written to summary.json
         (``to_json()``: its content).
     """

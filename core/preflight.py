@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from memplug.llm import LLM
     from memplug.options import Option
     from memplug.plugins import Plugins
-    from memplug.runner import RunSpec
+    from memplug.specs import RunSpec
 
 #: seconds an --api-base has to answer the probe (MEMPLUG_PROBE_TIMEOUT overrides)
 PROBE_TIMEOUT_S = 5.0

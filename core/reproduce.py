@@ -19,7 +19,9 @@ from memplug import specs
 from memplug.errors import MemplugError
 from memplug.record import RunSummary
 from memplug.results import RunDir
-from memplug.runner import Evaluation, RunSpec
+from memplug.plan import Plan
+from memplug.runner import Evaluation
+from memplug.specs import RunSpec
 from memplug.secrets import is_redacted
 
 
@@ -75,7 +77,7 @@ def stored_spec(run: RunDir, api_base: str | None = None, data: Path | None = No
     return specs.build(spec, run.run_json)
 
 
-def check_data(run: RunDir, evaluation: Evaluation) -> None:
+def check_data(run: RunDir, evaluation: Plan) -> None:
     """The files at --data have the sha256 the original run recorded (MemplugError if not)."""
     stored = run.info().data_sha256
     if stored is None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
+import re
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -88,6 +90,21 @@ def write_records_atomic(path: Path, records: Iterable[QuestionRecord]) -> None:
             fh.buffer.write(record.to_line())
 
     _write_atomic(path, write)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_SAFE = re.compile(r"[A-Za-z0-9-](?:[A-Za-z0-9_.-]*[A-Za-z0-9-])?")  # what the cleaning below keeps as is
+
+
+def safe_name(text: str, limit: int = 80) -> str:
+    """A file name that cannot climb out of its folder ("../x" becomes "x-<hash>"): a run
+    directory's name, a sweep cell's, a sample's folder under the run's ``work``."""
+    if len(text) <= limit and _SAFE.fullmatch(text):  # most ids are already safe: one match
+        return text
+    clean = _UNSAFE.sub("_", text).strip("._")[:limit] or "x"
+    if clean != text:
+        clean = f"{clean}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return clean
 
 
 class RunDir:

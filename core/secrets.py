@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable
+from typing import Any, Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
@@ -105,3 +105,15 @@ def scrub(text: str, secrets: Iterable[str | None] = (), urls: Iterable[str | No
     text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
     text = _KEY_FIELD.sub(lambda m: f"{m['head']}{MASK}", text)
     return text
+
+
+def scrub_all(value: Any) -> Any:
+    """``value`` with every string in it scrubbed (:func:`scrub`), through dicts and lists:
+    run.json's spec and resolved values, written to be shared."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: scrub_all(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_all(v) for v in value]
+    return value

@@ -175,3 +175,20 @@ def read_samples(path: Path) -> Iterator[Sample]:
             yield sample
     if not seen:
         raise DataError(path, "holds no samples (expected one memplug sample per line)")
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with mappings as dicts of string keys, collections as lists, others as str:
+    what a plugin put in a question's or a recall's ``meta`` (any object), as a record keeps it."""
+    if type(value) in _PLAIN:  # the common case first: most metadata is already plain
+        return value
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {k if type(k) is str else str(k): v if type(v) in _PLAIN else jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)

@@ -1,7 +1,10 @@
-"""The one builder of a :class:`~memplug.runner.RunSpec` from loose fields: `memplug eval` and
-:func:`memplug.evaluate` (:func:`memplug.api.resolve_spec`), a sweep's cells
-(:func:`memplug.sweep.plan_cells`) and `memplug reproduce` (:func:`memplug.reproduce.stored_spec`)
-each give it their fields and ``-o`` pairs, and get the same spec for the same input.
+"""What defines an evaluation: :class:`RunSpec` (what the user asked for, stored in run.json),
+:class:`ResolvedSpec` (what it resolved to), and the one builder of a RunSpec from loose
+fields: `memplug eval` and :func:`memplug.evaluate` (:func:`memplug.api.resolve_spec`), a
+sweep's cells (:func:`memplug.sweep.plan_cells`) and `memplug reproduce`
+(:func:`memplug.reproduce.stored_spec`) each give it their fields and ``-o`` pairs, and get
+the same spec for the same input. Plain data, below the plan, the sample runner and the
+driver that read it.
 
 :func:`spec_fields` turns fields (``no_cache`` as the command line spells ``cache``), a stored
 run's spec to start from and the ``-o KEY=VALUE`` pairs into RunSpec fields, the pairs split
@@ -13,24 +16,122 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from memplug.errors import MemplugError
+from memplug.secrets import scrub_all
+from memplug.serialize import jsonable
 
 if TYPE_CHECKING:
     from memplug.results import RunDir
-    from memplug.runner import RunSpec
+
+#: seconds one agent call (set-up, the ingestion of a chunk, a recall, close) may take before
+#: its sample is recorded as failed (--sample-timeout): far above any call that progresses
+#: (each LLM call inside it is bounded by --llm-deadline, 600 s), far below "forever"
+DEFAULT_SAMPLE_TIMEOUT_S = 1800.0
+
+#: spec fields that change the numbers: a resume must not mix two of them
+SCORED_FIELDS = (
+    "agent", "dataset", "data", "seed", "llm", "api_base", "reader", "judge", "judge_prompt", "embedder",
+    "chunk_size", "top_k", "limit", "agent_options", "dataset_options", "from_run", "limit_by", "context_tokens",
+)
+#: what a run.json written before a spec field existed meant by its absence (for --resume and
+#: `memplug reproduce`): a --limit then kept the first N questions
+LEGACY_SPEC: dict[str, Any] = {"limit_by": "first"}
+
+
+@attrs.frozen
+class RunSpec:
+    """Everything that defines an evaluation; stored in run.json."""
+
+    agent: str
+    dataset: str
+    data: str | None = None
+    seed: int = 0
+    llm: str | None = None
+    api_base: str | None = None
+    reader: str | None = None
+    judge: str | None = None
+    #: the judge (``memplug list``: judges) that scores every question; None: the dataset's
+    #: official judge where it has one (longmemeval; LoCoMo: locomo-j), else memplug's
+    judge_prompt: str | None = None
+    embedder: str = "wordllama"
+    chunk_size: int | None = None
+    #: items recalled per question; None: the protocol's official depth, else 5
+    top_k: int | None = None
+    limit: int | None = None
+    concurrency: int = 4
+    #: ``--concurrency auto``: ``concurrency`` samples side by side, and each model's calls in
+    #: flight adaptive up to it (memplug.llm.adaptive; what they settled at is in run.json)
+    concurrency_auto: bool = False
+    cache: bool = True
+    llm_timeout: float = 60.0
+    llm_retries: int = 6
+    llm_deadline: float = 600.0
+    #: seconds one agent call may take before its sample is recorded as failed (a hung agent)
+    sample_timeout: float = DEFAULT_SAMPLE_TIMEOUT_S
+    agent_options: dict[str, str] = attrs.field(factory=dict)
+    dataset_options: dict[str, str] = attrs.field(factory=dict)
+    #: a finished run whose recalled items this run answers and scores again (no agent, no ingestion)
+    from_run: str | None = None
+    #: how --limit draws its questions: "stratified" by category and abstention, with the seed
+    #: (memplug.sampling), or "first" (the first N in dataset order)
+    limit_by: str = "stratified"
+    #: tokens of recalled context the reader is handed (items kept whole, in rank order); None: all
+    context_tokens: int | None = None
+    #: failed questions (N, or "P%" of those asked) that stop the run (memplug.gates); None: never
+    max_errors: str | None = None
+    #: thresholds "METRIC=VALUE" / "METRIC[CATEGORY]=VALUE" checked after the run (memplug.gates)
+    fail_under: list[str] = attrs.field(factory=list)
+    #: seconds the agent's settle() may take after ingestion (protocols.Settles)
+    settle_timeout: float = 600.0
+
+    def differences(self, stored: dict[str, Any]) -> list[str]:
+        """Fields that change results and differ from a stored spec (for --resume)."""
+        mine = scrub_all(attrs.asdict(self))  # run.json holds the spec scrubbed of secrets
+        stored = {**LEGACY_SPEC, **stored}
+        return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if stored.get(k) != mine[k]]
+
+
+@attrs.frozen
+class ResolvedSpec:
+    """What a :class:`RunSpec` resolved to: every value the runner derives from the spec, the
+    plugins' declarations and the dataset's protocol. Resolved once, by the driver's
+    :class:`~memplug.plan.Plan` (the agent's ``preflight`` included); the runner reads these values,
+    run.json records them as they are (``resolved``), and an executor's workers are handed
+    them rather than resolving the spec again."""
+
+    #: the reader's name (``--reader``, else llm with ``--llm``, else extractive)
+    reader: str
+    #: the agent's option values after its declarations and its preflight (``config.options``)
+    agent_options: dict[str, Any]
+    #: the dataset's option values (``BuildOptions.values``)
+    dataset_options: dict[str, Any]
+    #: items recalled per question (``config.top_k``; K of recall@K)
+    top_k: int
+    #: tokens per ingestion chunk (``config.chunk_size``)
+    chunk_size: int
+    #: "message" (one whole message a chunk) or "<chunk_size> tokens"
+    memory_unit: str
+    #: what the agent's preflight chose for the user, e.g. mem0 without an LLM: infer=false
+    agent_note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: jsonable(v) for k, v in attrs.asdict(self, recurse=False).items()}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "ResolvedSpec":
+        """The resolved spec a run.json recorded (its ``resolved``; other keys there are ignored)."""
+        return cls(**{f.name: obj[f.name] for f in attrs.fields(cls) if f.name in obj})
 
 
 def field_names() -> set[str]:
     """The fields of a RunSpec."""
-    from memplug.runner import RunSpec
-
     return {a.name for a in RunSpec.__attrs_attrs__}
 
 
 def stored_fields(run: RunDir) -> dict[str, Any]:
     """A stored run's spec, a field the run predates as what it meant then (``LEGACY_SPEC``)."""
-    from memplug.runner import LEGACY_SPEC
-
     return {**LEGACY_SPEC, **run.check().info().spec}
 
 
@@ -84,8 +185,6 @@ def split_options(spec: Mapping[str, Any], options: Mapping[str, str]) -> dict[s
 def build(fields: Mapping[str, Any], where: object = "the spec") -> RunSpec:
     """The RunSpec of ``fields`` (:func:`spec_fields`), fields this memplug does not know
     (a newer run's) left out; MemplugError naming ``where`` when they are not a spec."""
-    from memplug.runner import RunSpec
-
     known = field_names()
     try:
         return RunSpec(**{k: v for k, v in fields.items() if k in known})

@@ -50,7 +50,7 @@ from typing import Any, Callable, Mapping
 from memplug import specs
 from memplug.errors import MemplugError, RunStopped
 from memplug.files import read_json
-from memplug.results import RunDir, write_json_atomic
+from memplug.results import RunDir, safe_name, write_json_atomic
 
 MANIFEST = "sweep.json"
 CONFIG_COPY = "sweep.toml"
@@ -158,8 +158,6 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
 
 
 def _safe(name: str) -> str:
-    from memplug.runner import safe_name
-
     return safe_name(name, limit=120)
 
 

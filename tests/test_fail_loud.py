@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -28,18 +28,24 @@ from memplug.errors import RunInterrupted, RunStopped
 from memplug.results import RecordWriter, RunDir, RunLock
 from memplug.runner import Evaluation, RunSpec
 
+if TYPE_CHECKING:
+    from openai_stub import OpenAIStub
+
+    from memplug.llm import LLM
+
 LOOKUP = ["--agent", "lookup", "--dataset", "counting", "-o", "answer=false", "--reader", "llm",
           "--llm", "openai/stub", "--llm-timeout", "1", "--llm-retries", "1", "--quiet"]
 
 
-def memplug(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess:
+def memplug(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`memplug ARGS` in process, through the console script's entry (tests/inprocess.py)."""
     from inprocess import memplug_main
 
     return memplug_main(args, env=env, cwd=cwd)
 
 
-def real_memplug(env: dict[str, str], *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+def real_memplug(env: dict[str, str], *args: str, cwd: Path,
+                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`python -m memplug.cli ARGS`, for what only a process of its own shows: its whole terminal
     output (file descriptors 1 and 2), a lock held by another process."""
     return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, cwd=cwd, capture_output=True,
@@ -58,7 +64,7 @@ def only_run(root: Path) -> RunDir:
 
 
 @pytest.fixture
-def env(testkit_env, openai_stub) -> dict[str, str]:
+def env(testkit_env: dict[str, str], openai_stub: OpenAIStub) -> dict[str, str]:
     """The testkit through its entry point, no key in the environment, the stub on loopback."""
     out = {k: v for k, v in testkit_env.items() if not k.endswith("_API_KEY")}
     out["no_proxy"] = out["NO_PROXY"] = "127.0.0.1,localhost"
@@ -72,7 +78,8 @@ def env(testkit_env, openai_stub) -> dict[str, str]:
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @pytest.mark.parametrize("extra, expected", [
@@ -143,10 +150,12 @@ def test_mem0_without_an_llm_chooses_its_offline_mode_and_says_so():
     from memplug.errors import MemplugError
 
     plan = Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, None)
-    assert plan.values["infer"] is False and "give --llm to let Mem0 extract facts" in plan.note
+    assert plan.values["infer"] is False and plan.note is not None
+    assert "give --llm to let Mem0 extract facts" in plan.note
     with pytest.raises(MemplugError, match="infer=true needs an LLM"):
         Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {"infer": "true"}, None)
-    assert Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, object()).note is None
+    # any LLM at all: preflight only asks whether one was given
+    assert Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, cast("LLM", object())).note is None
 
 
 # --- errors by kind, and the outcome -------------------------------------------------
@@ -174,7 +183,8 @@ def test_a_bad_request_stops_the_run_at_once_and_keeps_it_resumable(env, openai_
     assert len(openai_stub.chat_requests) == 3  # stopped at the first 400, not retried, no question after it
     run = only_run(tmp_path)
     stored = run.info()
-    assert stored.status == "partial" and stored.outcome is not None and "HTTP 400" in stored.outcome.stopped
+    assert stored.status == "partial" and stored.outcome is not None and stored.outcome.stopped is not None
+    assert "HTTP 400" in stored.outcome.stopped
     assert len(run.records()) == 2 and not any(r.error for r in run.records())
 
 
@@ -186,7 +196,8 @@ def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_p
     line = last_line(result.stderr)
     assert line.startswith("memplug: partial: 1 of 18 questions failed; first error:")
     assert "empty reply" in line and line.endswith(f"memplug eval --resume runs/{run.path.name}")
-    assert run.info().status == "partial" and run.summary().outcome.status == "partial"
+    outcome = run.summary().outcome
+    assert run.info().status == "partial" and outcome is not None and outcome.status == "partial"
     assert run.summary().n_errors == 1
     # the empty reply was not cached: the resume asks again, and now gets an answer
     openai_stub.reply = lambda body: "apple"
@@ -199,7 +210,8 @@ def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_p
     assert len({r.key for r in records}) == 18  # replaced, never duplicated
     # only the failed question reaches the server: its sample's other two come from the cache
     assert len(openai_stub.chat_requests) - asked_before == 1
-    assert run.info().status == "finished" and run.summary().outcome.status == "finished"
+    outcome = run.summary().outcome
+    assert run.info().status == "finished" and outcome is not None and outcome.status == "finished"
 
 
 def test_every_question_failing_is_a_failed_run(env, openai_stub, tmp_path):
@@ -217,7 +229,8 @@ def test_a_null_reply_is_an_error_not_an_empty_answer(openai_stub, testkit, tmp_
                               reader="llm", agent_options={"answer": "false"}, llm_retries=0,
                               dataset_options={"samples": "1"})).run(output=tmp_path)
     records = RunDir(path).records()
-    assert all("empty reply" in r.error and r.prediction is None and r.scores == {} for r in records)
+    assert all(r.error is not None and "empty reply" in r.error and r.prediction is None and r.scores == {}
+               for r in records)
 
 
 # --- the run directory: lock, full disks, interruptions ------------------------------
@@ -361,12 +374,12 @@ def test_no_secret_reaches_a_file_or_the_terminal(env, openai_stub, tmp_path):
 def test_ctrl_c_while_the_run_directory_is_made_leaves_no_empty_directory(testkit, tmp_path, monkeypatch):
     """The name is claimed by an empty directory, then filled by a rename: Ctrl-C in between left
     a directory without run.json, which --resume refuses (seen once in the Ctrl-C test above)."""
-    import memplug.runner as runner_module
+    import memplug.driver as driver_module
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner_module, "write_json_atomic", interrupted)
+    monkeypatch.setattr(driver_module, "write_json_atomic", interrupted)
     with pytest.raises(KeyboardInterrupt):
         Evaluation(RunSpec(agent="lookup", dataset="counting")).new_run_dir(tmp_path)
     assert list(tmp_path.iterdir()) == []

@@ -68,7 +68,7 @@ SPEC = RunSpec(agent="recorder", dataset="counting", agent_options={"depth": "7"
                dataset_options={"samples": "3", "questions": "2"})
 
 
-def test_run_json_records_the_resolved_spec_the_runner_used(recorder, tmp_path: Path) -> None:
+def test_run_json_records_the_resolved_spec_the_runner_used(recorder: None, tmp_path: Path) -> None:
     evaluation = Evaluation(SPEC)
     path = evaluation.run(output=tmp_path)
     recorded = json.loads((path / "run.json").read_text())["resolved"]
@@ -87,7 +87,7 @@ def test_run_json_records_the_resolved_spec_the_runner_used(recorder, tmp_path: 
     assert _Recorder.preflights == 1
 
 
-def test_a_worker_runs_the_drivers_resolution_and_resolves_nothing_again(recorder, tmp_path: Path) -> None:
+def test_a_worker_runs_the_drivers_resolution_and_resolves_nothing_again(recorder: None, tmp_path: Path) -> None:
     from memplug.executors import _SampleWorker
 
     driver = Evaluation(SPEC)
@@ -99,5 +99,5 @@ def test_a_worker_runs_the_drivers_resolution_and_resolves_nothing_again(recorde
     (config,) = _Recorder.configs
     assert dict(config.options) == driver.resolved.agent_options == {"mode": "offline-1", "depth": 7}
     assert config.chunk_size == driver.resolved.chunk_size
-    (worker_evaluation, _), = worker.evaluations.values()
-    assert worker_evaluation.resolved == driver.resolved
+    (worker_runner, _), = worker.runners.values()
+    assert worker_runner.plan.resolved == driver.resolved

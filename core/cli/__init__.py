@@ -140,8 +140,8 @@ def _exit(code: int, now: bool = False) -> None:
     written by now, so the process ends at once instead. ``now``: so it does after a
     Ctrl-C in any case, where tearing down the interpreter of a large run took another
     2 s after its files were written (8,000 MemSim samples in memory)."""
-    runner = sys.modules.get("memplug.runner")  # not imported: no agent ever ran here
-    if now or (runner is not None and runner.agent_calls_running()):
+    samplerun = sys.modules.get("memplug.samplerun")  # not imported: no agent ever ran here
+    if now or (samplerun is not None and samplerun.agent_calls_running()):
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
