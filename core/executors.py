@@ -2,23 +2,25 @@
 
 Two executors share one interface:
 
-* :class:`LocalExecutor` (``local``, the default): a run's samples in this process (the
-  runner's own asyncio workers, ``--concurrency`` wide); the cells of a sweep one after
+* :class:`LocalExecutor` (``local``, the default): a run's samples in this process
+  (:func:`memplug.samplerun.run_here`, ``--concurrency`` wide); the cells of a sweep one after
   another, or in a pool of ``workers`` processes.
 * :class:`RayExecutor` (``ray``, extra ``memplug[ray]``): a run's samples spread over a pool
   of Ray actors; a sweep's cells one after another, each spread over the same pool.
   Without an address, Ray starts on this machine, bound to loopback; with ``--address``
   or ``RAY_ADDRESS`` it joins a cluster (docs/scale.md).
 
-Workers rebuild everything from a plain spec: the :class:`~memplug.runner.RunSpec`'s
-fields, the driver's :class:`~memplug.runner.ResolvedSpec` (used as it is: a worker resolves
-no option and runs no agent preflight again) and the samples pickle, the Evaluation and its
-LLM client (thread locals, an I/O thread, SQLite connections) do not. A worker runs the runner's own per-sample function
-(:meth:`Evaluation.run_sample <memplug.runner.Evaluation.run_sample>`) and *returns* its
-:class:`~memplug.runner.SampleResult` (records and stored items); the driver, which holds the
-run's lock, is the only writer of samples.jsonl and stored.jsonl. So a sharded run directory is the same as a
-local one (records, summary, ``--resume``), a worker that dies has its samples run again
-on a fresh worker, and no record is written twice.
+Both run each sample with the sample runner (:meth:`SampleRunner.run_sample
+<memplug.samplerun.SampleRunner.run_sample>`) and hand what it gives to the driver's
+:class:`~memplug.samplerun.RunResults` (:mod:`memplug.driver`), which holds the run's lock
+and is the only writer of samples.jsonl and stored.jsonl: locally each record as it is
+made, from Ray each sample's :class:`~memplug.samplerun.SampleResult` as a worker returns it.
+Workers rebuild everything from a plain spec: the :class:`~memplug.specs.RunSpec`'s fields,
+the driver's :class:`~memplug.specs.ResolvedSpec` (used as it is: a worker resolves no
+option and runs no agent preflight again) and the samples pickle, the plan and its LLM
+client (thread locals, an I/O thread, SQLite connections) do not. So a sharded run
+directory is the same as a local one (records, summary, ``--resume``), a worker that dies
+has its samples run again on a fresh worker, and no record is written twice.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import subprocess
 import sys
 import uuid
 from collections import deque
@@ -35,12 +38,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import attrs
 
+from memplug import ray_reaper
 from memplug.errors import MemplugError
 from memplug.record import QuestionRecord
 
 if TYPE_CHECKING:
     from memplug.models import Sample
-    from memplug.runner import Evaluation, RecordSink, ResolvedSpec, Run, SampleResult
+    from memplug.samplerun import AgentThreads, RunResults, SampleResult, SampleRunner
+    from memplug.specs import ResolvedSpec
 
 log = logging.getLogger(__name__)
 
@@ -138,10 +143,9 @@ class Executor:
 
     name = "executor"
 
-    def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
-                    progress: Callable[..., Any] | None, total: int, finished: int) -> None:
-        """Run ``samples`` of ``evaluation`` and write each question's record with ``writer``
-        (called by ``Evaluation._run_in`` in place of its own asyncio workers)."""
+    def run_samples(self, runner: SampleRunner, samples: list[Sample], results: RunResults) -> None:
+        """Run ``samples`` with ``runner`` and hand each record, stored line and sample's end to
+        ``results`` (the driver's: :meth:`memplug.driver.Driver.run` calls this)."""
         raise NotImplementedError
 
     def map_cells(self, cells: list[Any], run_cell: Callable[[Any, "Executor | None"], Any],
@@ -151,8 +155,10 @@ class Executor:
         for cell in cells:
             on_done(cell, run_cell(cell, self))
 
-    def close(self) -> None:
-        """Release what the executor holds (workers, a cluster connection)."""
+    def close(self, now: bool = False) -> None:
+        """Release what the executor holds (workers, a cluster connection). ``now``: the
+        process ends next (a Ctrl-C at the command line): release at once only what would
+        outlive it."""
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}
@@ -165,7 +171,7 @@ class Executor:
 
 
 class LocalExecutor(Executor):
-    """This process: the runner's own path for a run; a process pool for several runs."""
+    """This process: the sample runner on an event loop for a run; a process pool for several runs."""
 
     name = "local"
 
@@ -188,10 +194,11 @@ class LocalExecutor(Executor):
         finally:
             set_token_limiter(None)
 
-    def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
-                    progress: Callable[..., Any] | None, total: int, finished: int) -> None:
+    def run_samples(self, runner: SampleRunner, samples: list[Sample], results: RunResults) -> None:
+        from memplug.samplerun import run_here
+
         with self._token_budgets():
-            evaluation.run_here(run, samples, writer, progress, total=total, finished=finished)
+            run_here(runner, samples, results)
 
     def map_cells(self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any],
                   on_done: Callable[[Any, Any], None]) -> None:
@@ -255,7 +262,8 @@ def _ray() -> Any:
 def ray_init(address: str | None = None, num_cpus: int | None = None,
              runtime_env: Mapping[str, Any] | None = None) -> Any:
     """Connect to Ray: the cluster at ``address`` (or ``RAY_ADDRESS``), else a local instance
-    on loopback only (no dashboard, ``num_cpus`` CPUs). An instance already started in this
+    on loopback only (no dashboard, ``num_cpus`` CPUs), whose processes end with this one
+    even if it is killed (:mod:`memplug.ray_reaper`). An instance already started in this
     process (a test's, a notebook's) is used as it is."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     local = address is None or _is_loopback(address)
@@ -284,13 +292,71 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
         kwargs.update(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1")
     else:
         kwargs["address"] = address
+    # a session of this process's own: its processes are reaped if this process is killed
+    before = _ray_children(ray) if address is None else None
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise MemplugError(f"cannot start or reach {where}: {str(exc).splitlines()[0] if str(exc) else exc}") \
             from None
+    if before is not None:
+        _start_reaper(sorted(_ray_children(ray) - before))
     return ray
+
+
+#: the reaper of the local Ray session this process started, and the write end of its pipe
+_reaper: tuple[subprocess.Popen[bytes], int] | None = None
+
+
+def _ray_children(ray: Any) -> set[int]:
+    """The processes of Ray's (by their command line) that this process started; none
+    where /proc cannot be read (not Linux)."""
+    if not os.path.isdir("/proc/self/task"):
+        return set()
+    found = set()
+    package = os.path.dirname(ray.__file__)
+    for pid, (ppid, _) in ray_reaper.processes().items():
+        if ppid == os.getpid():
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if package.encode() in fh.read():
+                    found.add(pid)
+    return found
+
+
+def _start_reaper(roots: list[int]) -> None:
+    """Start :mod:`memplug.ray_reaper` for the Ray processes ``roots`` that ``ray.init``
+    started: should this process die, even by SIGKILL, they and their children end
+    within seconds instead of minutes."""
+    global _reaper
+    stop_ray_reaper()
+    if not roots:
+        return
+    read, write = os.pipe()  # neither end is inherited by processes started later
+    try:
+        process = subprocess.Popen([sys.executable, "-I", "-S", ray_reaper.__file__, *map(str, roots)],
+                                   stdin=read, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)  # (a Ctrl-C at the terminal does not reach it)
+    except OSError as exc:
+        os.close(write)
+        log.warning("the reaper of the local Ray session did not start (%s): if this process is killed, "
+                    "Ray's agents may outlive it by minutes", exc)
+        return
+    finally:
+        os.close(read)
+    _reaper = (process, write)
+
+
+def stop_ray_reaper() -> None:
+    """After ``ray.shutdown()``: the reaper ends what is left of the session and exits."""
+    global _reaper
+    if _reaper is None:
+        return
+    process, write = _reaper
+    _reaper = None
+    os.close(write)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=ray_reaper.GRACE_S + 2)
 
 
 def ray_logs_to_memplug_log() -> None:
@@ -305,6 +371,9 @@ def ray_logs_to_memplug_log() -> None:
     ray_logger = logging.getLogger("ray")
     ray_logger.handlers = [logging.NullHandler()]
     ray_logger.propagate = True
+    # ray.init(configure_logging=False) clears the handlers of ``ray`` and then warns (the
+    # token line above comes from ray._private.authentication): one level down holds
+    logging.getLogger("ray._private").handlers = [logging.NullHandler()]
 
 
 def _is_loopback(address: str) -> bool:
@@ -416,18 +485,19 @@ class _Returned:
 
 
 class _SampleWorker:
-    """Ray actor: runs samples of any spec with the runner's own per-sample function.
+    """Ray actor: runs samples of any spec with the sample runner.
 
-    Evaluations are built from the spec's fields on first use and kept (a sweep sends the
-    cells one after another to the same workers); the records go back to the driver."""
+    Plans (and their runners) are built from the spec's fields on first use and kept (a
+    sweep sends the cells one after another to the same workers); the results go back to
+    the driver."""
 
-    KEEP = 4  # evaluations kept per worker
+    KEEP = 4  # runners kept per worker
 
     def __init__(self, holder: str, limiter: Any = None, llm_tpm: Mapping[str, int] | None = None) -> None:
         self.holder = holder
-        import memplug.runner  # noqa: F401  (the imports while the pool starts, not in a run's time)
+        import memplug.samplerun  # noqa: F401  (the imports while the pool starts, not in a run's time)
 
-        self.evaluations: dict[str, tuple[Any, Any]] = {}  # key -> (Evaluation, its AgentThreads)
+        self.runners: dict[str, tuple[SampleRunner, AgentThreads]] = {}  # key -> (runner, its threads)
         self.building: asyncio.Lock | None = None
         if limiter is not None:
             from memplug import llm
@@ -436,50 +506,50 @@ class _SampleWorker:
             if llm_tpm:
                 llm.set_token_limiter(_RemoteTokens(limiter, llm_tpm))
 
-    async def _evaluation(self, spec_fields: dict[str, Any], resolved: Any) -> tuple[Any, Any]:
+    async def _runner(self, spec_fields: dict[str, Any], resolved: ResolvedSpec) -> tuple[SampleRunner, AgentThreads]:
         import orjson
 
         key = orjson.dumps({"spec": spec_fields, "resolved": resolved.to_json()}, option=orjson.OPT_SORT_KEYS).decode()
-        if key in self.evaluations:
-            return self.evaluations[key]
+        if key in self.runners:
+            return self.runners[key]
         if self.building is None:
             self.building = asyncio.Lock()
         async with self.building:
-            if key not in self.evaluations:
-                from memplug.runner import AgentThreads, Evaluation, RunSpec
+            if key not in self.runners:
+                from memplug.plan import Plan
+                from memplug.samplerun import AgentThreads, SampleRunner
+                from memplug.specs import RunSpec
 
-                # check=False: the driver checked models, keys and endpoint before the first sample;
-                # resolved: the driver's resolution (options, the agent's preflight), never redone here
-                evaluation = await asyncio.get_running_loop().run_in_executor(
-                    None, lambda: Evaluation(RunSpec(**spec_fields), check=False, resolved=resolved))
-                width = max(evaluation.spec.concurrency, 1)
-                while len(self.evaluations) >= self.KEEP:
-                    self._drop(next(iter(self.evaluations)))
-                self.evaluations[key] = (evaluation, AgentThreads(width))
-        return self.evaluations[key]
+                def build() -> Plan:
+                    # check=False: the driver checked models, keys and endpoint before the first sample;
+                    # resolved: the driver's resolution (options, the agent's preflight), never redone here
+                    return Plan(RunSpec(**spec_fields), check=False, resolved=resolved)
+
+                plan = await asyncio.get_running_loop().run_in_executor(None, build)
+                while len(self.runners) >= self.KEEP:
+                    self._drop(next(iter(self.runners)))
+                self.runners[key] = (SampleRunner(plan), AgentThreads(max(plan.spec.concurrency, 1)))
+        return self.runners[key]
 
     def _drop(self, key: str) -> None:
-        evaluation, pool = self.evaluations.pop(key)
+        runner, pool = self.runners.pop(key)
         pool.shutdown()
-        for llm in (evaluation.llm, evaluation.judge_llm):
-            if llm is not None:
-                llm.close()
+        runner.plan.close()
         with contextlib.suppress(Exception):
-            evaluation.token_counts.save()
+            runner.plan.token_counts.save()
 
     async def run_sample(self, spec_fields: dict[str, Any], resolved: ResolvedSpec, work: str,
                          sample: Sample) -> SampleResult:
         """The sample's records and its line of stored.jsonl. ``resolved``: the driver's
-        :class:`memplug.runner.ResolvedSpec`, which the worker uses as it is."""
-        evaluation, pool = await self._evaluation(spec_fields, resolved)
-        result: SampleResult = await evaluation.run_sample(_work_dir(work), sample, pool, _Returned(), lambda n=1: None)
-        return result
+        :class:`memplug.specs.ResolvedSpec`, which the worker uses as it is."""
+        runner, pool = await self._runner(spec_fields, resolved)
+        return await runner.run_sample(_work_dir(work), sample, pool, _Returned())
 
     def pid(self) -> int:
         return os.getpid()
 
     def close(self) -> None:
-        for key in list(self.evaluations):
+        for key in list(self.runners):
             self._drop(key)
 
 
@@ -515,6 +585,8 @@ class RayExecutor(Executor):
         self.holders: list[str] = []
         self.limiter: Any = None
         self._started_ray = False
+        #: the workers killed by a Ctrl-C, replaced when the pool is next used
+        self._stale: set[int] = set()
         #: per run: samples sent again after their worker died
         self.retried: int = 0
 
@@ -584,12 +656,18 @@ class RayExecutor(Executor):
     def limiter_stats(self) -> dict[str, Any] | None:
         return None if self.limiter is None else self.ray.get(self.limiter.stats.remote())
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        """Close the workers (each its agents and LLM clients), kill them and shut down the
+        Ray this executor started. ``now``: the process ends next (a Ctrl-C at the command
+        line): the workers are killed without closing, and the local session is left to end
+        with this process (its head processes with it, by the kernel; its agents and workers
+        by :mod:`memplug.ray_reaper`): ``ray.shutdown()`` alone took over a second."""
         if self.ray is None:
             return
         ray = self.ray
-        with contextlib.suppress(Exception):
-            ray.get([a.close.remote() for a in self.actors], timeout=30)
+        if not now:
+            with contextlib.suppress(Exception):
+                ray.get([a.close.remote() for i, a in enumerate(self.actors) if i not in self._stale], timeout=30)
         for actor in self.actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
@@ -597,9 +675,11 @@ class RayExecutor(Executor):
             with contextlib.suppress(Exception):
                 ray.kill(self.limiter, no_restart=True)
         self.actors, self.holders, self.limiter = [], [], None
-        if self._started_ray:
+        self._stale.clear()
+        if self._started_ray and not now:
             with contextlib.suppress(Exception):
                 ray.shutdown()
+            stop_ray_reaper()
         self.ray = None
 
     def describe(self) -> dict[str, Any]:
@@ -608,18 +688,20 @@ class RayExecutor(Executor):
                 **({"llm_tpm": self.llm_tpm} if self.llm_tpm else {})}
 
     # -- a sharded run ------------------------------------------------------------------
-    def run_samples(self, evaluation: Evaluation, run: Run, samples: list[Sample], writer: RecordSink,
-                    progress: Callable[..., Any] | None, total: int, finished: int) -> None:
+    def run_samples(self, runner: SampleRunner, samples: list[Sample], results: RunResults) -> None:
         self.start()
+        for i in sorted(self._stale):  # killed by a Ctrl-C of an earlier run
+            self._replace(i)
+        self._stale.clear()
         ray = self.ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError, WorkerCrashedError
 
-        from memplug import stored as stored_file
+        from memplug.samplerun import SampleResult, deliver
 
-        tick = progress(total, finished) if progress else (lambda n=1: None)
-        fields, resolved = attrs.asdict(evaluation.spec), evaluation.resolved
-        work = str(run.path / "work")
-        per_worker = max(evaluation.spec.concurrency, 1)
+        spec = runner.plan.spec
+        fields, resolved = attrs.asdict(spec), runner.plan.resolved
+        work = str(results.work)
+        per_worker = max(spec.concurrency, 1)
         pending = deque(samples)
         load = [0] * len(self.actors)
         inflight: dict[Any, tuple[int, Any, Any]] = {}  # ref -> (worker index, its actor then, sample)
@@ -642,10 +724,8 @@ class RayExecutor(Executor):
                 for ref in ready:
                     i, actor, sample = inflight.pop(ref)
                     load[i] -= 1
-                    stored: dict[str, Any] | None = None
                     try:
-                        result = ray.get(ref)
-                        records, stored = result.records, result.stored
+                        result: SampleResult = ray.get(ref)
                     except (RayActorError, WorkerCrashedError) as exc:
                         if self.actors[i] is actor:  # the first of its samples to tell: a fresh worker
                             log.warning("worker %d died (%s); its samples are sent again", i, type(exc).__name__)
@@ -657,21 +737,24 @@ class RayExecutor(Executor):
                             pending.appendleft(sample)
                             pending = deque(sorted(pending, key=lambda s: order[s.id]))
                             continue
-                        records = evaluation.failed_records(sample, f"worker died {deaths[sample.id]} times "
-                                                            f"running this sample ({type(exc).__name__})")
+                        result = SampleResult(runner.failed_records(
+                            sample, f"worker died {deaths[sample.id]} times running this sample "
+                            f"({type(exc).__name__})"))
                     except RayTaskError as exc:  # the run's own stop (a bad key, a set-up failure): as locally
                         cause = getattr(exc, "cause", None)
                         raise (cause if isinstance(cause, Exception) else exc) from None
-                    if stored is not None:  # what the agent stored, as the runner writes it locally
-                        try:
-                            stored_file.append(run.path, stored)
-                        except OSError as exc:  # a diagnostic: never the run's failure (as locally)
-                            log.warning("sample %s: what the agent stored is not recorded (%s)", sample.id, exc)
-                    for record in records:
-                        writer.write(record)
-                        tick()
-                    evaluation.plugins.hook.memplug_sample_end(run=run, sample=sample, records=records)
+                    deliver(results, sample, result)  # written by the driver, as a local run's
                 submit()
+        except KeyboardInterrupt:
+            # Ctrl-C: the run stops now, as a local one does; the workers busy with its samples
+            # are killed, not waited for (that took up to 5 s), and replaced when next used
+            busy = {i for i, _, _ in inflight.values()}
+            for i in busy:
+                with contextlib.suppress(Exception):
+                    ray.kill(self.actors[i], no_restart=True)
+            self._stale |= busy
+            inflight.clear()
+            raise
         finally:
             for ref in inflight:  # stopped or interrupted: the samples still running are not wanted
                 with contextlib.suppress(Exception):

@@ -277,6 +277,18 @@ def fmt_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+_SEPARATOR = re.compile(r"([_@/\[.])")
+
+
+def fmt_breakable(value: Any) -> Markup:
+    """A name that may wrap after each of its separators (``_ @ / [ .``), as a column head:
+    the column is then as wide as the name's longest part, not the whole name. LoCoMo's
+    runs table (``locomo_f1_no_adv``, ``session_hit@5``, ...) was wider than a 1280-pixel
+    window and scrolled."""
+    shown = str(Markup.escape(visible(str(value), layout=True)))
+    return Markup(_SEPARATOR.sub(r"\1<wbr>", shown))
+
+
 # -- charts --------------------------------------------------------------------
 _TAG = re.compile(r"<[^>]+>")
 _ID_ATTR = re.compile(r'\bid="([^"]+)"')
@@ -660,7 +672,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(score=fmt_score, seconds=fmt_seconds, cost=fmt_cost, value=fmt_value, signed=fmt_signed,
-                       p=fmt_p)
+                       p=fmt_p, breakable=fmt_breakable)
     return env
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -15,12 +16,12 @@ from memplug.results import RunDir
 from memplug.runner import Evaluation, RunSpec
 
 
-def _start(env: dict[str, str], cwd: Path, *args: str) -> subprocess.Popen:
+def _start(env: dict[str, str], cwd: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "memplug.cli", "eval", *args, "--quiet"], env=env, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_records(cwd: Path, n: int, process: subprocess.Popen, timeout: float = 60) -> RunDir:
+def _wait_for_records(cwd: Path, n: int, process: subprocess.Popen[str], timeout: float = 60) -> RunDir:
     """The run directory once its samples.jsonl holds ``n`` lines."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -32,7 +33,7 @@ def _wait_for_records(cwd: Path, n: int, process: subprocess.Popen, timeout: flo
     raise AssertionError(f"no {n} records within {timeout} s")
 
 
-def _interrupt(process: subprocess.Popen, times: int = 1) -> tuple[float, str]:
+def _interrupt(process: subprocess.Popen[str], times: int = 1) -> tuple[float, str]:
     """Send Ctrl-C (``times``, 0.1 s apart); the seconds until the process ended, and its stderr."""
     t0 = time.monotonic()
     for i in range(times):
@@ -61,7 +62,7 @@ def test_a_hung_agent_fails_its_sample_and_the_run_goes_on(testkit, tmp_path):
     records = run.records()
     failed = {r.sample_id for r in records if r.error}
     assert failed == {"s1"} and len(records) == 18
-    assert all("ingest did not return within 0.5 s (--sample-timeout)" in r.error
+    assert all("ingest did not return within 0.5 s (--sample-timeout)" in str(r.error)
                for r in records if r.sample_id == "s1")
 
 
@@ -151,7 +152,7 @@ def test_a_full_disk_leaves_a_stopped_status_and_no_lock_temp_file_or_torn_line(
         disk["flushes"] -= 1
         real_flush(self)
 
-    def open_(self: Path, mode: str = "r", *args, **kwargs):
+    def open_(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> IO[Any]:
         fh = real_open(self, mode, *args, **kwargs)
         if disk["full"] and "w" in mode:  # a new file gets its name, never its content
             fh.close()
@@ -171,3 +172,44 @@ def test_a_full_disk_leaves_a_stopped_status_and_no_lock_temp_file_or_torn_line(
     assert run.samples.read_bytes().endswith(b"\n")
     Evaluation(spec).run(resume=path)
     assert run.info().status == "finished" and len(run.records()) == 18 and not (path / ".lock").exists()
+
+
+# --- a Ctrl-C once the run has its status -------------------------------------------
+
+#: `python -m memplug.cli eval ...` with something that holds the process after the last
+#: line: an object freed slowly at the interpreter's teardown, or a thread not a daemon
+AFTER_THE_LAST_LINE = """
+import sys, threading, time
+class Slow:
+    def __del__(self, open=open, sleep=time.sleep):
+        open("tearing", "w").close()
+        sleep(3)
+if sys.argv[1] == "teardown":
+    sys.modules["memplug_slow_teardown"] = Slow()  # freed after Python reset its handlers
+else:
+    threading.Thread(target=time.sleep, args=(30,)).start()  # waited for before the atexit handlers
+sys.argv = ["memplug", "eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=2", "--quiet"]
+import runpy
+runpy.run_module("memplug.cli", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("holder", ["teardown", "thread"])
+def test_a_ctrl_c_after_the_last_line_keeps_the_runs_exit_status(tmp_path, holder):
+    """A Ctrl-C while the interpreter was torn down after a finished run killed it: exit
+    status -2 and no line (Python resets its signal handlers then); one while Python waited
+    for a thread gave a traceback. The finished run's status 0 stands, at once."""
+    process = subprocess.Popen([sys.executable, "-c", AFTER_THE_LAST_LINE, holder], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()  # the run directory: the command's last line
+    assert line.startswith("runs/"), process.communicate()
+    deadline = time.monotonic() + 30
+    while holder == "teardown" and not (tmp_path / "tearing").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.01)
+    time.sleep(0.3)
+    elapsed, err = _interrupt(process)
+    assert process.returncode == 0, (process.returncode, err)
+    assert err == ""
+    assert elapsed < 1 if holder == "thread" else elapsed < 5, elapsed

@@ -77,9 +77,16 @@ class Page(HTMLParser):
         return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in match.items())]
 
 
+def _given(attrs: dict[str, str | None], name: str) -> str:
+    """The value of attribute ``name``, which must have one (a bare attribute's is None)."""
+    value = attrs[name]
+    assert value is not None, f"{name} has no value"
+    return value
+
+
 def _figures(page: str) -> list[str]:
     """The data-chart names of the page's chart figures."""
-    return [a["data-chart"] for a in Page(page).all("figure") if a.get("class") == "chart"]
+    return [_given(a, "data-chart") for a in Page(page).all("figure") if a.get("class") == "chart"]
 
 
 def test_page_is_self_contained(page: str) -> None:
@@ -134,7 +141,7 @@ def test_cli_writes_the_page(run_dirs: list[Path], tmp_path: Path) -> None:
 
 
 def test_wrong_means_headline_below_one_or_error() -> None:
-    def record(scores: dict, error: str | None = None) -> QuestionRecord:
+    def record(scores: dict[str, float | None], error: str | None = None) -> QuestionRecord:
         return QuestionRecord("s", "q", "c", "?", scores=scores, error=error)
 
     assert is_wrong(record({"accuracy": 0.0}), "accuracy")
@@ -348,7 +355,8 @@ def _probed(page: Path) -> Path:
 
 def _drawn(dom: str) -> dict[str, int]:
     parsed = Page(dom)
-    return {a["data-chart"]: int(a.get("data-drawn") or 0) for a in parsed.all("figure") if a.get("class") == "chart"}
+    return {_given(a, "data-chart"): int(a.get("data-drawn") or 0) for a in parsed.all("figure")
+            if a.get("class") == "chart"}
 
 
 def test_console_check_catches_a_broken_page(tmp_path: Path) -> None:
@@ -469,7 +477,8 @@ def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int
             assert block, "chromium closed the DevTools pipe"
             pending += block
         message, pending = pending.split(b"\0", 1)
-        return json.loads(message)
+        parsed: dict[str, Any] = json.loads(message)
+        return parsed
 
     def send(method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
         counter[0] += 1
@@ -481,7 +490,8 @@ def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int
             reply = receive()
             if reply.get("id") == counter[0]:
                 assert "error" not in reply, (method, reply["error"])
-                return reply["result"]
+                result: dict[str, Any] = reply["result"]
+                return result
             events.append(reply)
 
     try:
@@ -514,7 +524,8 @@ def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int
 def _layout(chromium: str, page: Path, tmp_path: Path, width: int, screenshot: Path | None = None) -> dict[str, Any]:
     value, console = _devtools(chromium, page, tmp_path, width, 2000, LAYOUT_PROBE, screenshot)
     assert console == []
-    return json.loads(value)
+    layout: dict[str, Any] = json.loads(value)
+    return layout
 
 
 #: Agent names as long as plugins' get, one with spaces and one without.
@@ -631,3 +642,40 @@ def test_runs_on_one_point_of_the_cost_chart_are_set_side_by_side(tmp_path: Path
         assert group, f"no marker of run {i}"
         centres.append(re.findall(r'<use [^>]*x="([\d.]+)"', group.group(1)))
     assert centres[0] and centres[1] and centres[0] != centres[1]
+
+
+#: The runs table's width and that of the box it scrolls in, as JSON.
+RUNS_TABLE_PROBE = """(function () {
+  var box = document.querySelector("table.runs").parentElement;
+  return JSON.stringify({innerWidth: window.innerWidth, box: box.clientWidth, table: box.scrollWidth});
+})()"""
+
+
+def test_chromium_locomo_runs_table_fits_a_desktop_window(shared_data: Path, tmp_path: Path) -> None:
+    """LoCoMo's five metrics (locomo_f1_no_adv, session_hit@5, ...) made the runs table 1,300
+    pixels wide: it scrolled in a 1280-pixel window. Here a real LoCoMo run beside one as an
+    LLM run of the whole release gives it (intervals, a judge, millions of tokens)."""
+    from memplug.runner import Evaluation, RunSpec
+
+    chromium = _chromium()
+    spec = RunSpec(agent="bm25", dataset="locomo", data=str(shared_data / "locomo" / "locomo_conv26.json"))
+    offline = Evaluation(spec).run(output=tmp_path / "runs")
+    with_llm = Path(shutil.copytree(offline, tmp_path / "runs" / "20260101-000000-hybrid-locomo"))
+
+    def edit(s: dict[str, Any]) -> None:
+        s["run_id"], s["agent"] = with_llm.name, "hybrid"
+        s["llm"].update(calls=1986, cache_hits=12, prompt_tokens=3_456_789, completion_tokens=23_456, cost_usd=1.2345)
+        s["metrics"]["overall"]["judge"], s["n"]["overall"]["judge"] = 0.61234, 1986
+        for metric in s["metrics"]["overall"]:
+            s["ci"]["overall"][metric] = [0.3123, 0.4012]
+
+    _edit_json(with_llm / "summary.json", edit)
+    _edit_json(with_llm / "run.json", lambda r: r.update(run_id=with_llm.name))
+    page = write_html([offline, with_llm], tmp_path / "report.html")
+    value, console = _devtools(chromium, page, tmp_path, DESKTOP, 1000, RUNS_TABLE_PROBE)
+    assert console == []
+    layout = json.loads(value)
+    assert layout["innerWidth"] == DESKTOP
+    assert layout["table"] <= layout["box"], layout
+    # the heads wrap after a separator: the whole name is the title
+    assert '<th class="num" title="locomo_f1_no_adv">locomo_<wbr>f1_<wbr>no_<wbr>adv</th>' in page.read_text("utf-8")

@@ -1,5 +1,10 @@
-"""`python -m memplug.cli` runs the command line (handy in subprocess tests)."""
+"""`python -m memplug.cli` runs the command line as the `memplug` command does (handy in
+subprocess tests), its exit status standing against a late Ctrl-C (memplug._exitstatus)."""
 
-from memplug.cli import main
+from memplug import _exitstatus
 
-main()
+_exitstatus.install()
+
+from memplug.cli import main  # noqa: E402  (after install: see memplug._exitstatus)
+
+_exitstatus.run(main)

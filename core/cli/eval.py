@@ -171,7 +171,12 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
               if executor or workers or any(v is not None for v in (address, llm_limit, llm_tpm, ray_runtime_env))
               else None)
     with runner or contextlib.nullcontext():
-        paths = _run_repeats(spec, repeats, output, resume, quiet, verbose, runner)
+        try:
+            paths = _run_repeats(spec, repeats, output, resume, quiet, verbose, runner)
+        except KeyboardInterrupt:
+            if runner is not None:  # the process ends at once after the line (memplug.cli.main)
+                runner.close(now=True)
+            raise
     if not quiet:
         from memplug.cli.report import print_tables
 

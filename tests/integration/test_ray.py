@@ -6,8 +6,11 @@ mid-sample finish with every question once, and --llm-limit holds across workers
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,6 +107,86 @@ def test_ray_listens_on_loopback_only(ray_cluster):
     assert _listening_outside_loopback() == []
 
 
+KILLED_DRIVER = """
+import sys, time
+from memplug.executors import RayExecutor
+RayExecutor(num_cpus=1, workers=1).start()
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_killed_drivers_ray_processes_end_within_seconds():
+    """After a SIGKILL of `memplug eval --executor ray`, ray::DashboardAgent and
+    ray::RuntimeEnvAgent (about 200 MB) lived on for one to two minutes (issue 26): the
+    raylet's children do not die with the driver as the raylet does. memplug.ray_reaper
+    ends them."""
+    from memplug import ray_reaper
+
+    driver = subprocess.Popen([sys.executable, "-c", KILLED_DRIVER], stdout=subprocess.PIPE, text=True,
+                              stderr=subprocess.DEVNULL, env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"})
+    try:
+        assert driver.stdout is not None and driver.stdout.readline() == "ready\n"
+        table = ray_reaper.processes()
+        session = ray_reaper.descendants({(driver.pid, table[driver.pid][1])}, table) - {
+            (driver.pid, table[driver.pid][1])}
+        agents = [pid for pid, _ in session
+                  if Path(f"/proc/{pid}/cmdline").read_bytes().startswith((b"ray::DashboardAgent",
+                                                                           b"ray::RuntimeEnvAgent"))]
+        assert len(agents) == 2 and len(session) >= 6  # gcs, raylet, the agents, a worker, the reaper...
+    finally:
+        driver.kill()
+        driver.wait()
+    t0 = time.monotonic()
+    while ray_reaper.descendants(session, ray_reaper.processes()) and time.monotonic() - t0 < 30:
+        time.sleep(0.1)
+    elapsed, left = time.monotonic() - t0, ray_reaper.descendants(session, ray_reaper.processes())
+    assert not left, f"{len(left)} of the session's processes alive after 30 s"
+    assert elapsed < 5, elapsed
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_ctrl_c_on_ray_stops_within_a_second(testkit_env, tmp_path, times):
+    """Ctrl-C took up to 5 s on Ray (the cancelled samples waited for, the workers closed one
+    by one, ray.shutdown()); now as in process: the records kept, one line naming the
+    directory to resume, exit 130, and a second Ctrl-C changes nothing but the wait. What
+    Ray started here ends with the process (memplug.ray_reaper)."""
+    import signal
+
+    from memplug import ray_reaper
+
+    env = {k: v for k, v in testkit_env.items() if k != "RAY_ADDRESS"}
+    process = subprocess.Popen([sys.executable, "-m", "memplug.cli", "eval", "--agent", "lookup", "--dataset",
+                                "counting", "-o", "samples=2000", "-o", "delay=0.05", "--executor", "ray",
+                                "--workers", "1", "--quiet"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not [p for p in tmp_path.glob("runs/*/samples.jsonl") if p.read_bytes().count(b"\n") >= 20]:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    table = ray_reaper.processes()
+    session = ray_reaper.descendants({(process.pid, table[process.pid][1])}, table)
+    t0 = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    if times == 2:
+        time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    elapsed = time.monotonic() - t0
+    (path,) = (tmp_path / "runs").iterdir()
+    assert process.returncode == 130, err
+    assert err == f"memplug: interrupted; finish the run with: memplug eval --resume runs/{path.name}\n"
+    assert elapsed < 1.5, elapsed
+    run = RunDir(path)
+    outcome = run.summary().outcome
+    assert run.info().status == "interrupted" and outcome is not None and outcome.status == "interrupted"
+    assert outcome.n_answered == len(run.records()) >= 20
+    deadline = time.monotonic() + 10
+    while ray_reaper.descendants(session, ray_reaper.processes()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not ray_reaper.descendants(session, ray_reaper.processes())
+
+
 def test_sweep_cli_on_ray_matches_local(ray_cluster, tmp_path):
     """`memplug sweep --executor ray`: each cell's records and summary as a local sweep's."""
     from click.testing import CliRunner
@@ -141,10 +224,11 @@ def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, t
     with RayExecutor(llm_limit={"*": 1}) as executor:
         path = Evaluation(spec).run(output=tmp_path, executor=executor)
         stats = executor.limiter_stats()
-        assert RunDir(path).summary().outcome.status == "finished"
+        outcome = RunDir(path).summary().outcome
+        assert outcome is not None and outcome.status == "finished"
         assert len(openai_stub.chat_requests) >= 12
         assert openai_stub.max_in_flight == 1
-        assert stats["peak"] == {"openai/stub": 1}
+        assert stats is not None and stats["peak"] == {"openai/stub": 1}
 
         # a failure no question can get past (the key refused), met in a worker, stops the run as locally
         stopped = Evaluation(attrs.evolve(spec, seed=1))
@@ -152,7 +236,7 @@ def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, t
         with pytest.raises(RunStopped) as caught:
             stopped.run(output=tmp_path / "stopped", executor=executor)
     assert "401" in str(caught.value) and "Traceback" not in str(caught.value)
-    run = RunDir(caught.value.run_dir).info()
+    run = RunDir(Path(caught.value.run_dir)).info()
     assert run.status in ("failed", "partial") and run.outcome is not None and "401" in str(run.outcome.stopped)
 
 
@@ -166,33 +250,33 @@ def test_llm_tpm_is_one_budget_for_all_workers(ray_cluster, openai_stub, monkeyp
         path = Evaluation(spec).run(output=tmp_path, executor=executor)
         stats = executor.limiter_stats()
     run = RunDir(path)
-    assert run.summary().outcome.status == "finished"
+    outcome = run.summary().outcome
+    assert outcome is not None and outcome.status == "finished"
     assert run.info().resolved["executor"]["llm_tpm"] == {"openai/stub": 10_000_000}
     usage = [r.usage for r in run.records()]
+    assert stats is not None
     assert stats["tokens_used"] == {"openai/stub": sum(u.prompt_tokens + u.completion_tokens for u in usage if u)} != {}
 
 
 def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
     spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "16"}, concurrency=2)
     local = Evaluation(spec).run(output=tmp_path / "local")
-    executor = pool
-    if True:
-        assert len(executor.actors) == 2
-        sharded = Evaluation(spec).run(output=tmp_path / "ray", executor=executor)
-        assert comparable_records(sharded) == comparable_records(local)
-        _same_summary(sharded, local)
-        for name in ("run.json", "samples.jsonl", "summary.json"):
-            assert (sharded / name).is_file() and (local / name).is_file()
-        assert not (sharded / "work").exists()  # bm25 stores nothing on disk, locally or on a worker
-        # what the agent stored: written by the driver from what the workers returned, as locally
-        assert sorted((sharded / "stored.jsonl").read_text().splitlines()) == \
-            sorted((local / "stored.jsonl").read_text().splitlines())
+    assert len(pool.actors) == 2
+    sharded = Evaluation(spec).run(output=tmp_path / "ray", executor=pool)
+    assert comparable_records(sharded) == comparable_records(local)
+    _same_summary(sharded, local)
+    for name in ("run.json", "samples.jsonl", "summary.json"):
+        assert (sharded / name).is_file() and (local / name).is_file()
+    assert not (sharded / "work").exists()  # bm25 stores nothing on disk, locally or on a worker
+    # what the agent stored: written by the driver from what the workers returned, as locally
+    assert sorted((sharded / "stored.jsonl").read_text().splitlines()) == \
+        sorted((local / "stored.jsonl").read_text().splitlines())
 
-        # a run killed half-way: its last records and its summary lost; --resume on Ray finishes it
-        lines = (sharded / "samples.jsonl").read_bytes().splitlines(keepends=True)
-        (sharded / "samples.jsonl").write_bytes(b"".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:7])
-        (sharded / "summary.json").unlink()
-        resumed = Evaluation(spec).run(resume=sharded, executor=executor)
+    # a run killed half-way: its last records and its summary lost; --resume on Ray finishes it
+    lines = (sharded / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (sharded / "samples.jsonl").write_bytes(b"".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:7])
+    (sharded / "summary.json").unlink()
+    resumed = Evaluation(spec).run(resume=sharded, executor=pool)
     keys = _keys(resumed)
     assert len(keys) == len(set(keys)) == 16
     assert comparable_records(resumed) == comparable_records(local)
@@ -202,8 +286,9 @@ def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
 
 def test_killed_worker_is_replaced_and_its_samples_rerun(pool, testkit, tmp_path):
     marker = tmp_path / "died"
-    base = dict(agent="lookup", dataset="counting", dataset_options={"samples": "8", "questions": "3"},
-                concurrency=2, agent_options={"delay": "0.05"})
+    base: dict[str, Any] = dict(agent="lookup", dataset="counting",
+                                dataset_options={"samples": "8", "questions": "3"},
+                                concurrency=2, agent_options={"delay": "0.05"})
     local = Evaluation(RunSpec(**base)).run(output=tmp_path / "local")
     spec = RunSpec(**{**base, "agent_options": {"delay": "0.05", "die_once": str(marker)}})
     before = pool.worker_pids()

@@ -1,0 +1,1 @@
+../../core/ray_reaper.py
