@@ -12,6 +12,12 @@ must be an API model (``--embedder litellm:<model>``; Cognee cannot take an in-p
 embedder). Cognee calls litellm itself, so its calls do not pass through memplug's
 cache and are not in memplug's token counts; ``Recall.meta`` says so.
 
+With ``--llm local`` Cognee is given the local model's server (started here, its URL and
+key) as an OpenAI-compatible endpoint, and with ``--embedder litellm:local`` that server's
+embedding model (the same GGUF, mean-pooled). The model is registered with litellm as
+taking a response schema, so that Cognee sends its pydantic schemas as ``response_format``,
+which the server turns into a grammar (:func:`memplug.llm.local.with_defaults`).
+
 Storage: Cognee's configuration and engines are process-wide, and memplug runs
 samples concurrently, so one Cognee system root serves the whole run (the run's
 ``work/cognee`` folder) and each sample is a Cognee dataset of its own. Cognee keeps
@@ -47,6 +53,7 @@ from memplug.adapters.external import (
     require_llm,
 )
 from memplug.errors import MemplugError
+from memplug.llm import local
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.preflight import requires_llm
@@ -83,12 +90,36 @@ def configure_cognee(config: AgentConfig, root: Path) -> None:
             "set --embedder litellm:<model> (e.g. litellm:openai/text-embedding-3-small)"
         )
     endpoint = api_base(config)
+    model, key = llm.model, llm.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
+    server = llm.local_server() if llm.local is not None else None
+    if local.is_local(embed_model) and (server is None or local.LocalModel.parse(embed_model) != server.model):
+        raise MemplugError(f"agent 'cognee' embeds with a local model only with the same --llm: "
+                           f"set --llm {embed_model}, or --embedder litellm:<model> of an API")
     dim = RunEmbedder(config).dim  # the real dimension, so Cognee's vector tables match
     cognee.config.set_llm_provider("custom")
-    cognee.config.set_llm_model(llm.model)
-    cognee.config.set_llm_endpoint(endpoint or "")
-    cognee.config.set_llm_api_key(llm.api_key or os.environ.get("OPENAI_API_KEY") or "unused")
+    if server is None:
+        cognee.config.set_llm_model(model)
+        cognee.config.set_llm_endpoint(endpoint or "")
+        cognee.config.set_llm_api_key(key)
+    else:  # litellm's openai/ route to the server, which gives each call its reply cap
+        import litellm
+
+        cognee.config.set_llm_model(f"openai/{server.alias}")
+        cognee.config.set_llm_endpoint(server.url)
+        cognee.config.set_llm_api_key(server.key)
+        # Cognee sends the schema as response_format only to models litellm lists as taking
+        # one, else a bare json_object with the schema in the prompt, which the 135M model
+        # echoed back instead of filling (3 retries, then cognify failed); the server turns
+        # it into a grammar (memplug.llm.local.with_defaults)
+        litellm.register_model({f"openai/{server.alias}": {
+            "litellm_provider": "openai", "mode": "chat", "supports_response_schema": True,
+            "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+            "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0}})
     provider, name = provider_and_name(embed_model)
+    if server is not None and local.is_local(embed_model):
+        name, endpoint, key = server.embedding_alias, server.url, server.key
+        # what the embedding model takes (Cognee, finding no tokenizer for it, assumes 4,096)
+        cognee.config.set_embedding_config({"embedding_max_completion_tokens": local.EMBEDDING_WINDOW})
     if endpoint:  # Cognee's own client for OpenAI-compatible servers; it sends no `dimensions`
         cognee.config.set_embedding_provider("openai_compatible")
         cognee.config.set_embedding_model(name)
@@ -96,7 +127,7 @@ def configure_cognee(config: AgentConfig, root: Path) -> None:
     else:
         cognee.config.set_embedding_provider(provider)
         cognee.config.set_embedding_model(embed_model)
-    cognee.config.set_embedding_api_key(llm.api_key or os.environ.get("OPENAI_API_KEY") or "unused")
+    cognee.config.set_embedding_api_key(key)
     cognee.config.set_embedding_dimensions(dim)
     cognee.config.system_root_directory(str(root / "system"))
     cognee.config.data_root_directory(str(root / "data"))

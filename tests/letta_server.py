@@ -59,7 +59,8 @@ def missing() -> str | None:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def tail(path: Path, lines: int = 60) -> str:
@@ -132,15 +133,18 @@ class LettaServer:
     is ``server.log`` (kept in ``folder`` until the context closes).
     """
 
-    def __init__(self, llm_base_url: str, port: int = 0, startup_timeout: float = 240.0) -> None:
+    def __init__(self, llm_base_url: str, port: int = 0, startup_timeout: float = 240.0,
+                 llm_api_key: str = "sk-letta-test") -> None:
         self.llm_base_url = llm_base_url
+        #: the key the server sends the LLM endpoint (memplug's local model checks its own)
+        self.llm_api_key = llm_api_key
         self.port = port or free_port()
         self.startup_timeout = startup_timeout
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.folder = Path(tempfile.mkdtemp(prefix="memplug-letta-"))
         self.log = self.folder / "letta-server.log"
         self.postgres = Postgres(self.folder)
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         #: seconds each step took: postgres, migrations, server
         self.timings: dict[str, float] = {}
 
@@ -157,7 +161,7 @@ class LettaServer:
             "LETTA_PG_URI": self.postgres.uri if migrations else self.postgres.socket_uri,
             # the OpenAI provider, at the given OpenAI-compatible URL: its models are then
             # named openai-proxy/<id> (the adapter's -o model=)
-            "OPENAI_API_KEY": "sk-letta-test",
+            "OPENAI_API_KEY": self.llm_api_key,
             "OPENAI_BASE_URL": self.llm_base_url,
             # Outbound HTTP goes to a closed loopback port, so it fails at once and never leaves
             # the machine. The one attempt seen is at start-up: nltk.download("punkt_tab"),
@@ -244,6 +248,7 @@ def main() -> None:
         raise SystemExit(reason)
     with LettaServer(args.llm_base_url, port=args.port) as server:
         print(f"Letta {VERSION} at {server.base_url} (log: {server.log}; {server.timings}); Ctrl-C stops it", flush=True)
+        assert server.process is not None  # started by __enter__
         try:
             server.process.wait()
         except KeyboardInterrupt:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from typing import Any
 
 import pytest
 
 from memplug.errors import MemplugError, MissingExtra
 from memplug.llm import LLM, local
-from memplug.llm.retry import Fatal, Unanswered
+from memplug.llm.retry import Unanswered
 from openai_stub import OpenAIStub
 
 #: the body llama_cpp.server answers a prompt longer than the window with (its errors.py)
@@ -79,7 +80,8 @@ def test_a_local_llm(gguf):
     model's, and a cache key from the file's content, not from one run's port."""
     llm = LLM(f"local:{gguf}", api_base="http://elsewhere:1/v1", concurrency=8)
     assert llm.concurrency == 1 and llm.api_base is None and llm.direct
-    assert llm.calls.model.startswith("local/sha256:") and llm.calls.model.endswith(f"max_tokens={local.MAX_TOKENS}")
+    assert llm.calls.model.startswith("local/sha256:") and llm.calls.model.endswith(
+        f"/max_tokens={local.MAX_TOKENS}/schema={local.SCHEMA_ITEMS},{local.SCHEMA_CHARS},{local.SCHEMA_MAX_TOKENS}")
     gguf.write_bytes(b"GGUF" + bytes(61))  # another file: another key
     assert LLM(f"local:{gguf}").calls.model != llm.calls.model
     with pytest.raises(MemplugError, match="is not a local model"):
@@ -97,35 +99,62 @@ SCHEMA = {"type": "object", "properties": {"correct": {"type": "boolean"}}, "req
 
 
 class _Served:
-    """What LocalTransport reads of a server: its alias, URL and key."""
+    """What LocalTransport reads of a server: its aliases, URL and key."""
 
     def __init__(self, url: str) -> None:
-        self.alias, self.url, self.key = "tiny", url, "k" * 32
+        self.alias, self.embedding_alias, self.url, self.key = "tiny", "tiny-embedding", url, "k" * 32
 
 
-def test_transport_defaults(monkeypatch):
-    """A reply of at most MAX_TOKENS unless the caller says otherwise, the server's key as
-    Bearer, OpenAI's json_schema as llama_cpp.server's json_object with a schema, the window
-    error in memplug's words, and no embeddings."""
-    with OpenAIStub(reply="ok") as stub:
-        async def calls() -> None:
+def test_request_defaults():
+    """What the server does to every chat request, whoever sends it: a reply of at most
+    MAX_TOKENS (SCHEMA_MAX_TOKENS with a schema) unless the caller says otherwise, and
+    OpenAI's json_schema as llama_cpp.server's json_object with the schema, bounded."""
+    hi = [{"role": "user", "content": "hi"}]
+    assert local.with_defaults({"messages": hi}) == {"messages": hi, "max_tokens": local.MAX_TOKENS}
+    assert local.with_defaults({"messages": hi, "max_completion_tokens": 7}) == {"messages": hi, "max_tokens": 7}
+    asked = {"messages": hi, "max_tokens": 9, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "Verdict", "schema": SCHEMA, "strict": True}}}
+    sent = local.with_defaults(asked)
+    assert sent["response_format"] == {"type": "json_object", "schema": SCHEMA} and sent["max_tokens"] == 9
+    assert local.with_defaults(sent) == sent  # once is enough: memplug's calls and the server's both apply it
+    edges: dict[str, Any] = {"type": "object", "properties": {"edges": {"type": "array", "items": {"$ref": "#/$defs/Edge"}}},
+             "$defs": {"Edge": {"type": "object", "properties": {
+                 "fact": {"type": "string"}, "when": {"anyOf": [{"type": "string", "format": "date-time"},
+                                                                 {"type": "null"}]},
+                 "kind": {"type": "string", "enum": ["a", "b"]}, "note": {"type": "string", "maxLength": 9}}}}}
+    sent = local.with_defaults({"messages": hi, "response_format": {"type": "json_object", "schema": edges}})
+    assert sent["max_tokens"] == local.SCHEMA_MAX_TOKENS
+    bounded = sent["response_format"]["schema"]
+    assert bounded["properties"]["edges"]["maxItems"] == local.SCHEMA_ITEMS
+    edge = bounded["$defs"]["Edge"]["properties"]
+    assert edge["fact"]["maxLength"] == local.SCHEMA_CHARS and edge["note"]["maxLength"] == 9
+    assert edge["when"] == edges["$defs"]["Edge"]["properties"]["when"]  # a format has its own grammar
+    assert "maxLength" not in edge["kind"]
+    assert "maxLength" not in edges["$defs"]["Edge"]["properties"]["fact"]  # the caller's schema is left as it was
+    plain = local.with_defaults({"messages": hi, "response_format": {"type": "json_object"}})
+    assert plain["max_tokens"] == local.MAX_TOKENS and plain["response_format"] == {"type": "json_object"}
+    called = {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function"}]}
+    sent = local.with_defaults({"messages": [*hi, called, {"role": "tool", "tool_call_id": "c", "content": "x"}]})
+    assert sent["messages"][1] == {**called, "content": ""} and sent["messages"][2]["content"] == "x"
+
+
+def test_transport(monkeypatch):
+    """The server's key as Bearer and its chat alias, embeddings from its embedding alias,
+    and the window error in memplug's words."""
+    with OpenAIStub(reply="ok", embed_dim=8) as stub:
+        async def calls() -> list[list[float]]:
             transport = local.LocalTransport(_Served(stub.base_url), timeout=5)  # type: ignore[arg-type]
             try:
                 await transport.chat({"messages": [{"role": "user", "content": "hi"}]})
-                await transport.chat({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 7})
-                await transport.chat({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 9,
-                                      "response_format": {"type": "json_schema", "json_schema": {
-                                          "name": "Verdict", "schema": SCHEMA, "strict": True}}})
-                with pytest.raises(Fatal, match="not embeddings"):
-                    await transport.embed(["x"])
+                vectors, _, _ = await transport.embed(["x", "y"])
+                return vectors
             finally:
                 await transport.aclose()
 
-        asyncio.run(calls())
-    sent = stub.chat_requests
-    assert [b["max_tokens"] for b in sent] == [local.MAX_TOKENS, 7, 9]
-    assert sent[2]["response_format"] == {"type": "json_object", "schema": SCHEMA}  # the server's dialect
-    assert not any("max_completion_tokens" in b for b in sent) and {b["model"] for b in sent} == {"tiny"}
+        vectors = asyncio.run(calls())
+    assert len(vectors) == 2 and len(vectors[0]) == 8
+    assert [b["model"] for b in stub.chat_requests] == ["tiny"]
+    assert [b["model"] for p, b, _ in stub.log if p.endswith("/embeddings")] == ["tiny-embedding"]
     assert {auth for _, _, auth in stub.log} == {"Bearer " + "k" * 32}
 
     async def too_long(self, body):  # the server's 400, as OpenAITransport classifies it
@@ -138,10 +167,10 @@ def test_transport_defaults(monkeypatch):
 
 
 def test_timeout_fits_the_measured_speed(gguf):
-    """MARGIN times a full window's prompt and a MAX_TOKENS reply; a longer --llm-timeout wins."""
+    """MARGIN times a full window's prompt and a SCHEMA_MAX_TOKENS reply; a longer --llm-timeout wins."""
     server = local.LocalServer(local.LocalModel.parse(f"local:{gguf}"))
     server.info, server.speed = {"window": 8192}, local.Speed(prompt_tps=512.0, generation_tps=64.0)
-    assert server.call_timeout(60.0) == local.MARGIN * (8192 / 512 + local.MAX_TOKENS / 64)  # 96 s
+    assert server.call_timeout(60.0) == local.MARGIN * (8192 / 512 + local.SCHEMA_MAX_TOKENS / 64)  # 144 s
     assert server.call_timeout(500.0) == 500.0
 
 
@@ -159,7 +188,7 @@ def test_one_server_per_model_stopped_by_its_last_llm(gguf, monkeypatch):
     reader, judge = LLM(f"local:{gguf}", timeout=5, deadline=30), LLM(f"local:{gguf}", timeout=5, deadline=30)
     assert reader.local_server() is judge.local_server() is reader.local_server()
     assert events == ["start"]
-    fitted = local.MARGIN * (1024 / 100 + local.MAX_TOKENS / 10)  # 337.9 s
+    fitted = local.MARGIN * (1024 / 100 + local.SCHEMA_MAX_TOKENS / 10)  # 645.1 s
     assert reader.policy.timeout == pytest.approx(fitted, abs=0.1) == reader.policy.deadline
     assert reader.local_info is not None and reader.local_info["timeout_s"] == reader.policy.timeout
     assert reader.local_info["sha256"] == local.LocalModel.parse(f"local:{gguf}").sha256

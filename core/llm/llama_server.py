@@ -11,6 +11,14 @@ module of memplug's instead of ``python -m llama_cpp.server``:
 - the server reads its stdin until end of file and then exits: when the parent dies in any
   way (Ctrl-C, an error, ``os._exit``, SIGKILL) its end of the pipe closes, so no server
   outlives the run that started it;
+- it serves the same GGUF a second time for ``/embeddings`` (alias ``embedding_alias``,
+  mean-pooled, loaded on the first such request) and keeps both loaded: llama_cpp.server's
+  own proxy holds one model at a time, reloading on every switch, which would drop the chat
+  model's prompt cache each time an embedding request came between two chats (Cognee
+  alternates them);
+- it gives every chat request the local model's defaults (a reply cap, schemas in the
+  server's dialect and bounded: :func:`memplug.llm.local.with_defaults`), whichever client
+  sent it: Cognee and Letta call the server themselves, not through memplug's LLM;
 - once the model is loaded it writes one JSON line on stdout with what run.json records
   (llama.cpp's version, the window and the model's trained window), then sends stdout to
   stderr, so that the server's own prints can never fill a pipe nobody reads.
@@ -24,7 +32,11 @@ import os
 import socket
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import llama_cpp
+    from llama_cpp.server.model import LlamaProxy
 
 
 def _exit_with_parent() -> None:
@@ -34,6 +46,82 @@ def _exit_with_parent() -> None:
             pass
     finally:
         os._exit(0)
+
+
+def _keep_both(proxy: "LlamaProxy", alias: str, load: "Any") -> "LlamaProxy":
+    """``proxy`` (the chat model, loaded) answering ``alias`` with the embedding model that
+    ``load()`` makes on first use, neither ever unloaded for the other."""
+    from llama_cpp.server.model import LlamaProxy
+    from llama_cpp.server.settings import ModelSettings
+
+    class KeepBoth(LlamaProxy):
+        # no super().__init__(): the chat model is already loaded in ``proxy``
+        def __init__(self) -> None:
+            self.__dict__.update(proxy.__dict__)
+            chat = self._default_model_settings
+            self._model_settings_dict = {**proxy._model_settings_dict, alias: ModelSettings(
+                model=chat.model, model_alias=alias, embedding=True)}
+            self._embedder: llama_cpp.Llama | None = None
+
+        def __call__(self, model: str | None = None) -> "llama_cpp.Llama":
+            if model != alias:
+                return super().__call__(None)  # the chat model, whatever else was named
+            if self._embedder is None:
+                self._embedder = load()
+            return self._embedder
+
+        def free(self) -> None:
+            if self._embedder is not None:
+                self._embedder.close()
+            super().free()
+
+    return KeepBoth()
+
+
+def _with_defaults(app: Any, embedding_alias: str) -> Any:
+    """``app`` with :func:`memplug.llm.local.with_defaults` applied to the JSON body of every
+    chat completion request, whoever sends it (memplug's LLM, litellm inside Cognee, Letta's
+    server), and every ``/embeddings`` request sent to the embedding model whatever model it
+    names (Letta's server asks for its own handle's, ``text-embedding-3-small``): a plain
+    ASGI wrapper that reads the body, rewrites it and hands it on."""
+    from memplug.llm.local import with_defaults
+
+    def rewrite(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return with_defaults(body) if path.endswith("/chat/completions") else {**body, "model": embedding_alias}
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or scope["method"] != "POST" or not path.endswith(("/chat/completions",
+                                                                                        "/embeddings")):
+            await app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left: nothing to answer
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        raw = b"".join(chunks)
+        try:
+            body = json.loads(raw)
+            if isinstance(body, dict):
+                raw = json.dumps(rewrite(path, body)).encode()
+        except ValueError:
+            pass  # not JSON: the server answers it as it would
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # type: ignore[no-any-return]
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+        await app({**scope, "headers": [*headers, (b"content-length", str(len(raw)).encode())]}, replay, send)
+
+    return wrapped
 
 
 def main() -> None:
@@ -46,6 +134,15 @@ def main() -> None:
     import uvicorn
     from llama_cpp.server import app as server_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    # llama-cpp-python 0.3.36's JSON-schema grammar lets a string hold raw control characters
+    # (its `char` rule is [^"\\]); llama.cpp's own converter (common/json-schema-to-grammar.cpp)
+    # excludes them, as JSON does. Cognee's pydantic parser refused a summary with a raw line
+    # break ("Invalid JSON: control character"), so the rule is llama.cpp's here.
+    from llama_cpp import llama_grammar
+
+    llama_grammar.PRIMITIVE_RULES["char"] = llama_grammar.BuiltinRule(
+        r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])', [])
 
     window = int(settings["window"])
     if window == 0:  # the model's trained window, at most the cap: read from its metadata alone
@@ -66,6 +163,11 @@ def main() -> None:
     app = server_app.create_app(server_settings=ServerSettings(api_key=settings["key"]), model_settings=[model])
     loaded = server_app._llama_proxy  # create_app loaded the model into it
     assert loaded is not None
+    embedding_window = int(settings["embedding_window"])
+    server_app._llama_proxy = _keep_both(loaded, settings["embedding_alias"], lambda: llama_cpp.Llama(
+        settings["model"], embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+        n_ctx=embedding_window, n_batch=embedding_window, n_ubatch=embedding_window,
+        n_threads=settings["threads"], n_threads_batch=settings["threads"], seed=0, verbose=False))
     live = loaded()
     print(json.dumps({
         "llama_cpp_python": version("llama-cpp-python"),
@@ -74,10 +176,14 @@ def main() -> None:
         "window_trained": live._model.n_ctx_train(),
         "cpu_features": llama_cpp.llama_print_system_info().decode().strip(" |"),
         "name": live.metadata.get("general.name"),
+        "embedding_alias": settings["embedding_alias"],
+        "embedding_window": embedding_window,
+        "embedding_pooling": "mean",
     }), flush=True)
     os.dup2(2, 1)  # from here on the server's prints go to its log
     sock = socket.socket(fileno=int(settings["fd"]))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
+    served = _with_defaults(app, settings["embedding_alias"])
+    server = uvicorn.Server(uvicorn.Config(served, log_level="warning", timeout_graceful_shutdown=1))
     asyncio.run(server.serve(sockets=[sock]))
 
 

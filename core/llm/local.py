@@ -14,7 +14,10 @@ the slowest possible call only repeats the work: on 2 cores Mem0's first 8,700-t
 took over 60 s, timed out and was retried 7 times in 10 minutes before this.
 
 Every LLM on the same model shares one server (the reader and the judge); the last to close
-stops it, atexit stops any left, and the child exits by itself when its parent dies.
+stops it, atexit stops any left, and the child exits by itself when its parent dies. The
+server gives every chat request the defaults of :func:`with_defaults` (Cognee and Letta's
+server call it directly, not through memplug's LLM), and serves the same GGUF as an
+embedding model (``--embedder litellm:local``).
 
 Settings, read when the server starts and recorded in run.json:
 
@@ -56,7 +59,7 @@ from typing import Any
 import attrs
 
 from memplug.errors import MemplugError, MissingExtra
-from memplug.llm.retry import Fatal, Unanswered
+from memplug.llm.retry import Unanswered
 from memplug.llm.transport import OpenAITransport
 from memplug.llm.usage import Completion, Embedded
 
@@ -72,6 +75,19 @@ WINDOW_CAP = 8192
 #: the reply's length when the caller sets none: a 135M model left to itself can repeat a
 #: line until the window is full (minutes of generation on a CPU; seen in JSON mode)
 MAX_TOKENS = 512
+#: a reply that follows a JSON schema: at most this many items per array and characters per
+#: free-text string (bounds added to the schema's grammar where it sets none), and this many
+#: tokens when the caller sets none. Without bounds the 135M model filled graphiti's
+#: ExtractedEdges list with invented edges until the 512-token cap cut its JSON short; with
+#: them the grammar closes every string and array, and the reply ends as JSON within the
+#: cap unless nearly every string is filled (graphiti's four replies on the tests' short
+#: conversation took under 700 tokens together)
+SCHEMA_ITEMS = 8
+SCHEMA_CHARS = 200
+SCHEMA_MAX_TOKENS = 2048
+#: the embedding model's window: longer texts are cut to it (llama.cpp's ``truncate``); the
+#: same GGUF loaded a second time with mean pooling, a window that fits its batch
+EMBEDDING_WINDOW = 2048
 #: below this file size a model generates on one thread (see the module's docstring)
 SMALL_MODEL_BYTES = 1 << 30
 #: bytes of earlier prompts' states kept by the server's prompt cache
@@ -183,9 +199,11 @@ class LocalModel:
 
     @property
     def identity(self) -> str:
-        """The model's name in cache keys: its file's content and the default reply length,
-        never the port of one run's server, so a rerun is served from the cache."""
-        return f"local/sha256:{self.sha256[:16]}/max_tokens={MAX_TOKENS}"
+        """The model's name in cache keys: its file's content, the default reply lengths and
+        the schema bounds (all change replies), never the port of one run's server, so a
+        rerun is served from the cache."""
+        return (f"local/sha256:{self.sha256[:16]}/max_tokens={MAX_TOKENS}"
+                f"/schema={SCHEMA_ITEMS},{SCHEMA_CHARS},{SCHEMA_MAX_TOKENS}")
 
 
 @attrs.frozen
@@ -203,6 +221,8 @@ class LocalServer:
         self.model = model
         self.key = secrets.token_hex(16)  # the server answers no one else on the machine
         self.alias = model.gguf.stem
+        #: the same GGUF served for ``/embeddings`` (Cognee's embedder, ``--embedder litellm:local``)
+        self.embedding_alias = self.alias + "-embedding"
         self.url = ""
         self.info: dict[str, Any] = {}
         self.speed: Speed | None = None
@@ -219,7 +239,8 @@ class LocalServer:
         port = listener.getsockname()[1]
         self._log = tempfile.NamedTemporaryFile(prefix="memplug-llama-", suffix=".log", delete=False)
         settings = {"model": str(self.model.gguf), "alias": self.alias, "window": self.model.window,
-                    "window_cap": WINDOW_CAP, "threads": self.model.threads,
+                    "window_cap": WINDOW_CAP, "embedding_alias": self.embedding_alias,
+                    "embedding_window": EMBEDDING_WINDOW, "threads": self.model.threads,
                     "generation_threads": self.model.generation_threads, "cache_bytes": CACHE_BYTES,
                     "key": self.key, "fd": listener.fileno()}
         started = time.monotonic()
@@ -311,10 +332,11 @@ class LocalServer:
 
     def call_timeout(self, given: float) -> float:
         """Seconds one call may take: :data:`MARGIN` times a full window's prompt and a
-        :data:`MAX_TOKENS` reply at the measured speeds, or ``given`` when that is longer."""
+        :data:`SCHEMA_MAX_TOKENS` reply (the longest default) at the measured speeds, or
+        ``given`` when that is longer."""
         assert self.speed is not None
         window = int(self.info["window"])
-        slowest = window / self.speed.prompt_tps + MAX_TOKENS / self.speed.generation_tps
+        slowest = window / self.speed.prompt_tps + SCHEMA_MAX_TOKENS / self.speed.generation_tps
         return max(given, round(MARGIN * slowest, 1))
 
     def describe(self) -> dict[str, Any]:
@@ -322,6 +344,7 @@ class LocalServer:
         return {"gguf": str(self.model.gguf), "sha256": self.model.sha256, "bytes": self.model.gguf.stat().st_size,
                 **self.info, "threads": self.model.threads, "generation_threads": self.model.generation_threads,
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "passive"), "max_tokens": MAX_TOKENS,
+                "schema_bounds": {"items": SCHEMA_ITEMS, "chars": SCHEMA_CHARS, "max_tokens": SCHEMA_MAX_TOKENS},
                 "prompt_tps": self.speed.prompt_tps if self.speed else None,
                 "generation_tps": self.speed.generation_tps if self.speed else None}
 
@@ -394,24 +417,68 @@ def too_long(message: str) -> str | None:
             "(MEMPLUG_LOCAL_WINDOW sets a larger one)")
 
 
+def bounded_schema(schema: Any) -> Any:
+    """``schema`` with :data:`SCHEMA_ITEMS` as every array's ``maxItems`` and
+    :data:`SCHEMA_CHARS` as every free-text string's ``maxLength`` where it sets none
+    (``$defs`` included; strings with a pattern, format, enum or const are left alone).
+    llama.cpp turns both into grammar repetitions, so a model that repeats itself is made
+    to close the string or the list instead of running into the reply's token cap."""
+    if isinstance(schema, list):
+        return [bounded_schema(value) for value in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: bounded_schema(value) for key, value in schema.items()}
+    kind = schema.get("type")
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        out.setdefault("maxItems", SCHEMA_ITEMS)
+    elif kind == "string" and not {"pattern", "format", "enum", "const"} & schema.keys():
+        out.setdefault("maxLength", SCHEMA_CHARS)
+    return out
+
+
+def with_defaults(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat request with a local model's defaults, as the server applies them to every
+    client's request (memplug's own calls, and those that Cognee or Letta send it directly):
+    OpenAI's ``json_schema`` in llama_cpp.server's dialect (it refuses ``json_schema`` with
+    HTTP 500, which graphiti's calls met 7 times a call; its ``json_object`` takes the schema
+    and constrains the reply to it by grammar), the schema bounded by :func:`bounded_schema`,
+    and a reply of at most :data:`MAX_TOKENS` (:data:`SCHEMA_MAX_TOKENS` for one that follows
+    a schema) unless the caller says otherwise: the server, given none, generates until its
+    window is full. A message whose content is null (OpenAI's form of an assistant message
+    that only calls tools, as Letta sends it back) gets an empty string: llama_cpp.server's
+    request type takes strings only (HTTP 500, "Input should be a valid string")."""
+    messages = body.get("messages")
+    if isinstance(messages, list) and any(isinstance(m, dict) and "content" in m and m["content"] is None
+                                          for m in messages):
+        body = {**body, "messages": [{**m, "content": ""} if isinstance(m, dict) and "content" in m
+                                     and m["content"] is None else m for m in messages]}
+    fmt = body.get("response_format")
+    schema = None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        body = {**body, "response_format": {"type": "json_object"}}
+    elif isinstance(fmt, dict) and fmt.get("type") == "json_object":
+        schema = fmt.get("schema")
+    if schema:
+        body = {**body, "response_format": {"type": "json_object", "schema": bounded_schema(schema)}}
+    if body.get("max_tokens") is None:  # llama_cpp.server reads max_tokens alone
+        cap = body.get("max_completion_tokens") or (SCHEMA_MAX_TOKENS if schema else MAX_TOKENS)
+        body = {key: value for key, value in body.items() if key != "max_completion_tokens"}
+        body["max_tokens"] = cap
+    return body
+
+
 class LocalTransport(OpenAITransport):
-    """The server's OpenAI-compatible endpoint, with a local model's defaults: a reply of at
-    most :data:`MAX_TOKENS` unless the caller says otherwise, OpenAI's structured outputs in
-    the server's dialect, a prompt longer than the window in memplug's words, no embeddings."""
+    """The server's OpenAI-compatible endpoint (which gives each request the local model's
+    defaults, :func:`with_defaults`), a prompt longer than the window in memplug's words, and
+    embeddings from the server's embedding model."""
 
     def __init__(self, server: LocalServer, timeout: float) -> None:
         super().__init__(f"openai/{server.alias}", server.url, server.key, timeout, 1, proxy=False)
+        self.embeddings = OpenAITransport(f"openai/{server.embedding_alias}", server.url, server.key, timeout, 1,
+                                          proxy=False)
 
     async def chat(self, body: dict[str, Any]) -> Completion:
-        if "max_tokens" not in body:  # llama_cpp.server reads max_tokens alone
-            body = {**body, "max_tokens": body.get("max_completion_tokens") or MAX_TOKENS}
-            body.pop("max_completion_tokens", None)
-        fmt = body.get("response_format")
-        if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-            # llama_cpp.server refuses OpenAI's json_schema (HTTP 500, which graphiti's calls met
-            # 7 times a call); its json_object takes the schema and constrains the reply to it
-            schema = (fmt.get("json_schema") or {}).get("schema")
-            body = {**body, "response_format": {"type": "json_object", **({"schema": schema} if schema else {})}}
         try:
             return await super().chat(body)
         except Unanswered as exc:
@@ -421,4 +488,10 @@ class LocalTransport(OpenAITransport):
             raise Unanswered(message) from None
 
     async def embed(self, texts: list[str]) -> Embedded:
-        raise Fatal("the local model serves chat completions, not embeddings (use --embedder wordllama)")
+        """Vectors from the server's embedding model (the GGUF mean-pooled, texts cut to
+        :data:`EMBEDDING_WINDOW` tokens): ``--embedder litellm:local``."""
+        return await self.embeddings.embed(texts)
+
+    async def aclose(self) -> None:
+        await self.embeddings.aclose()
+        await super().aclose()

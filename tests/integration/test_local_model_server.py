@@ -1,7 +1,8 @@
 """`--llm local` against the real thing: llama.cpp's server (llama-cpp-python) and SmolLM2-135M
 from memplug[local], no stub. What only a real model shows: its replies parsed by the reader
 and the judge, token counts from the server, a prompt longer than the window, and the server
-gone when the run ends, however it ends.
+gone when the run ends, however it ends; then each LLM-using agent on it (Mem0, Graphiti,
+Cognee, Letta's agent on the real Letta server).
 
 Without memplug[local] these tests skip locally and fail under CI=true.
 """
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -65,7 +67,7 @@ def _servers_of(tmp_path: Path) -> list[int]:
     return found
 
 
-def _wait(condition, within: float) -> bool:
+def _wait(condition: Callable[[], object], within: float) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if condition():
@@ -88,9 +90,10 @@ def test_reader_and_judge_on_memsim(tmp_path):
     assert len(records) == 3 and not any(r.error for r in records)
     assert all(r.reply and r.reply.strip() for r in records)
     # the reader's call and the judge's: a verdict the tiny model leaves unreadable scores None
-    assert all(r.usage.calls == 2 and "judge" in r.scores for r in records)
+    assert all(r.usage is not None and r.usage.calls == 2 and "judge" in r.scores for r in records)
     assert all(r.scores["judge"] in (0.0, 1.0, None) for r in records)
-    assert all(r.usage.prompt_tokens > 50 and r.usage.completion_tokens >= 1 for r in records)
+    assert all(r.usage is not None and r.usage.prompt_tokens > 50 and r.usage.completion_tokens >= 1
+               for r in records)
     described = rd.info().resolved["local_models"]
     assert described["llm"] == described["judge"]  # one server, one measurement
     model = described["llm"]
@@ -111,7 +114,8 @@ def test_a_prompt_longer_than_the_window_is_one_line(tmp_path):
     assert "first error: LLMError: local: chat completion failed: a prompt of " in last
     assert "tokens is longer than the local model's window of 256 tokens (MEMPLUG_LOCAL_WINDOW" in last
     record = _run_dir(result).records()[0]
-    assert record.error and "window of 256 tokens" in record.error and record.usage.calls == 0
+    assert record.error and "window of 256 tokens" in record.error
+    assert record.usage is not None and record.usage.calls == 0
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
@@ -176,8 +180,129 @@ def test_mem0_extracts_facts_with_the_local_model(testkit, tmp_path, monkeypatch
     records = {r.sample_id: r for r in rd.records()}
     assert set(records) == {"s0", "s1"} and not any(r.error for r in records.values())
     for record in records.values():
+        assert record.ingest_usage is not None
         assert record.ingest_usage.calls >= 1 and record.ingest_usage.prompt_tokens > 8000
     first, second = records["s0"].timings.ingest_s, records["s1"].timings.ingest_s
+    assert first is not None and second is not None
     assert second < first / 3, (first, second)  # the long prefix came from the prompt cache
     assert rd.info().resolved["local_models"]["llm"]["window"] == 16384
 
+
+
+#: a short conversation in the `conversations` layout (docs/datasets/conversations.md): one
+#: 512-token chunk, so one Graphiti episode and one Cognee document
+TRIP = {"id": "trip", "sessions": [
+    {"id": "S1", "date": "2024-03-02T10:00", "turns": [
+        {"speaker": "Ana", "text": "We land in Lisbon on Friday the 8th."},
+        {"speaker": "Ben", "text": "Great, I'll book the tram tour for Saturday."}]},
+    {"id": "S2", "date": "2024-03-09T21:30", "turns": [
+        {"speaker": "Ana", "text": "The tram tour was cancelled, so we took a boat on the Tagus instead."},
+        {"speaker": "Ben", "text": "The boat was better anyway."}]}],
+    "qa": [{"id": "q1", "question": "Which city do Ana and Ben fly to?", "answers": ["Lisbon"],
+            "evidence": ["S1:1"]},
+           {"id": "q2", "question": "What did they do instead of the tram tour?", "answers": ["a boat on the Tagus"],
+            "evidence": ["S1:2", "S2:1"]}]}
+TURNS = {"S1:1", "S1:2", "S2:1", "S2:2"}
+
+
+def _eval_trip(tmp_path: Path, agent: str, *args: str) -> RunDir:
+    """`memplug eval --agent AGENT --dataset conversations` on TRIP with the local model as the
+    agent's LLM and the reader; exit 0, every question answered, no server left."""
+    data = tmp_path / "trip.jsonl"
+    data.write_text(json.dumps(TRIP) + "\n")
+    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", agent, "--dataset", "conversations",
+           "--data", str(data), "--llm", "local", "--reader", "llm", "--output", str(tmp_path / "runs"), "--quiet",
+           *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "MEMPLUG_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    rd = _run_dir(result)
+    records = rd.records()
+    assert len(records) == 2 and not any(r.error for r in records), [r.error for r in records]
+    assert all(r.reply and r.reply.strip() for r in records)
+    assert not _servers_of(tmp_path)
+    return rd
+
+
+@pytest.mark.skipif(importlib.util.find_spec("graphiti_core") is None, reason="memplug[graphiti] not installed")
+def test_graphiti_builds_its_graph_with_the_local_model(tmp_path):
+    """Graphiti's structured outputs (entities, edges, summaries) from the 135M model, each
+    reply JSON: the server bounds each schema's lists and strings, so a model that repeats
+    itself is made to close them (unbounded, its ExtractedEdges ran into the 512-token cap
+    and the episode failed). The facts it stores carry the episode's message ids; what they
+    say is the tiny model's."""
+    from memplug import stored
+
+    rd = _eval_trip(tmp_path, "graphiti")
+    records = rd.records()
+    usage = records[0].ingest_usage  # graphiti's calls, counted by the server
+    assert usage is not None and usage.calls >= 3 and usage.prompt_tokens > 1000 and usage.completion_tokens > 10
+    (line,) = stored.read(rd.path).values()
+    assert line["total"] == len(line["items"]) >= 1
+    assert all(set(item["message_ids"]) == TURNS and item["text"] for item in line["items"])
+    model = rd.info().resolved["local_models"]["llm"]
+    assert model["schema_bounds"] == {"items": 8, "chars": 200, "max_tokens": 2048}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cognee") is None, reason="memplug[cognee] not installed")
+def test_cognee_cognifies_with_the_local_model(tmp_path):
+    """Cognee's own litellm calls and embeddings go to the local server: its schemas as
+    grammars (the model listed with litellm as taking one), its vectors from the same GGUF
+    served as an embedding model (--embedder litellm:local). The chunk is found and
+    credited with its turns; the summary and entity cognify drew from it are the model's."""
+    from memplug import stored
+
+    rd = _eval_trip(tmp_path, "cognee", "--embedder", "litellm:local")
+    assert rd.summary().metrics.overall["recall@5"] == 1.0
+    (line,) = stored.read(rd.path).values()
+    kinds = [item["meta"]["type"] for item in line["items"]]
+    assert kinds[0] == "DocumentChunk" and set(line["items"][0]["message_ids"]) == TURNS
+    assert "TextSummary" in kinds  # cognify's summary call was answered in its schema
+    described = rd.info().resolved["local_models"]["llm"]
+    assert described["embedding_pooling"] == "mean" and described["embedding_window"] == 2048
+
+
+@pytest.mark.timeout(600)
+def test_letta_agent_on_the_local_model(tmp_path, monkeypatch):
+    """The real Letta server (tests/letta_server.py) with the local server as its OpenAI
+    endpoint: the agent is created on the local model's handle, its archival passages are
+    embedded by the local embedding model (whatever embedding model Letta names) and
+    searched, and asked a question the agent answers with the local model. It answers in
+    one step, without calling archival_memory_search: Letta's agent sends tool_choice
+    "auto", which the server's chat format (the GGUF's own template) ignores."""
+    pytest.importorskip("letta_client", reason="memplug[letta] not installed")
+    from letta_server import LettaServer, missing, tail
+
+    from memplug.llm import local
+    from memplug.runner import Evaluation, RunSpec
+
+    reason = missing()
+    if reason:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the real Letta server cannot start: {reason}")
+        pytest.skip(reason)
+    data = tmp_path / "trip.jsonl"
+    data.write_text(json.dumps(TRIP) + "\n")
+    server = local.acquire(local.LocalModel.parse("local"))  # the run's LLM joins it: one server
+    try:
+        with LettaServer(llm_base_url=server.url, llm_api_key=server.key) as letta:
+            monkeypatch.setenv("LETTA_BASE_URL", letta.base_url)
+            spec = RunSpec(agent="letta", dataset="conversations", data=str(data), llm="local", reader="llm",
+                           agent_options={"mode": "message", "passage": "message",
+                                          # Letta names the models of an OpenAI provider at a custom URL
+                                          # openai-proxy/<id>; its embedding handle is its own
+                                          "model": f"openai-proxy/{server.alias}",
+                                          "embedding": "openai/text-embedding-3-small"})
+            rd = RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
+            records = rd.records()
+            assert len(records) == 2 and not any(r.error for r in records), (
+                [r.error for r in records], tail(letta.log))
+    finally:
+        local.release(server)
+    for record in records:
+        assert record.agent_answered and record.reply and record.reply.strip()
+        assert record.recalled and all(len(i.message_ids) == 1 and set(i.message_ids) <= TURNS
+                                       for i in record.recalled)
+        usage = record.meta["letta_usage"]  # counted by Letta from the local server's replies
+        assert usage["prompt_tokens"] > 100 and usage["completion_tokens"] >= 1
+        assert usage["step_count"] == 1  # no tool call: see the docstring
