@@ -11,11 +11,19 @@ the LLM's I/O thread included) over the calls after a warm-up (imports, connecti
 - ``memplug-nocache``: the same without the cache;
 - ``sdk``: ``AsyncOpenAI.post`` on the SDK's aiohttp backend, the request memplug sends,
   nothing else: the floor while the SDK is kept;
+- ``sdk-thread``: ``sdk`` on an event loop in a second thread, each call handed over with
+  ``run_coroutine_threadsafe`` and its result back, as memplug's LLM does (its pool lives
+  on its own I/O thread): ``sdk-thread`` less ``sdk`` is the cost of that hop, ``memplug``
+  less ``sdk-thread`` that of memplug's own code (cache, limits, retries, accounting);
 - ``sdk-create``: ``chat.completions.create``, the SDK's typed path (pydantic replies);
 - ``aiohttp``: a plain aiohttp session posting JSON, the floor of any Python client.
 
 Wall times on a shared machine wait for a core; CPU per call does not, so it is the
-figure to compare. The modes alternate over ``--repeats`` rounds and the median per mode
+figure to compare. Beside it each mode reports its ``efficiency`` (calls x latency /
+concurrency / wall: 1.0 when every call takes the stub's latency and no more) and the
+stub's own CPU per request (``stub_cpu_ms_per_call``, from /proc: its process is the
+same for every mode), so that a trivial client (``aiohttp``) at ``--concurrency 256``
+shows what the stub and this machine allow, whatever the client. The modes alternate over ``--repeats`` rounds and the median per mode
 is reported. ``--before DIR`` adds the memplug modes of another copy of the tree (run
 with ``PYTHONPATH=DIR/src``, as ``before:memplug``), interleaved with this one's, so a
 change is measured against its base under the same load. ``--profile MODE`` prints a cProfile of one run of that mode instead.
@@ -42,7 +50,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("memplug", "memplug-nocache", "sdk", "sdk-create", "aiohttp")
+MODES = ("memplug", "memplug-nocache", "sdk", "sdk-thread", "sdk-create", "aiohttp")
 WARMUP = 64
 #: set in a child asked for a profile: enabled over the timed calls only (not imports, warm-up)
 _PROFILER: cProfile.Profile | None = None
@@ -109,6 +117,8 @@ async def _run_mode(mode: str, base_url: str, calls: int, concurrency: int) -> t
         import httpx
         import openai
 
+        if mode == "sdk-thread":
+            return await _sdk_in_thread(base_url, calls, concurrency)
         http = openai.DefaultAioHttpClient(limits=httpx.Limits(max_connections=concurrency,
                                                                max_keepalive_connections=concurrency))
         client = openai.AsyncOpenAI(api_key="sk-bench", base_url=base_url, max_retries=0, http_client=http)
@@ -139,6 +149,37 @@ async def _run_mode(mode: str, base_url: str, calls: int, concurrency: int) -> t
         return await _drive(raw, calls, concurrency)
 
 
+async def _sdk_in_thread(base_url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    """``sdk`` with the client on a loop in another thread, every call handed over and back."""
+    import threading
+
+    import httpx
+    import openai
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def make() -> openai.AsyncOpenAI:
+        http = openai.DefaultAioHttpClient(limits=httpx.Limits(max_connections=concurrency,
+                                                               max_keepalive_connections=concurrency))
+        return openai.AsyncOpenAI(api_key="sk-bench", base_url=base_url, max_retries=0, http_client=http)
+
+    client = asyncio.run_coroutine_threadsafe(make(), loop).result()
+
+    async def post(i: int) -> Any:
+        body = {"temperature": 0, "messages": _messages(i), "model": "bench-model"}
+        return await client.post("/chat/completions", body=body, cast_to=object)
+
+    try:
+        return await _drive(lambda i: asyncio.wrap_future(asyncio.run_coroutine_threadsafe(post(i), loop)),
+                            calls, concurrency, loop)
+    finally:
+        asyncio.run_coroutine_threadsafe(client.close(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+
+
 def child(mode: str, base_url: str, calls: int, concurrency: int, profile: bool) -> None:
     """One mode in this process: prints its figures as one JSON line (or a profile)."""
     global _PROFILER
@@ -150,6 +191,12 @@ def child(mode: str, base_url: str, calls: int, concurrency: int, profile: bool)
         stats.sort_stats("tottime").print_stats(30)
         stats.sort_stats("cumulative").print_stats(45)
     print(json.dumps({"mode": mode, "cpu_ms_per_call": round(cpu / calls * 1000, 4), "wall_s": round(wall, 3)}))
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user and system, every thread) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -177,6 +224,8 @@ def main() -> None:
         if args.before and not args.profile:
             modes = [each for m in modes for each in ([m, f"before:{m}"] if m.startswith("memplug") else [m])]
         figures: dict[str, list[float]] = {m: [] for m in modes}
+        efficiency: dict[str, list[float]] = {m: [] for m in modes}
+        stub_cpu: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(1 if args.profile else args.repeats):
             for mode in modes:
                 tree, _, own = mode.rpartition(":")
@@ -185,21 +234,29 @@ def main() -> None:
                 env = {**os.environ, "OPENAI_API_KEY": "sk-bench"}
                 if tree:
                     env["PYTHONPATH"] = str(args.before.resolve() / "src")
+                stub_before = _cpu_s(stub.pid)
                 out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                # every request the child made: the timed calls, the warm-up, memplug's first call
+                served = args.calls + min(WARMUP, args.concurrency) + (1 if own.startswith("memplug") else 0)
+                stub_ms = (_cpu_s(stub.pid) - stub_before) / served * 1000
                 if out.returncode != 0:
                     raise SystemExit(f"{mode} failed:\n{out.stderr}")
                 if args.profile:
                     print(out.stdout.rsplit("\n", 2)[0])
                 line = json.loads(out.stdout.strip().splitlines()[-1])
                 figures[mode].append(line["cpu_ms_per_call"])
-                print(f"{mode:>16}: {line['cpu_ms_per_call']:.3f} ms CPU a call, {args.calls} calls in {line['wall_s']:.2f} s",
-                      flush=True)
+                efficiency[mode].append(round(args.calls * args.latency / args.concurrency / line["wall_s"], 3))
+                stub_cpu[mode].append(round(stub_ms, 3))
+                print(f"{mode:>16}: {line['cpu_ms_per_call']:.3f} ms CPU a call, {args.calls} calls in {line['wall_s']:.2f} s "
+                      f"(efficiency {efficiency[mode][-1]:.3f}; the stub's CPU {stub_ms:.3f} ms a request)", flush=True)
     finally:
         stub.terminate()
         stub.wait()
     print(json.dumps({"calls": args.calls, "concurrency": args.concurrency, "latency_s": args.latency,
                       "before": str(args.before) if args.before else None,
                       "cpu_ms_per_call": {m: round(statistics.median(v), 3) for m, v in figures.items()},
+                      "efficiency": {m: round(statistics.median(v), 3) for m, v in efficiency.items()},
+                      "stub_cpu_ms_per_call": {m: round(statistics.median(v), 3) for m, v in stub_cpu.items()},
                       "runs": figures, "load_avg": [round(x, 1) for x in os.getloadavg()[:2]]}))
 
 

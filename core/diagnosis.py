@@ -175,23 +175,50 @@ def _overlaps(a: frozenset[str], b: frozenset[str]) -> bool:
     return shared >= MIN_SHARED and shared >= OVERLAP * min(len(a), len(b))
 
 
-@attrs.frozen
 class Evidence:
     """What a question's evidence looks like to the rules: its target message ids, their
-    texts' content words (absent when the texts are unknown) and the gold answers'."""
+    texts' content words (empty when the texts are unknown) and the gold answers'.
 
-    targets: frozenset[str]
-    #: content words of each target message whose text is known
-    messages: tuple[frozenset[str], ...]
-    #: content words of each gold answer that has some, and of the question
-    golds: tuple[frozenset[str], ...]
-    question: frozenset[str]
+    The content words are worked out at first use: an item that names its sources is
+    decided by its ids alone, so a question answered from such items never tokenises its
+    evidence (half of a warm rerun's CPU was this tokenising, bench/eval_throughput.py)."""
+
+    __slots__ = ("targets", "language", "_texts", "_gold", "_question", "_messages", "_golds", "_question_words")
+
+    def __init__(self, targets: Iterable[str], texts: Iterable[str], gold: Iterable[str], question: str,
+                 language: str) -> None:
+        self.targets = frozenset(targets)
+        self.language = language
+        self._texts, self._gold, self._question = tuple(texts), tuple(gold), question
+        self._messages: tuple[frozenset[str], ...] | None = None
+        self._golds: tuple[frozenset[str], ...] | None = None
+        self._question_words: frozenset[str] | None = None
 
     @classmethod
     def of(cls, targets: Iterable[str], texts: Iterable[str], gold: Iterable[str], question: str,
            language: str) -> "Evidence":
-        return cls(frozenset(targets), tuple(w for t in texts if (w := content_words(t, language))),
-                   tuple(w for g in gold if (w := content_words(g, language))), content_words(question, language))
+        return cls(targets, texts, gold, question, language)
+
+    @property
+    def messages(self) -> tuple[frozenset[str], ...]:
+        """Content words of each target message whose text is known (and has some)."""
+        if self._messages is None:
+            self._messages = tuple(w for t in self._texts if (w := content_words(t, self.language)))
+        return self._messages
+
+    @property
+    def golds(self) -> tuple[frozenset[str], ...]:
+        """Content words of each gold answer that has some."""
+        if self._golds is None:
+            self._golds = tuple(w for g in self._gold if (w := content_words(g, self.language)))
+        return self._golds
+
+    @property
+    def question(self) -> frozenset[str]:
+        """Content words of the question."""
+        if self._question_words is None:
+            self._question_words = content_words(self._question, self.language)
+        return self._question_words
 
     @property
     def exists(self) -> bool:
@@ -215,21 +242,35 @@ class Evidence:
         return max((len(words & m) for m in (*self.messages, *self.golds)), default=0)
 
 
-@attrs.frozen
 class Item:
-    """A stored or recalled item as the rules see it (its content words, whole and by
-    sentence), prepared once per sample."""
+    """A stored or recalled item as the rules see it: its text, the messages it names, and
+    (worked out at first use, once: the ``ids`` rule never needs them) its content words,
+    whole and by sentence."""
 
-    text: str
-    message_ids: tuple[str, ...]
-    words: frozenset[str]
-    parts: tuple[frozenset[str], ...]
-    id: str | None = None
+    __slots__ = ("text", "message_ids", "id", "language", "_words", "_parts")
+
+    def __init__(self, text: str, message_ids: tuple[str, ...], language: str, id: str | None = None) -> None:
+        self.text, self.message_ids, self.language, self.id = text, message_ids, language, id
+        self._words: frozenset[str] | None = None
+        self._parts: tuple[frozenset[str], ...] | None = None
 
     @classmethod
     def of(cls, text: str, message_ids: Iterable[str], language: str, id: str | None = None) -> "Item":
-        return cls(text, tuple(str(m) for m in message_ids), content_words(text, language),
-                   sentences(text, language), id)
+        return cls(text, tuple(map(str, message_ids)), language, id)
+
+    @property
+    def words(self) -> frozenset[str]:
+        """The content words of the whole text (the overlap rule, nearness)."""
+        if self._words is None:
+            self._words = content_words(self.text, self.language)
+        return self._words
+
+    @property
+    def parts(self) -> tuple[frozenset[str], ...]:
+        """The content words of each sentence (the gold rule)."""
+        if self._parts is None:
+            self._parts = sentences(self.text, self.language)
+        return self._parts
 
     def shown(self) -> dict[str, Any]:
         """The item as a diagnosis keeps it: text clipped to MAX_STORED_CHARS."""
@@ -397,6 +438,22 @@ class Conversation:
         return self._parts
 
 
+def _point_held(ids: frozenset[str], text: str, items: Sequence[Item], language: str) -> bool:
+    """Whether a stored item holds a gold memory point: by ids where both name messages, else
+    by overlap (the point's content words worked out only then)."""
+    words: frozenset[str] | None = None
+    for item in items:
+        if ids and item.message_ids:
+            if not ids.isdisjoint(item.message_ids):
+                return True
+            continue
+        if words is None:
+            words = content_words(text, language)
+        if _overlaps(item.words, words):
+            return True
+    return False
+
+
 def sample_points(points: Any, store: Store | None, conversation: Conversation) -> dict[str, int] | None:
     """A sample's store measured as memory, before any question (HaluMem's extraction):
 
@@ -413,12 +470,11 @@ def sample_points(points: Any, store: Store | None, conversation: Conversation) 
         return None
     language = conversation.language
     out: dict[str, int] = {}
-    gold = [(frozenset(str(i) for i in p.get("message_ids") or ()), content_words(str(p.get("text", "")), language))
-            for p in points or () if isinstance(p, Mapping)]
+    gold = [(frozenset(map(str, p.get("message_ids") or ())), str(p.get("text", "")))
+            for p in points or () if isinstance(p, dict) or isinstance(p, Mapping)]  # dict first: no ABC check
     if gold:
         out["points"] = len(gold)
-        out["held"] = sum(any((not ids.isdisjoint(item.message_ids)) if ids and item.message_ids
-                              else _overlaps(item.words, words) for item in store.items) for ids, words in gold)
+        out["held"] = sum(_point_held(ids, text, store.items, language) for ids, text in gold)
     checked = store.items[:MAX_PRECISION_ITEMS]
     out["items"] = len(checked)
     out["supported"] = sum(conversation.supports(item) for item in checked)
@@ -454,8 +510,10 @@ def diagnose(record: QuestionRecord, metric: str | None, conversation: Conversat
                 if held:
                     holding.append(item)
             stored = True if holding else (False if store.complete else None)
-            nearest = holding or sorted((i for i in store.items if evidence.nearness(i.words)),
-                                        key=lambda i: -evidence.nearness(i.words))[:1]
+            nearest = holding
+            if not holding:  # the first of the items sharing the most words with the evidence, if one shares any
+                near = max(store.items, key=lambda i: evidence.nearness(i.words), default=None)
+                nearest = [near] if near is not None and evidence.nearness(near.words) else []
             stored_items = [i.shown() for i in nearest[:MAX_STORED_SHOWN]]
         if record.recalled:
             recalled = False

@@ -254,6 +254,38 @@ def test_stage_rules_at_the_edges() -> None:
     assert diagnosis.diagnose(_record(scores={"f1": 0.5}), "f1", conversation, store, "en").stage == "correct"  # type: ignore[union-attr]
 
 
+def test_items_that_name_their_sources_are_never_tokenised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ids rule decides from message ids alone: where every stored and recalled item names
+    its sources, diagnosing tokenises no text (it was half of a warm rerun's CPU)."""
+    texts = {"m4": "My sister works as a nurse.", "m1": "I like tea."}
+    store = Store.of([{"text": t, "message_ids": [i]} for i, t in texts.items()], "en")
+    conversation = diagnosis.Conversation(texts, "en")
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError(f"tokenised {args!r}")
+
+    monkeypatch.setattr(diagnosis, "content_words", refuse)
+    monkeypatch.setattr(diagnosis, "sentences", refuse)
+    points = diagnosis.sample_points([{"text": "sister: nurse", "message_ids": ["m4"]}], store, conversation)
+    assert points == {"points": 1, "held": 1, "items": 2, "supported": 2}
+    d = diagnosis.diagnose(_record(recalled=[Recalled(texts["m4"], 1.0, ("m4",))]), "em", conversation, store, "en",
+                           points)
+    assert d is not None and (d.stage, d.rule, d.stored, d.recalled) == ("misread", "ids", True, True)
+    assert d.stored_items[0]["message_ids"] == ["m4"] and d.points == points
+
+
+def test_a_miss_shows_the_first_of_the_nearest_stored_items() -> None:
+    texts = {"m4": "My sister works as a nurse in Leeds."}
+    listed = [{"text": "I like tea.", "message_ids": ["m1"]}, {"text": "My sister lives in Leeds.", "message_ids": ["m2"]},
+              {"text": "My sister moved to Leeds.", "message_ids": ["m3"]}]
+    conversation = diagnosis.Conversation(texts, "en")
+    d = diagnosis.diagnose(_record(), "em", conversation, Store.of(listed, "en"), "en")
+    # m2 and m3 share two words with the evidence each: the first listed is shown
+    assert d is not None and d.stored is False and [i["message_ids"] for i in d.stored_items] == [["m2"]]
+    far = diagnosis.diagnose(_record(), "em", conversation, Store.of(listed[:1], "en"), "en")
+    assert far is not None and far.stored_items == []
+
+
 def test_records_round_trip_with_and_without_a_diagnosis() -> None:
     old = _record()
     assert "diagnosis" not in old.to_json()  # a run from before diagnoses is written as it was
@@ -423,7 +455,7 @@ def test_locomo_observations_measure_what_was_stored(failing_agents, shared_data
 def test_with_a_judge_the_judge_decides_for_rewritten_items(failing_agents, openai_stub, tmp_path):
     import re
 
-    def reply(body: dict) -> str:
+    def reply(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
         if "Memory item:" in prompt:  # the storage question: yes when the item holds the gold answer
             gold = re.search(r"^Gold answer: (.*)$", prompt, re.M).group(1)  # type: ignore[union-attr]
