@@ -6,9 +6,16 @@ import itertools
 import os
 import re
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 from plugin_dists import write_dist
+
+if TYPE_CHECKING:
+    from openai_stub import OpenAIStub
+
+    from memplug.plugins import Plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -25,7 +32,7 @@ def _shared(name: str) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def private_cache_dir(tmp_path_factory, monkeypatch) -> Path:
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's caches (LLM responses, token counts) in a folder of its own, never in
     the user's ~/.cache/memplug; subprocesses inherit it through the environment."""
     folder = tmp_path_factory.mktemp("cache")
@@ -80,7 +87,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 @pytest.fixture
-def plugins(monkeypatch):
+def plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[Plugins]:
     """A fresh plugin manager for one test, with only memplug's own plugins loaded."""
     from memplug.plugins import Plugins, reset_plugins
 
@@ -92,7 +99,7 @@ def plugins(monkeypatch):
 
 
 @pytest.fixture
-def testkit(plugins, monkeypatch):
+def testkit(plugins: Plugins, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """Registers tests/testkit/memplug_testkit.py (dataset `counting`, agent `lookup`)."""
     import sys
 
@@ -107,7 +114,7 @@ def testkit(plugins, monkeypatch):
 
 
 @pytest.fixture
-def testkit_env(tmp_path, monkeypatch) -> dict[str, str]:
+def testkit_env(tmp_path: Path) -> dict[str, str]:
     """Environment for subprocesses that find the testkit through a real entry point."""
     site = tmp_path / "site"
     write_dist(site, "memplug-testkit", "0.0.1", {"testkit": "memplug_testkit"})
@@ -119,7 +126,7 @@ def testkit_env(tmp_path, monkeypatch) -> dict[str, str]:
 
 
 @pytest.fixture
-def openai_stub(monkeypatch):
+def openai_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIStub]:
     """A running loopback OpenAI-compatible server (tests/openai_stub.py), closed afterwards.
 
     Also adds the loopback address to NO_PROXY (the caches are the test's own already:

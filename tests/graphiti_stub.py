@@ -114,7 +114,7 @@ def minimal(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
             if any(o.get("type") == "null" for o in options):
                 return None
             return minimal(options[0], defs)
-    kind = schema.get("type")
+    kind = schema.get("type", "")  # "": none of the kinds below
     if "default" in schema:
         return schema["default"]
     if kind == "object":

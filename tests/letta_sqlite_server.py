@@ -44,7 +44,8 @@ def serve(host: str, port: int) -> None:
     def uri_for_context(uri: str, context: str = "async") -> str:
         if settings.database_engine is DatabaseChoice.SQLITE:
             return f"sqlite+aiosqlite:///{db_path}" if context == "async" else f"sqlite:///{db_path}"
-        return real(uri, context)
+        uri = real(uri, context)
+        return uri
 
     dbu.get_database_uri_for_context = uri_for_context  # before letta.server.db builds its engine
 

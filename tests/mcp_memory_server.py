@@ -20,6 +20,10 @@ import argparse
 import json
 import re
 from collections import defaultdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 WORD = re.compile(r"\w+")
 STOP = frozenset("a an and are did do does i in is it me my of on the to was what when where which who with you".split())
@@ -29,11 +33,12 @@ def words(text: str) -> set[str]:
     return {w for w in WORD.findall(text.lower()) if w not in STOP}
 
 
-def build(add_name: str, search_name: str, with_user: bool, plain: bool, only: str | None):
+def build(add_name: str, search_name: str, with_user: bool, plain: bool, only: str | None) -> MCPServer:
     try:  # mcp 2.x
         from mcp.server.mcpserver import MCPServer as Server
     except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import FastMCP as Server
+        # the type check sees mcp 2.x (pyproject: mcp>=2), where this module is gone
+        from mcp.server.fastmcp import FastMCP as Server  # type: ignore[attr-defined,no-redef]
 
     server = Server("memplug-test-memory")
     memories: dict[str, list[str]] = defaultdict(list)
@@ -88,8 +93,8 @@ def main() -> None:
         return
     try:
         server.run("streamable-http", host=args.host, port=args.port)
-    except TypeError:  # mcp 1.x: host and port are settings
-        server.settings.host, server.settings.port = args.host, args.port
+    except TypeError:  # mcp 1.x: host and port are settings (typed here as 2.x, without them)
+        server.settings.host, server.settings.port = args.host, args.port  # type: ignore[attr-defined]
         server.run("streamable-http")
 
 

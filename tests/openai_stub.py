@@ -118,6 +118,7 @@ class OpenAIStub:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server
         return f"http://{host}:{port}/v1"
 
     @property

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pytest
@@ -15,6 +16,9 @@ from memplug.cli.eval import AUTO_CEILING, _Concurrency
 from memplug.llm import LLM
 from memplug.llm.adaptive import MIN_WINDOW, PROBE_EVERY, AdaptiveLimit
 from memplug.llm.retry import Transient
+
+if TYPE_CHECKING:
+    from openai_stub import OpenAIStub
 
 
 class Clock:
@@ -121,7 +125,7 @@ def test_the_slot_reports_429s_and_answers():
     asyncio.run(main())
 
 
-def test_it_settles_near_what_a_server_takes(openai_stub, tmp_path: Path):
+def test_it_settles_near_what_a_server_takes(openai_stub: OpenAIStub, tmp_path: Path) -> None:
     """The stub answers 429 to a call that arrives while 6 are served: 32 callers, an
     adaptive ceiling of 32, and the limit ends near 6 with every call answered."""
     openai_stub.capacity, openai_stub.latency, openai_stub.retry_after = 6, 0.05, 0.05
@@ -158,7 +162,8 @@ def test_concurrency_auto_on_the_command_line():
             convert(bad, None, None)
 
 
-def test_run_json_records_where_each_model_settled(openai_stub, tmp_path: Path, monkeypatch):
+def test_run_json_records_where_each_model_settled(openai_stub: OpenAIStub, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     result = memplug_main(["eval", "--agent", "recent", "--dataset", "memsim", "-o", "n=12", "--reader", "llm",
                            "--llm", "openai/stub", "--api-base", openai_stub.base_url, "--concurrency", "auto:8",

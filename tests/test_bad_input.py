@@ -21,6 +21,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 import attrs
@@ -115,8 +116,9 @@ def perltqa(name: str, change: Callable[[Any], Any]) -> dict[str, bytes]:
     return files
 
 
-def qa_item(data: Any) -> dict:
-    return data[0]["Wang Xiaoming"]["events"][0]["1_0_0"][0]
+def qa_item(data: Any) -> dict[str, Any]:
+    item: dict[str, Any] = data[0]["Wang Xiaoming"]["events"][0]["1_0_0"][0]
+    return item
 
 
 def jsonl(*records: Any) -> bytes:
@@ -156,8 +158,9 @@ def sm(*records: Any) -> Callable[[], dict[str, bytes]]:
     return lambda: {SAMPLES_FILE: jsonl(*records)}
 
 
-def question0(d: Any) -> dict:
-    return d[0]["question_list"][0]
+def question0(d: Any) -> dict[str, Any]:
+    question: dict[str, Any] = d[0]["question_list"][0]
+    return question
 
 
 UTF16 = codecs.BOM_UTF16_LE  # what Windows tools write for "Unicode"
@@ -421,13 +424,13 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def earlier_run_template(tmp_path_factory) -> Path:
+def earlier_run_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the module's one finished run is made (by the first test that needs it)."""
     return tmp_path_factory.mktemp("earlier") / "runs"
 
 
 @pytest.fixture
-def earlier_run(testkit, earlier_run_template: Path, tmp_path: Path) -> Path:
+def earlier_run(testkit: ModuleType, earlier_run_template: Path, tmp_path: Path) -> Path:
     """An output folder holding one finished run, whose bytes a failing command must leave alone:
     a copy of the module's run, evaluated once (the tests change or resume their copy)."""
     from memplug.runner import Evaluation, RunSpec
@@ -478,8 +481,9 @@ HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
 
 
 @pytest.mark.parametrize("case", [c.param() for c in CASES if c.id not in SUBPROCESS])
-def test_bad_input_is_one_line_exit_2_and_touches_nothing(case: Case, earlier_run: Path, tmp_path: Path, monkeypatch,
-                                                          caplog):
+def test_bad_input_is_one_line_exit_2_and_touches_nothing(case: Case, earlier_run: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
     from memplug.cli import cli
 
     monkeypatch.chdir(tmp_path)  # relative option paths (qa=, noise=) resolve here
@@ -544,14 +548,15 @@ def run_in_subprocess(case: Case, testkit_env: dict[str, str], earlier_run: Path
 
 
 @pytest.mark.parametrize("case", [c.param() for c in CASES if c.id in SUBPROCESS])
-def test_bad_input_through_the_real_command(case: Case, testkit_env, earlier_run: Path, tmp_path: Path):
+def test_bad_input_through_the_real_command(case: Case, testkit_env: dict[str, str], earlier_run: Path,
+                                            tmp_path: Path) -> None:
     run_in_subprocess(case, testkit_env, earlier_run, tmp_path)
 
 
 # --- the output directory and resume ------------------------------------------------------------
 
 
-def test_output_under_a_regular_file(testkit_env, earlier_run: Path, tmp_path: Path):
+def test_output_under_a_regular_file(testkit_env: dict[str, str], earlier_run: Path, tmp_path: Path) -> None:
     """Root can write anywhere, so "not writable" is a path that runs through a regular file."""
     blocker = earlier_run / "run.txt"
     blocker.write_text("a note beside the runs\n")
@@ -575,8 +580,9 @@ def finished_run(earlier_run: Path) -> Path:
     ("run.json", lambda b: json.dumps(dict(json.loads(b), spec=["lookup"])).encode(), ("run.json", "spec")),
     ("samples.jsonl", lambda b: b.replace(b"\n", b"\n{oops\n", 1), ("samples.jsonl", "line 2", "corrupt record")),
 ])
-def test_resume_of_a_damaged_run_changes_nothing(testkit, earlier_run: Path, tmp_path: Path, monkeypatch,
-                                                 name, change, needles):
+def test_resume_of_a_damaged_run_changes_nothing(testkit: ModuleType, earlier_run: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch, name: str,
+                                                 change: Callable[[bytes], bytes], needles: tuple[str, ...]) -> None:
     from memplug.cli import cli
 
     monkeypatch.delenv("MEMPLUG_DEBUG", raising=False)
@@ -588,7 +594,8 @@ def test_resume_of_a_damaged_run_changes_nothing(testkit, earlier_run: Path, tmp
     assert snapshot(tmp_path) == before
 
 
-def test_resume_of_a_folder_that_is_not_a_run(testkit, earlier_run: Path, tmp_path: Path, monkeypatch):
+def test_resume_of_a_folder_that_is_not_a_run(testkit: ModuleType, earlier_run: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from memplug.cli import cli
 
     before = snapshot(tmp_path)
@@ -607,7 +614,7 @@ def outside(tmp_path: Path, out: Path) -> dict[str, bytes]:
             if not ((p := (tmp_path / k).resolve()).is_relative_to(inside) or inside.is_relative_to(p))}
 
 
-def test_ids_with_dot_dot_stay_inside_the_run(testkit_env, tmp_path: Path):
+def test_ids_with_dot_dot_stay_inside_the_run(testkit_env: dict[str, str], tmp_path: Path) -> None:
     """Sample and question ids from a data file name paths nowhere: a fresh run and its resume."""
     evil = edited(SAMPLE, lambda d: (d.update(id="../../../escape"), d["questions"][0].update(id="../q0")))
     evil2 = edited(SAMPLE, lambda d: d.update(id="/tmp/abs/../escape2"))
@@ -641,7 +648,7 @@ def test_ids_with_dot_dot_stay_inside_the_run(testkit_env, tmp_path: Path):
     assert all(p.resolve().is_relative_to(run.resolve()) for p in run.rglob("*"))
 
 
-def test_a_samples_file_bigger_than_the_sniffing_window_is_read_as_samples(testkit, tmp_path: Path):
+def test_a_samples_file_bigger_than_the_sniffing_window_is_read_as_samples(testkit: ModuleType, tmp_path: Path) -> None:
     """A generated sample over 1 MB on one line is still a samples file (not handed to the loader)."""
     from memplug.runner import Evaluation, RunSpec
 
@@ -655,7 +662,7 @@ def test_a_samples_file_bigger_than_the_sniffing_window_is_read_as_samples(testk
     assert loaded.id == "s0" and len(loaded.messages) == 3
 
 
-def test_utf8_with_a_byte_order_mark_is_accepted(tmp_path: Path):
+def test_utf8_with_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     """Windows editors write UTF-8 with a BOM; that is still UTF-8."""
     from memplug.datasets.factcon.release import load_release
     from memplug.serialize import read_samples
@@ -685,7 +692,9 @@ def test_the_table_covers_every_loader_and_kind_of_fault():
     (["generate", "--dataset", "perltqa", "-o", "lang=fr", "--out", "{tmp}/p.jsonl"], ("lang='fr'", "must be one of")),
     (["report", "{run}"], ("summary.json", "invalid JSON")),
 ])
-def test_other_commands_fail_in_one_line(testkit, earlier_run: Path, tmp_path: Path, monkeypatch, args, needles):
+def test_other_commands_fail_in_one_line(testkit: ModuleType, earlier_run: Path, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch, args: list[str],
+                                         needles: tuple[str, ...]) -> None:
     from memplug.cli import cli
 
     monkeypatch.delenv("MEMPLUG_DEBUG", raising=False)

@@ -59,7 +59,7 @@ def write_conversation(folder: Path, batches: Any = None, questions: Any = None,
 
 
 @pytest.fixture
-def chats(tmp_path) -> Path:
+def chats(tmp_path: Path) -> Path:
     write_conversation(tmp_path / "chats" / "100K" / "1")
     write_conversation(tmp_path / "chats" / "100K" / "10")
     write_conversation(tmp_path / "chats" / "100K" / "2")

@@ -15,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from memplug.datasets.beam import builder, judge
 from memplug.datasets.beam.scoring import kendall_tau_b, parse_json_response, rubric_item_score
 from memplug.models import Question
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
 
 #: (case, rubric = the reference events, reply, precision, recall, f1, tau_norm, final_score)
 EVENTS = [
@@ -83,6 +86,11 @@ class StandIn:
         return _Completion(self.rubric_replies[item])
 
 
+def _as_llm(stand_in: StandIn) -> LLM:
+    """The stand-in where the judge takes an LLM: it answers ``acomplete``, all the judge calls."""
+    return cast("LLM", stand_in)
+
+
 def _question(ability: str, rubric: list[str]) -> Question:
     return Question(f"100K/1:{ability}:0", "q", (), category=ability, meta={"rubric": rubric, "judge": "beam"})
 
@@ -90,13 +98,14 @@ def _question(ability: str, rubric: list[str]) -> Question:
 @pytest.mark.parametrize("case", EVENTS, ids=[c[0] for c in EVENTS])
 def test_event_ordering_matches_the_official_figures(case):
     _, rubric, reply, precision, recall, f1, tau_norm, final = case
-    got = asyncio.run(judge.event_ordering(StandIn(), _question("event_ordering", rubric), reply))
+    got = asyncio.run(judge.event_ordering(_as_llm(StandIn()), _question("event_ordering", rubric), reply))
     assert got["precision"] == pytest.approx(precision) and got["recall"] == pytest.approx(recall)
     assert got["f1"] == pytest.approx(f1)
     assert got["tau_norm"] == (None if tau_norm is None else pytest.approx(tau_norm))
     assert got["final_score"] == (None if final is None else pytest.approx(final))
     # the judge metric's value is final_score
-    assert asyncio.run(judge.score(StandIn(), _question("event_ordering", rubric), reply)) == got["final_score"]
+    judged = asyncio.run(judge.score(_as_llm(StandIn()), _question("event_ordering", rubric), reply))
+    assert judged == got["final_score"]
 
 
 @pytest.mark.parametrize("case", RUBRICS, ids=[c[0] for c in RUBRICS])
@@ -104,7 +113,8 @@ def test_rubric_mean_matches_the_official_figures(case):
     _, rubric, replies, expected = case
     llm = StandIn(replies)
     for ability in ("abstention", "summarization"):
-        assert asyncio.run(judge.score(llm, _question(ability, rubric), "the reply")) == pytest.approx(expected)
+        scored = asyncio.run(judge.score(_as_llm(llm), _question(ability, rubric), "the reply"))
+        assert scored == pytest.approx(expected)
     # one call per rubric item, the official prompt filled by replace, at temperature 0
     (messages, params), *_ = llm.calls
     assert len(llm.calls) == 2 * len(rubric) and params["temperature"] == 0
@@ -131,7 +141,7 @@ def test_reply_parsing_as_parse_json_response():
 
 def test_an_unreadable_reply_leaves_the_question_unscored():
     llm = StandIn({"a": '{"score": 1.0}', "b": "I cannot judge this."})
-    assert asyncio.run(judge.score(llm, _question("knowledge_update", ["a", "b"]), "r")) is None
+    assert asyncio.run(judge.score(_as_llm(llm), _question("knowledge_update", ["a", "b"]), "r")) is None
 
 
 @pytest.mark.parametrize("name", sorted(PINNED))

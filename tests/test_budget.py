@@ -19,11 +19,13 @@ def test_items_are_kept_whole_in_rank_order_until_one_does_not_fit():
                        "recalled_tokens": sum(sizes)}
     # "seven eight" does not fit one token more; "nine" would, but never ahead of its rank
     kept, context = cut(ITEMS, sizes[0] + sizes[1] + 1)
+    assert context is not None
     assert kept == ITEMS[:2] and context["tokens"] == sizes[0] + sizes[1]
 
 
 def test_a_first_item_larger_than_the_budget_leaves_nothing_and_no_budget_leaves_all():
     kept, context = cut(ITEMS, 1)
+    assert context is not None
     assert kept == () and context["kept"] == 0 and context["tokens"] == 0
     assert cut(ITEMS, None) == (ITEMS, None)
 
@@ -39,6 +41,7 @@ def test_the_reader_sees_only_the_items_within_the_budget(tmp_path, openai_stub)
     cut_somewhere = False
     for record in records:
         context = record.context
+        assert context is not None
         assert context["budget"] == 40 and context["tokens"] <= 40 and context["recalled"] == len(record.recalled)
         shown, hidden = record.recalled[:context["kept"]], record.recalled[context["kept"]:]
         (prompt,) = [p for p in prompts if record.question in p]

@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from memplug.cache import ResponseCache, cache_key, default_cache_path
 
 
@@ -23,7 +25,7 @@ def test_cache_key_is_canonical():
     )
 
 
-def test_round_trip_and_get_many(tmp_path: Path):
+def test_round_trip_and_get_many(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "sub" / "c.sqlite3")
     assert cache.get("nope") is None
     cache.put("a", b"1")
@@ -36,14 +38,14 @@ def test_round_trip_and_get_many(tmp_path: Path):
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_default_location_follows_env(monkeypatch, tmp_path: Path):
+def test_default_location_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MEMPLUG_CACHE_DIR", str(tmp_path / "x"))
     assert default_cache_path() == tmp_path / "x" / "llm.sqlite3"
     monkeypatch.delenv("MEMPLUG_CACHE_DIR")
     assert default_cache_path() == Path.home() / ".cache" / "memplug" / "llm.sqlite3"
 
 
-def _python(code: str, *args: str) -> subprocess.Popen:
+def _python(code: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         stdout=subprocess.PIPE,
@@ -67,9 +69,10 @@ WRITER = """
 """
 
 
-def test_survives_sigkill_mid_write(tmp_path: Path):
+def test_survives_sigkill_mid_write(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     proc = _python(WRITER, str(path))
+    assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
     time.sleep(0.2)  # let it write on, so the kill lands inside some transaction
     os.kill(proc.pid, signal.SIGKILL)
@@ -81,9 +84,10 @@ def test_survives_sigkill_mid_write(tmp_path: Path):
     cache = ResponseCache(path)
     assert len(cache) >= 100
     for i in range(100):
-        assert cache.get(f"k{i}").startswith(f"value-{i}-".encode())
+        value = cache.get(f"k{i}")
+        assert value is not None and value.startswith(f"value-{i}-".encode())
     # a put_many batch is all or nothing, whatever moment the kill hit
-    batches = {}
+    batches: dict[str, int] = {}
     for (key,) in conn.execute("SELECT key FROM responses WHERE key LIKE 'k%-%'"):
         batch = key.split("-")[0]
         batches[batch] = batches.get(batch, 0) + 1
@@ -108,7 +112,7 @@ READER_WRITER = """
 """
 
 
-def test_two_processes_share_one_cache(tmp_path: Path):
+def test_two_processes_share_one_cache(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     ResponseCache(path)  # create the schema once, as a first run would
     procs = [_python(READER_WRITER, str(path), "a", "b"), _python(READER_WRITER, str(path), "b", "a")]

@@ -9,6 +9,8 @@ import json
 import re
 import threading
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,6 +18,10 @@ from memplug import AgentConfig, AgentQuestion, Chunk, Option, Recall, Recalled,
 from memplug.errors import MemplugError
 from memplug.runner import Evaluation, RunSpec
 from memplug.testing import check_agent, run_cli
+
+if TYPE_CHECKING:
+    from memplug.plugins import Plugins
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,7 +119,8 @@ def agents(testkit, plugins):
     plugins.unregister(plugin)
 
 
-def test_an_agent_declaring_async_methods_is_driven_through_them_on_the_event_loop(agents, tmp_path: Path) -> None:
+def test_an_agent_declaring_async_methods_is_driven_through_them_on_the_event_loop(agents: None,
+                                                                                   tmp_path: Path) -> None:
     assert isinstance(_AsyncAgent, protocols.IngestsAsync) and isinstance(_AsyncAgent, protocols.RecallsAsync)
     spec = RunSpec(agent="async-agent", dataset="counting", dataset_options={"samples": "2"}, concurrency=2)
     path = Evaluation(spec).run(output=tmp_path)
@@ -128,7 +135,7 @@ def test_an_agent_declaring_async_methods_is_driven_through_them_on_the_event_lo
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
-def test_a_malformed_capability_is_one_line_and_exit_2_before_any_work(agents, tmp_path: Path, name: str) -> None:
+def test_a_malformed_capability_is_one_line_and_exit_2_before_any_work(agents: None, tmp_path: Path, name: str) -> None:
     cls, expected = MALFORMED[name]
     cls.built = 0
     result = run_cli(["eval", "--agent", name, "--dataset", "counting", "--quiet", "--output", "runs"], cwd=tmp_path)
@@ -139,7 +146,8 @@ def test_a_malformed_capability_is_one_line_and_exit_2_before_any_work(agents, t
     assert cls.built == 0 and result.run_dir is None and not (tmp_path / "runs").exists()
 
 
-def test_a_malformed_reader_or_metric_declaration_is_refused_at_set_up(testkit, plugins, monkeypatch) -> None:
+def test_a_malformed_reader_or_metric_declaration_is_refused_at_set_up(testkit: ModuleType, plugins: Plugins,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from memplug import readers
     from memplug.metrics import RecallAtK
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memplug.cli import cli
 from memplug.datasets.conversations.builder import ConversationsBuilder
@@ -19,14 +19,16 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "datasets" / "conversations
 
 
 @pytest.fixture
-def example(tmp_path) -> Path:
-    block = re.search(r"```jsonl\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S).group(1)
+def example(tmp_path: Path) -> Path:
+    found = re.search(r"```jsonl\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert found is not None, f"no jsonl block in {DOC}"
+    block = found.group(1)
     path = tmp_path / "example.jsonl"
     path.write_text(block, encoding="utf-8")
     return path
 
 
-def run_cli(*args: str):
+def run_cli(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ class FixedEmbedder:
         return np.asarray([self.table[t] for t in texts], dtype=np.float32)
 
 
-def make_agent(monkeypatch, top_k: int = 5, **options) -> DecayAgent:
+def make_agent(monkeypatch: pytest.MonkeyPatch, top_k: int = 5, **options: Any) -> DecayAgent:
     monkeypatch.setattr("memplug.adapters.retrieval.retriever.get_embedder", lambda name, llm=None: FixedEmbedder())
     return DecayAgent(AgentConfig(options=options, top_k=top_k), Path("."))
 
@@ -90,7 +91,7 @@ class RandomEmbedder:
         return np.asarray([r / np.linalg.norm(r) for r in rows], dtype=np.float32)
 
 
-def _every_memory_recall(agent: DecayAgent, question: AgentQuestion) -> list:
+def _every_memory_recall(agent: DecayAgent, question: AgentQuestion) -> list[tuple[str, float]]:
     """Recall as first written: p for every memory (no relevance floor), r by a full sort
     of the cosines for ``relevance=rank``."""
     agent._sync()
@@ -101,6 +102,7 @@ def _every_memory_recall(agent: DecayAgent, question: AgentQuestion) -> list:
         relevance[order] = [max(0.0, 1.0 - rank * (RANK_STEP / agent.top_k)) for rank in range(len(order))]
     else:
         relevance, order = np.maximum(cosine, 0.0), list(range(len(cosine)))
+    assert question.time is not None
     now = float(question.time)
     last = np.where(np.isnan(agent.last), now, agent.last)
     elapsed = np.maximum(now - last, 0.0) / agent.time_scale

@@ -55,7 +55,7 @@ def hostile_file(folder: Path) -> Path:
     return path
 
 
-def memplug(args: list[object], cwd: Path, columns: int = 80):
+def memplug(args: list[object], cwd: Path, columns: int = 80) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": str(columns), "MEMPLUG_CACHE_DIR": str(cwd / "cache")}
     return memplug_main(args, env=env, cwd=cwd)
 
@@ -82,7 +82,7 @@ def assert_intact(text: str, columns: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def evaluated(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """`memplug eval` of the hostile file (bm25, offline): the run directory and the output."""
     folder = tmp_path_factory.mktemp("hostile")
     data = hostile_file(folder)
@@ -95,7 +95,7 @@ def evaluated(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def run(evaluated) -> Path:
+def run(evaluated: tuple[Path, subprocess.CompletedProcess[str]]) -> Path:
     return evaluated[0]
 
 

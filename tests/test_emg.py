@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from memplug.adapters.emg import EMGAgent
@@ -47,6 +49,7 @@ def test_insertion_replacement_and_deletion():
     assert not first.current and first.replaced_by == second.index and other.current and second.current
     voucher = graph.add("The hotel voucher is valid until 2024-05-14.", "4")
     assert voucher.operation == DELETION
+    assert voucher.expires is not None
     assert voucher.valid_at(None) and not voucher.valid_at(voucher.expires + 1)
 
 
@@ -67,7 +70,7 @@ FACTS = [
 ]
 
 
-def agent_with_facts(**options) -> EMGAgent:
+def agent_with_facts(**options: Any) -> EMGAgent:
     agent = EMGAgent(AgentConfig(options=options, top_k=3), Path("."))
     agent.ingest(Chunk(0, [Message(str(i), t) for i, t in enumerate(FACTS[:4])]))
     agent.ingest(Chunk(1, [Message(str(i + 4), t) for i, t in enumerate(FACTS[4:])]))
@@ -137,7 +140,7 @@ def test_a_message_of_many_facts_is_one_memory_per_fact(tmp_path: Path) -> None:
     assert recall.items[0].message_ids == ("chunk0",)
 
 
-def _naive_expand(agent: EMGAgent, start: int, scores, depth: int, out: dict) -> None:
+def _naive_expand(agent: EMGAgent, start: int, scores: np.ndarray, depth: int, out: dict[int, float]) -> None:
     """The expansion as first written: every neighbour list read again at every memory."""
     if depth == 0:
         return
@@ -157,7 +160,7 @@ def test_expansion_through_a_hub_skips_lists_already_read_and_keeps_the_same_mem
     scores = agent.retriever.scores("Who am I learning chess with, and who is Anna Berg14 married to?")
     fast: dict[int, float] = {}
     naive: dict[int, float] = {}
-    done: set = set()
+    done: set[tuple[str, str]] = set()
     for i in [0, 301, 14]:
         fast.setdefault(i, float(scores[i]))
         naive.setdefault(i, float(scores[i]))
@@ -209,7 +212,7 @@ def test_expiry_with_and_without_the_ascii_shortcut(text: str, expires: float | 
     assert expiry_of(text) == expires
 
 
-def test_a_hub_is_matched_in_numpy_with_the_same_walk(monkeypatch) -> None:
+def test_a_hub_is_matched_in_numpy_with_the_same_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     """An entity with many relations (HUB_RELATIONS or more) is matched against each word in
     one matrix product; the walks and recalls equal the one-relation-at-a-time walk's."""
     import memplug.adapters.emg.answer as answer

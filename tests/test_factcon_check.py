@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -31,7 +32,7 @@ def first(sample: Sample, category: str) -> Question:
     return next(q for q in sample.questions if q.category == category)
 
 
-def with_question(sample: Sample, old: Question, **changes) -> Sample:
+def with_question(sample: Sample, old: Question, **changes: Any) -> Sample:
     new = attrs.evolve(old, **changes)
     return attrs.evolve(sample, questions=[new if q is old else q for q in sample.questions])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import attrs
 import pytest
@@ -17,7 +18,7 @@ from memplug.protocols import BuildOptions
 from memplug.tokens import count_tokens
 
 
-def generate(seed: int = 1, **values) -> list[Sample]:
+def generate(seed: int = 1, **values: Any) -> list[Sample]:
     # one message per fact (the default unit, MemoryAgentBench's chunks, is tested in test_protocol_factcon.py)
     return list(FactConBuilder().build(BuildOptions(values={"tokens": 32000, "unit": "fact", **values}, seed=seed)))
 

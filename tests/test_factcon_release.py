@@ -5,23 +5,26 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, Sequence
 
 import attrs
 import pytest
 
 from memplug.datasets.factcon.builder import FactConBuilder
 from memplug.errors import DataError
+from memplug.models import Sample
 from memplug.protocols import BuildOptions
 
 
-def load(path: Path) -> list:
+def load(path: Path) -> list[Sample]:
     # one message per fact: what the release holds (the default unit, MemoryAgentBench's chunks,
     # is tested in test_protocol_factcon.py)
     return list(FactConBuilder().build(BuildOptions(values={"unit": "fact"}, data=path)))
 
 
 def row(context: str = "Here is a list of facts:\n0. A is married to B.\n1. A is married to C.\n",
-        questions=("Who is A married to?",), answers=(["C"],), ids=("factconsolidation_sh_6k_no0",)) -> dict:
+        questions: Sequence[str] = ("Who is A married to?",), answers: Sequence[Sequence[str]] = (["C"],),
+        ids: Sequence[str] = ("factconsolidation_sh_6k_no0",)) -> dict[str, Any]:
     return {"context": context, "questions": list(questions), "answers": [list(a) for a in answers],
             "metadata": {"qa_pair_ids": list(ids), "source": "factconsolidation_sh_6k", "demo": None}}
 
@@ -85,7 +88,7 @@ def test_truncated_file_names_the_file_and_position(tmp_path: Path) -> None:
         ({"context": "Here is a list of facts:"}, r"row\.context: context holds no numbered facts"),
     ],
 )
-def test_malformed_rows_name_the_place(tmp_path: Path, broken: dict, message: str) -> None:
+def test_malformed_rows_name_the_place(tmp_path: Path, broken: dict[str, Any], message: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({**row(), **broken}))
     with pytest.raises(DataError, match=r"bad\.json: " + message):

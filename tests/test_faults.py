@@ -27,13 +27,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 import memplug.llm
 from memplug.results import RunDir
 from memplug.runner import Evaluation, RunSpec
+
+if TYPE_CHECKING:
+    from openai_stub import OpenAIStub
 
 TIMEOUT_S = 0.5
 MAX_RETRIES = 2  # three attempts per call
@@ -45,7 +49,8 @@ def read_memory(body: dict[str, Any]) -> str:
     """The stub's reply: the word the recalled memory gives for the item asked about."""
     prompt = body["messages"][-1]["content"]
     asked = ASKED.findall(prompt)[-1]
-    return dict(ITEM.findall(prompt)).get(asked, "I do not know")
+    answer: str = dict(ITEM.findall(prompt)).get(asked, "I do not know")
+    return answer
 
 
 class QuickLLM(memplug.llm.LLM):
@@ -57,7 +62,7 @@ class QuickLLM(memplug.llm.LLM):
 
 
 @pytest.fixture
-def stub(openai_stub, testkit, monkeypatch):
+def stub(openai_stub: OpenAIStub, testkit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> OpenAIStub:
     """The loopback stub answering from the prompt's memory, and a run LLM that gives up quickly."""
     openai_stub.reply = read_memory
     openai_stub.retry_after = 0.2
@@ -65,7 +70,7 @@ def stub(openai_stub, testkit, monkeypatch):
     return openai_stub
 
 
-def plan_faults(stub, plan: dict[str, list[str]]) -> dict[str, int]:
+def plan_faults(stub: OpenAIStub, plan: dict[str, list[str]]) -> dict[str, int]:
     """Answer the calls for the question about item ``key`` with the faults ``plan[key]``, in turn.
 
     Per question, not per request number: the run's calls arrive in any order. Hooks the
@@ -84,11 +89,11 @@ def plan_faults(stub, plan: dict[str, list[str]]) -> dict[str, int]:
             return left[asked].pop(0)
         return queued
 
-    stub._admit = admit_with_plan
+    stub._admit = admit_with_plan  # type: ignore[method-assign]  # this stub's admission, planned
     return attempts
 
 
-def evaluate(stub, tmp_path: Path, **kw: Any) -> RunDir:
+def evaluate(stub: OpenAIStub, tmp_path: Path, **kw: Any) -> RunDir:
     spec = RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=stub.base_url, reader="llm",
                    agent_options={"answer": "false"}, concurrency=kw.pop("concurrency", 4),
                    llm_timeout=TIMEOUT_S, llm_retries=MAX_RETRIES, **kw)
@@ -126,17 +131,17 @@ def test_calls_that_never_succeed_are_errors_not_wrong_answers(stub, tmp_path):
 
     failed = {k: r for k, r in records.items() if r.error}
     assert set(failed) == {("s4", "q2"), ("s5", "q1")}
-    assert "after 3 attempts: HTTP 500" in failed["s4", "q2"].error
-    assert f"after 3 attempts: no answer within {TIMEOUT_S:g}s" in failed["s5", "q1"].error
+    assert "after 3 attempts: HTTP 500" in str(failed["s4", "q2"].error)
+    assert f"after 3 attempts: no answer within {TIMEOUT_S:g}s" in str(failed["s5", "q1"].error)
     for record in failed.values():
         assert record.prediction is None and record.scores == {}
-        assert record.usage.calls == 0
+        assert record.usage is not None and record.usage.calls == 0
     assert attempts["4-2"] == attempts["5-1"] == MAX_RETRIES + 1
 
     # metrics over the 16 answered questions, the two errors beside them
     assert summary.n_errors == 2 and summary.n_questions == 18
     assert summary.metrics.overall["em"] == 1.0
-    assert summary.n.overall["em"] == 16
+    assert summary.n is not None and summary.n.overall["em"] == 16
     assert summary.n.by_category["odd"]["em"] == 5  # q1 of s5 was one of six odd questions
     assert summary.llm.calls == 16
 
@@ -160,7 +165,7 @@ def test_faults_while_samples_run_one_at_a_time(stub, tmp_path):
 # --- the response cache under whole processes ----------------------------------------------------
 
 
-def eval_process(env: dict[str, str], stub, out: Path, samples: int = 6) -> subprocess.Popen:
+def eval_process(env: dict[str, str], stub: OpenAIStub, out: Path, samples: int = 6) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "lookup", "--dataset", "counting",
            "-o", "answer=false", "-o", f"samples={samples}", "--llm", "openai/stub", "--api-base", stub.base_url,
            "--reader", "llm", "--concurrency", "8", "--output", str(out), "--quiet"]
@@ -168,7 +173,7 @@ def eval_process(env: dict[str, str], stub, out: Path, samples: int = 6) -> subp
 
 
 @pytest.fixture
-def cache_env(testkit_env, openai_stub, tmp_path) -> dict[str, str]:
+def cache_env(testkit_env: dict[str, str], openai_stub: OpenAIStub, tmp_path: Path) -> dict[str, str]:
     env = dict(testkit_env)
     env["MEMPLUG_CACHE_DIR"] = str(tmp_path / "cache")
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
@@ -176,17 +181,19 @@ def cache_env(testkit_env, openai_stub, tmp_path) -> dict[str, str]:
     return env
 
 
-def finished_summary(proc: subprocess.Popen) -> dict[str, Any]:
+def finished_summary(proc: subprocess.Popen[str]) -> dict[str, Any]:
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    return json.loads((Path(out.strip().splitlines()[-1]) / "summary.json").read_text())
+    summary: dict[str, Any] = json.loads((Path(out.strip().splitlines()[-1]) / "summary.json").read_text())
+    return summary
 
 
 def cache_rows(env: dict[str, str]) -> int:
     conn = sqlite3.connect(Path(env["MEMPLUG_CACHE_DIR"]) / "llm.sqlite3")
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        rows: int = conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return rows
     finally:
         conn.close()
 

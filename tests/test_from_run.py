@@ -42,7 +42,7 @@ def test_a_question_the_source_failed_is_an_error_again(testkit, tmp_path):
     path = Evaluation(RunSpec(agent="lookup", dataset="counting", from_run=str(source))).run(
         output=tmp_path / "runs")
     failed = [r for r in RunDir(path).records() if r.error]
-    assert len(failed) == 6 and all("the --from run failed on this question" in r.error for r in failed)
+    assert len(failed) == 6 and all("the --from run failed on this question" in str(r.error) for r in failed)
     assert RunDir(path).info().status == "partial"
 
 
@@ -57,7 +57,7 @@ def test_the_cli_takes_the_stored_spec_and_the_options_given_now(testkit_env, tm
 
     from inprocess import memplug_main
 
-    def memplug(*args: str) -> subprocess.CompletedProcess:
+    def memplug(*args: str) -> subprocess.CompletedProcess[str]:
         """`memplug ARGS` in process, through the console script's entry (tests/inprocess.py)."""
         return memplug_main(args, env=testkit_env, cwd=tmp_path)
 

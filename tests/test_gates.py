@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from memplug.runner import Evaluation, RunSpec
 LOOKUP = ["eval", "--agent", "lookup", "--dataset", "counting", "--quiet", "--concurrency", "1"]
 
 
-def memplug(env: dict[str, str], *args: str, cwd: Path):
+def memplug(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     from inprocess import memplug_main
 
     return memplug_main(args, env=env, cwd=cwd)
@@ -53,15 +54,17 @@ def test_max_errors_stops_the_run_failed_not_stopped(testkit, tmp_path):
     assert [r.sample_id for r in records if r.error] == ["s0", "s1"]
     assert {r.sample_id for r in records} == {"s0", "s1"}
     outcome = run.summary().outcome
+    assert outcome is not None
     assert outcome.status == "failed" and outcome.n_answered == 3 and outcome.n_expected == 18
     assert outcome.stopped == "stopped after 2 failed questions (--max-errors 2)"
-    assert outcome.first_error.startswith("ValueError: recall exploded")
+    assert str(outcome.first_error).startswith("ValueError: recall exploded")
     assert run.info().status == "failed" and run.info().spec["max_errors"] == "2"
 
 
 def test_without_max_errors_the_same_run_goes_to_its_end(testkit, tmp_path):
     spec = RunSpec(agent="lookup", dataset="counting", agent_options={"fail_question": "q1"}, concurrency=1)
     outcome = RunDir(Evaluation(spec).run(output=tmp_path / "runs")).summary().outcome
+    assert outcome is not None
     assert outcome.status == "partial" and outcome.n_failed == 6 and outcome.stopped is None
 
 
@@ -100,7 +103,8 @@ def test_fail_under_exits_3_when_a_score_is_below(testkit_env, tmp_path):
     assert line.startswith("memplug: below --fail-under: em[even] = 0.5000, below 0.51 (")
     run = RunDir(tmp_path / done.stdout.strip().splitlines()[-1])
     assert run.info().spec["fail_under"] == ["em=0.6", "em[even]=0.51"]
-    assert run.summary().outcome.status == "finished"
+    outcome = run.summary().outcome
+    assert outcome is not None and outcome.status == "finished"
 
 
 @pytest.mark.parametrize("threshold, said", [("accuracy=0.5", "the run scores no metric 'accuracy'"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
@@ -73,7 +74,7 @@ def test_list_shows_the_install_command_when_the_extra_is_missing(plugins, monke
 # --- the stub's answers (tests/graphiti_stub.py) -----------------------------------------
 
 
-def _request(schema_name: str, user: str) -> dict:
+def _request(schema_name: str, user: str) -> dict[str, Any]:
     return {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": user}],
             "response_format": {"type": "json_schema", "json_schema": {"name": schema_name, "schema": {}}}}
 

@@ -4,6 +4,7 @@ on the shared conv-26 (the bench's number, kept here so a change to it is seen).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def _messages():
                       speaker=speaker, meta={"session": session})
 
 
-def _agent(**options) -> HybridAgent:
+def _agent(**options: Any) -> HybridAgent:
     agent = HybridAgent(AgentConfig(options=options, top_k=options.pop("top_k", 3), sample_id="s"), Path("."))
     for i, m in enumerate(_messages()):
         agent.ingest(Chunk(i, (m,)))
@@ -55,6 +56,7 @@ def test_leading_timestamp_is_cut_and_dates_parse():
     assert strip_stamp('1:56 pm on 8 May, 2023: Anna said, "Hi"') == 'Anna said, "Hi"'
     assert strip_stamp("My sister is 41. (time: April 3, 2024)") == "My sister is 41. (time: April 3, 2024)"
     (start, month, end), = date_intervals("What did Anna do on December 4, 2023?")
+    assert start is not None and end is not None
     assert (start.day, start.month, month, (end - start).days) == (4, 12, None, 1)
     assert date_intervals("What happened in October?") == [(None, 10, None)]
     assert len(date_intervals("2024年04月01日 做了什么")) == 1

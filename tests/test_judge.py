@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import attrs
 import pytest
@@ -13,6 +13,9 @@ from memplug.errors import MemplugError
 from memplug.judge import JUDGE_SEED, PERLTQA, PERLTQA_SOURCE_QUOTE, Judge, JudgeCoherence, parse_verdict
 from memplug.models import Question
 from memplug.protocols import MetricConfig, ScoreContext
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
 
 
 @attrs.frozen
@@ -35,6 +38,11 @@ class FakeJudgeLLM:
         return FakeCompletion(self.reply(prompt))
 
 
+def judge_config(llm: FakeJudgeLLM, **fields: Any) -> MetricConfig:
+    """A metric config judged by the fake: it answers ``acomplete``, all a judge asks of an LLM."""
+    return MetricConfig(judge=cast("LLM", llm), **fields)
+
+
 def judge_score(judge: Judge, prediction: str, **question: Any) -> float | None:
     q = Question("q1", question.pop("text", "What is Wang Wei's occupation?"), question.pop("answers", ("cameraman",)), **question)
     return asyncio.run(judge.score(ScoreContext(q, prediction, ())))
@@ -42,7 +50,7 @@ def judge_score(judge: Judge, prediction: str, **question: Any) -> float | None:
 
 def test_strict_prompt_by_default_at_temperature_0_with_seed() -> None:
     llm = FakeJudgeLLM('{"correct": true}')
-    judge = Judge(MetricConfig(judge=llm))  # type: ignore[arg-type]
+    judge = Judge(judge_config(llm))
     assert judge_score(judge, "He is a cameraman.") == 1.0
     (prompt, params), = llm.calls
     assert params == {"temperature": 0, "seed": JUDGE_SEED}
@@ -53,7 +61,7 @@ def test_strict_prompt_by_default_at_temperature_0_with_seed() -> None:
 
 def test_family_selects_the_perltqa_prompt_and_coherence_reads_the_same_reply() -> None:
     llm = FakeJudgeLLM('Sure: {"correctness": 0.5, "coherence": 1}')
-    config = MetricConfig(judge=llm)  # type: ignore[arg-type]
+    config = judge_config(llm)
     meta = {"family": "perltqa"}
     assert judge_score(Judge(config), "Wang Wei works in film.", meta=meta) == 0.5
     assert judge_score(JudgeCoherence(config), "Wang Wei works in film.", meta=meta) == 1.0
@@ -64,16 +72,16 @@ def test_family_selects_the_perltqa_prompt_and_coherence_reads_the_same_reply() 
 
 def test_fixed_prompt_overrides_the_family() -> None:
     llm = FakeJudgeLLM('{"correctness": 1, "coherence": 1}')
-    judge = Judge(MetricConfig(judge=llm), prompt="perltqa")  # type: ignore[arg-type]
+    judge = Judge(judge_config(llm), prompt="perltqa")
     assert judge_score(judge, "cameraman") == 1.0
     assert judge.prompt_version == "perltqa@1"
     with pytest.raises(MemplugError, match="unknown judge prompt"):
-        Judge(MetricConfig(judge=llm), prompt="nope")  # type: ignore[arg-type]
+        Judge(judge_config(llm), prompt="nope")
 
 
 def test_multiple_choice_puts_choices_and_correct_choice_in_the_prompt() -> None:
     llm = FakeJudgeLLM("no")
-    judge = Judge(MetricConfig(judge=llm))  # type: ignore[arg-type]
+    judge = Judge(judge_config(llm))
     score = judge_score(judge, "B", text="How old?", answers=(), choices={"A": "35", "B": "36"}, correct_choice="A")
     assert score == 0.0
     prompt = llm.calls[0][0]
@@ -82,19 +90,19 @@ def test_multiple_choice_puts_choices_and_correct_choice_in_the_prompt() -> None
 
 def test_question_without_gold_is_not_applicable_and_costs_nothing() -> None:
     llm = FakeJudgeLLM("yes")
-    assert judge_score(Judge(MetricConfig(judge=llm)), "x", answers=()) is None  # type: ignore[arg-type]
+    assert judge_score(Judge(judge_config(llm)), "x", answers=()) is None
     assert llm.calls == []
 
 
 def test_unreadable_verdict_is_none_and_logged(caplog: pytest.LogCaptureFixture) -> None:
-    judge = Judge(MetricConfig(judge=FakeJudgeLLM("I cannot decide.")))  # type: ignore[arg-type]
+    judge = Judge(judge_config(FakeJudgeLLM("I cannot decide.")))
     with caplog.at_level(logging.WARNING, logger="memplug.judge"):
         assert judge_score(judge, "x") is None
     assert "I cannot decide." in caplog.text
 
 
 def test_describe_for_run_json() -> None:
-    judge = Judge(MetricConfig(judge=FakeJudgeLLM("yes")))  # type: ignore[arg-type]
+    judge = Judge(judge_config(FakeJudgeLLM("yes")))
     described = judge.describe()
     assert described["model"] == judge.model == "fake/judge"
     assert described["prompt_version"] == judge.prompt_version == "strict@1,perltqa@1"

@@ -8,14 +8,16 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memplug.errors import MemplugError
 from memplug.llm import LLM, Completion, LLMError, default_model, usage_scope
 from memplug.llm.transport import env_proxy
-from openai_stub import hashed_embedding
+from openai_stub import OpenAIStub, hashed_embedding
 
 SECRET = "sk-SECRET-0123456789abcdef"
 
@@ -25,11 +27,11 @@ def user(text: str) -> list[dict[str, str]]:
 
 
 @pytest.fixture
-def make_llm(openai_stub, tmp_path: Path):
+def make_llm(openai_stub: OpenAIStub, tmp_path: Path) -> Iterator[Callable[..., LLM]]:
     """LLMs on the stub with a private cache and short backoff; closed after the test."""
     made: list[LLM] = []
 
-    def make(**kwargs) -> LLM:
+    def make(**kwargs: Any) -> LLM:
         kwargs = {"api_base": openai_stub.base_url, "api_key": "sk-test", "cache_path": tmp_path / "llm.sqlite3", "retry_base": 0.01, **kwargs}
         llm = LLM(kwargs.pop("model", "openai/stub"), **kwargs)
         made.append(llm)
@@ -82,7 +84,9 @@ def test_no_cache_above_temperature_zero(openai_stub, make_llm):
     assert llm.usage.cache_hits == hot.usage.cache_hits == 0
 
 
-def test_no_cache_flag_neither_reads_nor_writes(openai_stub, make_llm, tmp_path: Path):
+def test_no_cache_flag_neither_reads_nor_writes(
+    openai_stub: OpenAIStub, make_llm: Callable[..., LLM], tmp_path: Path
+) -> None:
     llm = make_llm(use_cache=False, cache_path=tmp_path / "never.sqlite3")
     llm.complete(user("q"))
     assert not llm.complete(user("q")).cached
@@ -181,13 +185,13 @@ def test_usage_scopes_are_isolated_between_tasks(openai_stub, make_llm):
     openai_stub.latency = 0.05
     llm = make_llm()
 
-    async def task(n: int) -> dict:
+    async def task(n: int) -> dict[str, Any]:
         with usage_scope() as usage:
             await asyncio.gather(*[llm.acomplete(user(f"task {n} call {i}")) for i in range(n)])
             await llm.acomplete(user(f"task {n} call 0"))  # a cache hit
         return usage.as_dict()
 
-    async def both() -> tuple[dict, dict, dict]:
+    async def both() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         with usage_scope() as outer:
             one, three = await asyncio.gather(task(1), task(3))
             # the sync path in a worker thread counts in the scope it was started from
@@ -208,7 +212,7 @@ def test_cost_comes_from_litellm_price_map(openai_stub, make_llm):
     assert reply.cost_usd == pytest.approx(3 * 0.15e-6 + 3 * 0.60e-6)
 
 
-def test_async_concurrency_limit(openai_stub, make_llm):
+def test_async_concurrency_limit(openai_stub: OpenAIStub, make_llm: Callable[..., LLM]) -> None:
     openai_stub.latency = 0.1
     llm = make_llm(concurrency=4)
 
@@ -220,7 +224,7 @@ def test_async_concurrency_limit(openai_stub, make_llm):
     assert openai_stub.max_in_flight == 4
 
 
-def test_cancelling_a_call_frees_its_slot(openai_stub, make_llm):
+def test_cancelling_a_call_frees_its_slot(openai_stub: OpenAIStub, make_llm: Callable[..., LLM]) -> None:
     llm = make_llm(concurrency=1, timeout=10)
     openai_stub.fail_next(1, "hang")
 
@@ -282,7 +286,9 @@ def test_embeddings_are_ordered_cached_and_counted(openai_stub, make_llm):
 # --- secrets -------------------------------------------------------------------------
 
 
-def test_api_key_never_leaks(openai_stub, make_llm, tmp_path: Path, caplog):
+def test_api_key_never_leaks(
+    openai_stub: OpenAIStub, make_llm: Callable[..., LLM], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     llm = make_llm(api_key=SECRET, max_retries=1)
     assert SECRET not in repr(llm) and "***" in repr(llm)
@@ -459,18 +465,21 @@ def test_litellm_missing_key_is_fatal_not_retried():
     assert isinstance(classify_litellm(busy), Transient)
 
 
-def test_the_cookie_jar_reads_only_responses_that_set_cookies(openai_stub, make_llm):
+def test_the_cookie_jar_reads_only_responses_that_set_cookies(
+    openai_stub: OpenAIStub, make_llm: Callable[..., LLM]
+) -> None:
     """httpx parsed every response for cookies (a seventh of the SDK's CPU a call); the jar
     memplug gives the SDK's client skips responses without Set-Cookie, and keeps the rest."""
     import httpx
 
-    from memplug.llm.transport import cookie_jar_class
+    from memplug.llm.transport import OpenAITransport, cookie_jar_class
 
     llm = make_llm()
     llm.complete([{"role": "user", "content": "hello"}], temperature=0.7)  # makes the transport
-    assert llm._io is not None and llm._io.transport is not None
+    assert llm._io is not None and isinstance(llm._io.transport, OpenAITransport)
     jar = llm._io.transport.client._client.cookies  # the SDK's httpx client
-    assert isinstance(jar, cookie_jar_class()), "httpx no longer keeps the jar where memplug puts it"
+    jar_class: type[httpx.Cookies] = cookie_jar_class()
+    assert isinstance(jar, jar_class), "httpx no longer keeps the jar where memplug puts it"
     request = httpx.Request("POST", "https://api.example.com/v1/chat/completions")
     jar.extract_cookies(httpx.Response(200, headers={"content-type": "application/json"}, request=request))
     assert len(jar) == 0
@@ -478,7 +487,9 @@ def test_the_cookie_jar_reads_only_responses_that_set_cookies(openai_stub, make_
     assert jar.get("lb") == "node-3"
 
 
-def test_replies_kept_in_memory_are_written_at_close_and_at_exit(openai_stub, make_llm, tmp_path: Path):
+def test_replies_kept_in_memory_are_written_at_close_and_at_exit(
+    openai_stub: OpenAIStub, make_llm: Callable[..., LLM], tmp_path: Path
+) -> None:
     """Fresh replies are written in batches (memplug.llm.caching.BATCH): none may be lost
     when the LLM is closed, or when the process exits without closing it."""
     import subprocess

@@ -7,9 +7,13 @@ a measured time."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
+from openai_stub import OpenAIStub
 
 from memplug.errors import MemplugError
 from memplug.llm import LLM, TokenBucket, TokenLimiter, set_token_limiter
@@ -56,7 +60,7 @@ def test_a_limiter_per_model_and_for_every_other_model():
 
 
 @pytest.fixture
-def tpm():
+def tpm() -> Iterator[Callable[[dict[str, int], FakeTime], TokenLimiter]]:
     """Install a limiter for the test, removed after it."""
     made: list[TokenLimiter] = []
 
@@ -70,9 +74,16 @@ def tpm():
     set_token_limiter(None)
 
 
-def test_calls_wait_when_the_budget_is_spent_and_settle_with_the_servers_count(openai_stub, tpm, tmp_path: Path):
+def test_calls_wait_when_the_budget_is_spent_and_settle_with_the_servers_count(
+    openai_stub: OpenAIStub, tpm: Callable[[dict[str, int], FakeTime], TokenLimiter], tmp_path: Path
+) -> None:
     events: list[str] = []
-    openai_stub.reply = lambda body: events.append("served") or "ok"
+
+    def served(body: dict[str, Any]) -> str:
+        events.append("served")
+        return "ok"
+
+    openai_stub.reply = served
     time = FakeTime(events)
     limiter = tpm({"openai/stub": 60}, time)  # one token a second
     llm = LLM("openai/stub", api_base=openai_stub.base_url, api_key="sk-test", cache_path=tmp_path / "c.sqlite3")
@@ -94,7 +105,9 @@ def test_calls_wait_when_the_budget_is_spent_and_settle_with_the_servers_count(o
     assert used2 == 81 and limiter.bucket("openai/stub").available() == pytest.approx(estimate2 - used2)
 
 
-def test_a_model_without_a_budget_never_waits(openai_stub, tpm, tmp_path: Path):
+def test_a_model_without_a_budget_never_waits(
+    openai_stub: OpenAIStub, tpm: Callable[[dict[str, int], FakeTime], TokenLimiter], tmp_path: Path
+) -> None:
     time = FakeTime()
     limiter = tpm({"openai/other": 1}, time)
     llm = LLM("openai/stub", api_base=openai_stub.base_url, api_key="sk-test", use_cache=False)
@@ -107,7 +120,9 @@ def test_a_model_without_a_budget_never_waits(openai_stub, tpm, tmp_path: Path):
     assert time.sleeps == [] and limiter.buckets == {}
 
 
-def test_embeddings_take_from_the_budget_too(openai_stub, tpm, tmp_path: Path):
+def test_embeddings_take_from_the_budget_too(
+    openai_stub: OpenAIStub, tpm: Callable[[dict[str, int], FakeTime], TokenLimiter], tmp_path: Path
+) -> None:
     time = FakeTime()
     limiter = tpm({"openai/stub": 60}, time)
     llm = LLM("openai/stub", api_base=openai_stub.base_url, api_key="sk-test", use_cache=False)
@@ -132,7 +147,9 @@ def test_parse_llm_tpm():
             parse_llm_tpm(bad)
 
 
-def test_eval_records_the_budget_and_refuses_a_bad_one_in_one_line(openai_stub, testkit, tmp_path: Path, monkeypatch):
+def test_eval_records_the_budget_and_refuses_a_bad_one_in_one_line(
+    openai_stub: OpenAIStub, testkit: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from memplug.cli import cli

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inprocess import memplug_main
@@ -19,7 +21,7 @@ from memplug.protocols import BuildOptions, MetricConfig, ScoreContext
 
 
 @pytest.fixture(scope="module")
-def conv26(shared_data) -> Path:
+def conv26(shared_data: Path) -> Path:
     return shared_data / "locomo" / "locomo_conv26.json"
 
 
@@ -150,13 +152,18 @@ OFFICIAL = [
 OFFICIAL_MEAN = 0.5450213675213675
 
 
-def _ctx(question: Question, prediction: str, items=()) -> ScoreContext:
+def _ctx(question: Question, prediction: str, items: Iterable[Recalled] = ()) -> ScoreContext:
     return ScoreContext(question, prediction, tuple(items))
+
+
+def _scored(score: float | None) -> float:
+    assert score is not None
+    return score
 
 
 def test_scores_equal_the_official_code(sample):
     metric, no_adv = LoCoMoF1(), LoCoMoF1NoAdversarial()
-    got = [metric.score(_ctx(sample.questions[i], pred)) for i, pred, _ in OFFICIAL]
+    got = [_scored(metric.score(_ctx(sample.questions[i], pred))) for i, pred, _ in OFFICIAL]
     assert got == pytest.approx([s for _, _, s in OFFICIAL], abs=1e-12)
     assert sum(got) / len(got) == pytest.approx(OFFICIAL_MEAN, abs=1e-12)
     assert no_adv.score(_ctx(sample.questions[152], "Not mentioned")) is None
@@ -190,7 +197,7 @@ Question: {} Short answer:
 """
 
 
-def _official_query(qa: dict, query_conv: str, draw: float) -> tuple[str, dict | None]:
+def _official_query(qa: dict[str, Any], query_conv: str, draw: float) -> tuple[str, dict[str, str] | None]:
     """get_gpt_answers at batch size 1 with RAG (its lines, ``random.random()`` given as ``draw``):
     the query sent to the model, and the category-5 answer key."""
     cat_5_idxs, questions, answer = [], [], None
@@ -213,7 +220,7 @@ def _official_query(qa: dict, query_conv: str, draw: float) -> tuple[str, dict |
     return query, answer
 
 
-def _official_cat_5_answer(model_prediction: str, answer_key: dict) -> str:
+def _official_cat_5_answer(model_prediction: str, answer_key: dict[str, str]) -> str:
     # get_cat_5_answer, as it stands
     model_prediction = model_prediction.strip().lower()
     if len(model_prediction) == 1:

@@ -206,7 +206,7 @@ def test_where_the_files_are(tmp_path, release):
 # -- the judge ------------------------------------------------------------------------------
 
 
-def judged(reply: str, question: Any, prediction: str = "Maybe not the ladder.") -> tuple[float | None, str, dict]:
+def judged(reply: str, question: Any, prediction: str = "Maybe not the ladder.") -> tuple[float | None, str, dict[str, Any]]:
     llm = FakeJudgeLLM(reply)
     score = asyncio.run(Judge(MetricConfig(judge=llm)).score(ScoreContext(question, prediction, ())))  # type: ignore[arg-type]
     ((prompt, params),) = llm.calls
@@ -243,7 +243,7 @@ def test_end_to_end_offline_and_with_the_judge(tmp_path, release, openai_stub, m
     assert "locomo_f1" in by["4-single-hop"] and "locomo_f1" not in by["cognitive-goal"]  # unscored, not 0
     assert "judge" not in summary["metrics"]["overall"] and "recall@5" in by["cognitive-goal"]
 
-    def reply(body: dict) -> str:
+    def reply(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
         label = "partial" if "Memory Awareness Judge" in prompt else "wrong" if "Temporal" in prompt else "correct"
         return json.dumps({"label": label, "reason": "r"})

@@ -15,6 +15,7 @@ import hashlib
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,7 +150,7 @@ def test_prompts_are_pinned_and_equal_the_source_when_at_hand():
                             capture_output=True, text=True, check=True).stdout
     found = re.search(r"^PROMPT_TEMPLATES = \{\n.*?^\}\n", source, re.S | re.M)
     assert found is not None
-    namespace: dict = {}
+    namespace: dict[str, Any] = {}
     exec(found.group(0), namespace)  # the dict literal of the official file, nothing else
     assert namespace["PROMPT_TEMPLATES"] == lp_judge.PROMPT_TEMPLATES
 

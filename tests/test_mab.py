@@ -18,7 +18,7 @@ from memplug.datasets.mab.sources import SOURCES, family_of, scoring_of
 from memplug.errors import MemplugError
 from memplug.models import Sample
 from memplug.protocols import BuildOptions
-from memplug.testing import assert_dataset_conforms, run_cli
+from memplug.testing import CliResult, assert_dataset_conforms, run_cli
 
 META_KEYS = ("source", "qa_pair_ids", "question_ids", "question_types", "question_dates", "previous_events",
              "keypoints", "demo", "haystack_sessions")
@@ -27,9 +27,15 @@ STORY = " ".join(f"Sentence number {i} of the story tells what happened on day {
 
 def row(source: str, questions: list[str], answers: list[list[str]], **meta: Any) -> dict[str, Any]:
     """A release row: every metadata field present, as the parquet schema has them."""
-    full = {k: None for k in META_KEYS}
+    full: dict[str, Any] = {k: None for k in META_KEYS}
     full.update(source=source, qa_pair_ids=[f"{source}_no{i}" for i in range(len(questions))], **meta)
     return {"context": STORY, "questions": questions, "answers": answers, "metadata": full}
+
+
+def _run_dir(result: CliResult) -> Path:
+    """The run an ``eval`` wrote."""
+    assert result.run_dir is not None, result.stderr
+    return result.run_dir
 
 
 def write_release(folder: Path, split: str, rows_: list[dict[str, Any]]) -> Path:
@@ -178,6 +184,7 @@ def test_eval_runs_offline_on_the_generated_niah_mq(tmp_path):
     result = run_cli(["eval", "--agent", "bm25", "--dataset", "mab", "-o", "tokens=4000", "-o", "questions=4",
                       "-o", "chunk=256", "--quiet"], cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
+    assert result.run_dir is not None
     run = json.loads((result.run_dir / "run.json").read_text())
     protocol = run["resolved"]["protocol"]
     assert protocol["name"] == "memoryagentbench-ruler_niah_mq" and "tasks/templates.py" in protocol["source"]
@@ -191,6 +198,7 @@ def test_eval_runs_a_release_file_of_factconsolidation(tmp_path, shared_data):
     result = run_cli(["eval", "--agent", "bm25", "--dataset", "mab", "--data", path, "--limit", "1", "--quiet"],
                      cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
+    assert result.run_dir is not None
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["resolved"]["protocol"]["name"] == "memoryagentbench-factconsolidation"
     assert run["resolved"]["protocol"]["score_raw_too"] is True
@@ -231,7 +239,7 @@ def test_factcon_reads_the_parquet_release_as_its_json_copy(tmp_path, shared_dat
 def test_report_groups_runs_of_several_sources_by_competency(tmp_path, shared_data):
     copy = shared_data / "factconsolidation" / "factconsolidation_mh_6k.json"
     path = write_release(tmp_path, "Conflict_Resolution", [json.loads(copy.read_text())])
-    runs = [run_cli(["eval", "--agent", "bm25", "--dataset", "mab", *args, "--quiet"], cwd=tmp_path).run_dir
+    runs = [_run_dir(run_cli(["eval", "--agent", "bm25", "--dataset", "mab", *args, "--quiet"], cwd=tmp_path))
             for args in (["-o", "tokens=3000", "-o", "questions=2", "-o", "chunk=256"], ["--data", path])]
     markdown = run_cli(["report", *runs, "--format", "markdown"], cwd=tmp_path)
     assert markdown.exit_code == 0, markdown.stderr
@@ -269,6 +277,7 @@ def test_judged_sources_end_to_end(release, tmp_path, openai_stub):
                           "--judge", "openai/stub", "--api-base", openai_stub.base_url, "--quiet"],
                          cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"})
         assert result.exit_code == 0, result.stderr
+        assert result.run_dir is not None
         resolved = json.loads((result.run_dir / "run.json").read_text())["resolved"]
         assert "without --judge MODEL the run reports" in resolved["data_warnings"]["first"][0]
         judge = resolved["judge"]

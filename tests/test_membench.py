@@ -4,7 +4,9 @@ accuracy and recall of target steps, held against what MemBench's own code produ
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from memplug.answering import protocol_of
 from memplug.datasets.membench.builder import MemBenchBuilder, parse_choice
 from memplug.errors import DataError, MemplugError
 from memplug.metrics import Accuracy, RecallAtK
-from memplug.models import AgentQuestion, Recalled
+from memplug.models import AgentQuestion, Recalled, Sample
 from memplug.protocols import BuildOptions, MetricConfig, ScoreContext
 from memplug.testing import assert_dataset_conforms, run_cli
 
@@ -20,12 +22,12 @@ BOSTON = "Boston, MA"
 TUE, WED = "'2024-10-01 {}' Tuesday", "'2024-10-02 {}' Wednesday"
 
 
-def statement(mid: int, message: str, time: str, place: str = BOSTON) -> dict:
+def statement(mid: int, message: str, time: str, place: str = BOSTON) -> dict[str, Any]:
     """A ThirdAgent step as MemData writes it."""
     return {"mid": mid, "message": message, "time": time, "place": place}
 
 
-def qa(question: str, answer: str, targets: list, choices: list[str], truth: str, time: str) -> dict:
+def qa(question: str, answer: str, targets: list[Any], choices: list[str], truth: str, time: str) -> dict[str, Any]:
     return {"qid": 0, "question": question, "answer": answer, "target_step_id": targets,
             "choices": dict(zip("ABCD", choices)), "ground_truth": truth, "time": time}
 
@@ -111,12 +113,12 @@ def write_memdata(root: Path) -> Path:
     return root
 
 
-def load(data: Path, **values):
+def load(data: Path, **values: str) -> dict[str, Sample]:
     return {s.id: s for s in MemBenchBuilder().build(BuildOptions(values=values, data=data))}
 
 
 @pytest.fixture
-def memdata(tmp_path) -> Path:
+def memdata(tmp_path: Path) -> Path:
     return write_memdata(tmp_path / "MemData")
 
 
@@ -174,7 +176,7 @@ def test_mode_option_and_single_files(memdata):
         load(memdata, mode="SecondAgent")
 
 
-def _broken(memdata: Path, change) -> Path:
+def _broken(memdata: Path, change: Callable[[Any], object]) -> Path:
     data = json.loads(json.dumps(THIRD_SIMPLE))
     change(data["roles"][0])
     path = memdata / "ThirdAgent" / "simple.json"
@@ -218,6 +220,7 @@ def test_eval_runs_end_to_end_offline(memdata, tmp_path):
     result = run_cli(["eval", "--agent", "bm25", "--dataset", "membench", "--data", memdata,
                       "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
+    assert result.run_dir is not None
     summary = json.loads((result.run_dir / "summary.json").read_text())
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["resolved"]["protocol"]["name"] == "membench" and run["resolved"]["top_k"] == 10
@@ -243,5 +246,6 @@ def test_the_llm_reader_gets_instruction_first_and_a_json_choice_counts(memdata,
                      env={"OPENAI_API_KEY": "sk-test"})
     assert result.exit_code == 0, result.stderr
     assert OFFICIAL_FIRST_PROMPT in [b["messages"][-1]["content"] for b in openai_stub.chat_requests]
+    assert result.run_dir is not None
     summary = json.loads((result.run_dir / "summary.json").read_text())
     assert summary["metrics"]["overall"]["accuracy"] == 0.5  # D is right for two trajectories of four

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memplug.datasets.memsim.memdaily import MemDailyLoader
 from memplug.errors import DataError, MemplugError
+from memplug.models import Sample
 from memplug.protocols import BuildOptions
 
 
-def load(data: Path, **values):
+def load(data: Path, **values: Any) -> list[Sample]:
     return list(MemDailyLoader().build(BuildOptions(values=values, data=data)))
 
 
-def kept(question: dict) -> bool:
+def kept(question: Mapping[str, object]) -> bool:
     return question["question"] != "[ERRORQ]" and question["answer"] != "[ERRORA]"
 
 
 @pytest.fixture(scope="module")
-def release(shared_data) -> Path:
+def release(shared_data: Path) -> Path:
     return shared_data / "memdaily"
 
 
@@ -47,7 +50,7 @@ def test_targets_resolve_and_the_correct_choice_is_a_choice(release):
         assert s.meta["scenario"] == "roles" and s.meta["lang"] == "zh"
         for q in s.questions:
             assert q.targets and set(q.targets) <= ids
-            assert q.correct_choice in q.choices
+            assert q.choices is not None and q.correct_choice in q.choices
             assert q.category == s.meta["type"]
 
 
@@ -72,7 +75,7 @@ def test_messages_carry_place_and_time_like_memsims_benchmark(release):
 
 def test_merged_memdaily_json_gives_the_same_questions(release, tmp_path):
     """The layout post_process.py writes: {type: {scenario: [{tid, message_list, QA}]}}."""
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for path in sorted(release.glob("0*_*_roles.json")):
         qtype = path.stem.split("_", 1)[1].rsplit("_", 1)[0]
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -100,6 +103,7 @@ def test_quirks_are_handled_not_fixed(tmp_path):
     assert [m.text for m in s.messages] == ["我表弟今年36岁。", "我表妹今年30岁。"]
     assert [m.time for m in s.messages] == ["2024-04-03T08:00", "2024-04-02T08:00"]  # order of the file
     # a choice's text as the release has it, trailing spaces included: MemSim's prompt shows them
+    assert s.questions[0].choices is not None
     assert s.questions[0].choices["D"] == "34岁  "
 
 

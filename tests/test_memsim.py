@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 
 import attrs
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from memplug.datasets.memsim import ops
 from memplug.datasets.memsim.generator import MemSimBuilder
 from memplug.errors import DataError, MemplugError
+from memplug.models import Sample
 from memplug.protocols import BuildOptions
 
 CATEGORIES = {"simple", "conditional", "comparative", "aggregative", "post_processing", "noisy"}
@@ -20,7 +22,7 @@ def generate(seed=7, llm=None, **values):
     return list(MemSimBuilder().build(BuildOptions(values=values, seed=seed, llm=llm)))
 
 
-def as_jsonl(samples) -> str:
+def as_jsonl(samples: Iterable[Sample]) -> str:
     return "\n".join(json.dumps(attrs.asdict(s), ensure_ascii=False) for s in samples)
 
 

@@ -22,11 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def pyproject() -> dict[str, Any]:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    data: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return data
 
 
 def smoke_pythons() -> list[str]:
-    (line,) = re.findall(r'^PYTHONS="([\d. ]+)"$', (ROOT / ".ci" / "wheel-smoke").read_text(), re.M)
+    found: list[str] = re.findall(r'^PYTHONS="([\d. ]+)"$', (ROOT / ".ci" / "wheel-smoke").read_text(), re.M)
+    (line,) = found
     return line.split()
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from inprocess import memplug_main
 
 
-def one_line_error(result, *needles: str) -> str:
+def one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> str:
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr

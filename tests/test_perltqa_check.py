@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -13,7 +14,7 @@ from memplug.protocols import BuildOptions
 FIXTURES = Path(__file__).parent / "fixtures" / "perltqa"
 
 
-def generate(seed: int = 1, **values) -> list[Sample]:
+def generate(seed: int = 1, **values: Any) -> list[Sample]:
     return list(PerLTQABuilder().build(BuildOptions(values=values, seed=seed)))
 
 
@@ -30,7 +31,7 @@ def first(sample: Sample, section: str) -> Question:
     return next(q for q in sample.questions if q.category == section)
 
 
-def with_question(sample: Sample, old: Question, **changes) -> Sample:
+def with_question(sample: Sample, old: Question, **changes: Any) -> Sample:
     new = attrs.evolve(old, **changes)
     return attrs.evolve(sample, questions=[new if q is old else q for q in sample.questions])
 

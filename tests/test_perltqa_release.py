@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -12,13 +14,14 @@ import pytest
 from memplug.datasets.perltqa.builder import PerLTQABuilder
 from memplug.datasets.perltqa.schema import PROFILE_FIELDS
 from memplug.errors import DataError
+from memplug.models import Sample
 from memplug.protocols import BuildOptions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "perltqa"
 MEMORY, QA = "perltmem_en_v2.json", "perltqa_en_v2.json"
 
 
-def load(data: Path, **values) -> list:
+def load(data: Path, **values: Any) -> list[Sample]:
     return list(PerLTQABuilder().build(BuildOptions(values=values, data=data)))
 
 
@@ -29,7 +32,7 @@ def copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def edit(path: Path, change) -> None:
+def edit(path: Path, change: Callable[[Any], object]) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     change(data)
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -126,7 +129,9 @@ def _qa_item(data):
         (MEMORY, lambda d: d["Wang Xiaoming"].pop("profile"), r"'Wang Xiaoming': missing key 'profile'"),
     ],
 )
-def test_malformed_parts_name_the_file_and_key(copy: Path, name: str, change, message: str) -> None:
+def test_malformed_parts_name_the_file_and_key(
+    copy: Path, name: str, change: Callable[[Any], object], message: str
+) -> None:
     edit(copy / name, change)
     with pytest.raises(DataError, match=message):
         load(copy)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +15,7 @@ from memplug.answering import protocol_of
 from memplug.datasets.personamem.builder import INSTRUCTIONS, PersonaMemBuilder
 from memplug.datasets.personamem.scoring import PersonaMemAccuracy, extract_answer
 from memplug.errors import DataError, MemplugError
-from memplug.models import AgentQuestion, Recalled
+from memplug.models import AgentQuestion, Recalled, Sample
 from memplug.protocols import BuildOptions, ScoreContext
 from memplug.testing import assert_dataset_conforms, run_cli
 
@@ -57,7 +59,8 @@ HEADER = ["persona_id", "question_id", "question_type", "topic", "context_length
           "correct_answer", "all_options", "shared_context_id", "end_index_in_shared_context"]
 
 
-def write_release(folder: Path, size: str = "32k", rows=ROWS, contexts=CONTEXTS) -> Path:
+def write_release(folder: Path, size: str = "32k", rows: Sequence[Sequence[object]] = ROWS,
+                  contexts: Mapping[str, list[dict[str, str]]] = CONTEXTS) -> Path:
     """questions_<size>.csv and shared_contexts_<size>.jsonl as the release writes them:
     all_options is str() of a Python list, each context one {id: [messages]} line."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -74,12 +77,12 @@ def write_release(folder: Path, size: str = "32k", rows=ROWS, contexts=CONTEXTS)
     return path
 
 
-def load(data: Path, **values):
+def load(data: Path, **values: Any) -> list[Sample]:
     return list(PersonaMemBuilder().build(BuildOptions(values=values, data=data)))
 
 
 @pytest.fixture
-def release(tmp_path) -> Path:
+def release(tmp_path: Path) -> Path:
     return write_release(tmp_path / "pm")
 
 
@@ -98,6 +101,7 @@ def test_one_sample_per_context_and_end_index_holding_only_the_prefix(release):
 def test_questions_carry_type_choices_and_the_release_columns(release):
     q = load(release)[0].questions[0]
     assert q.category == "recall_user_shared_facts" and q.correct_choice == "c"
+    assert q.choices is not None
     assert list(q.choices) == ["a", "b", "c", "d"] and q.answers == (OPTIONS_MUSIC[2],)
     assert q.meta["correct_answer"] == "(c)" and q.meta["topic"] == "therapy"
     assert q.meta["distance_to_ref_in_blocks"] == "2" and q.meta["shared_context_id"] == SID_A
@@ -197,6 +201,7 @@ def test_eval_runs_end_to_end_offline(release, tmp_path):
     result = run_cli(["eval", "--agent", "bm25", "--dataset", "personamem", "--data", release,
                       "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
+    assert result.run_dir is not None
     summary = json.loads((result.run_dir / "summary.json").read_text())
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["resolved"]["protocol"]["name"] == "personamem" and run["resolved"]["memory_unit"] == "message"
@@ -237,5 +242,6 @@ def test_the_llm_reader_sends_the_official_message_and_is_scored_officially(rele
     assert system["role"] == "system" and "art therapy class" in system["content"]
     assert "gardening" not in system["content"]  # said after this question's end index
     assert user["content"].endswith(INSTRUCTIONS + "\n\n" + str(ROWS[1][4]))
+    assert result.run_dir is not None
     summary = json.loads((result.run_dir / "summary.json").read_text())
     assert summary["metrics"]["overall"]["personamem_accuracy"] == 0.2  # (c) is right for one question of five

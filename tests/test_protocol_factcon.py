@@ -18,6 +18,7 @@ import re
 import string
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"
 # --- MemoryAgentBench's code (455306d) ----------------------------------------------------
 
 SYSTEM_MESSAGE = "You are a helpful assistant that can read the context and memorize it for future retrieval."
-FACTCONSOLIDATION = {
+FACTCONSOLIDATION: dict[str, Any] = {
     'system': SYSTEM_MESSAGE,
     'memorize': 'Dialogue between User and Assistant {time_stamp} \\n<User> The following context is the facts I have learned: \n{context}\n <Assistant> I have learned the facts and I will answer the question you ask.',  # noqa: E501
     'query': {
@@ -55,7 +56,7 @@ def chunk_text_into_sentences(text, model_name="gpt-4o-mini", chunk_size=4096):
         encoding = tiktoken.encoding_for_model("gpt-4o-mini")
     sentences = nltk.sent_tokenize(text)
     text_chunks = []
-    current_chunk_sentences = []
+    current_chunk_sentences: list[str] = []
     current_chunk_token_count = 0
     for sentence in sentences:
         sentence_tokens = encoding.encode(sentence, allowed_special={'<|endoftext|>'})
@@ -251,7 +252,7 @@ REPLIES = [
     "",                                             # empty
 ]
 #: MemoryAgentBench's default_post_process on REPLIES (computed by the copied code above)
-OFFICIAL = {  # (exact_match, substring_exact_match, f1): max over the raw and the parsed output
+OFFICIAL: dict[str, list[float]] = {  # (exact_match, substring_exact_match, f1): max over the raw and the parsed output
     "em": [1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0],
     "subem": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0],
     "f1": [1, 1, 1, 1, 1, 0.133, 1, 1, 0.222, 0, 0, 0.333, 0],

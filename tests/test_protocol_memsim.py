@@ -135,6 +135,7 @@ def test_the_extractive_reader_leaves_counting_questions_unanswered_and_says_so(
     assert all(r.unanswerable == "the extractive reader cannot do counting" for r in records)
     assert all(r.prediction is None and set(r.scores) == {"recall@5"} for r in records)
     summary = run.summary()
+    assert summary.outcome is not None
     assert summary.outcome.status == "finished" and summary.n_errors == 0
     assert summary.unanswerable == {"aggregative": {"n": 10, "reason": "the extractive reader cannot do counting"}}
     assert "accuracy" not in summary.metrics.overall and "recall@5" in summary.metrics.overall

@@ -19,7 +19,7 @@ import pytest
 from memplug.answering import protocol_of
 from memplug.datasets.perltqa.builder import PerLTQABuilder
 from memplug.metrics import RougeL, TokenF1
-from memplug.models import AgentQuestion, Recalled
+from memplug.models import AgentQuestion, DatasetInfo, Recalled, Sample
 from memplug.options import resolve
 from memplug.protocols import BuildOptions, MetricConfig, ScoreContext
 
@@ -35,7 +35,7 @@ def figure8(memories: list[str], question: str) -> str:
             f"Memory Information: {memory}\nQuestion: {question}\nAnswer:")
 
 
-def build(lang: str = "en"):
+def build(lang: str = "en") -> tuple[list[Sample], DatasetInfo]:
     builder = PerLTQABuilder()
     if lang == "en":
         values = resolve(builder.options, {}, "perltqa")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -25,7 +26,7 @@ def items(*texts: str) -> tuple[Recalled, ...]:
 
 
 def read(question: Question, recalled: tuple[Recalled, ...]) -> str:
-    return asyncio.run(ExtractiveReader(ReaderConfig()).answer(question, recalled, INFO))
+    return asyncio.run(ExtractiveReader(ReaderConfig()).answer(AgentQuestion.of(question), recalled, INFO))
 
 
 # ---------------------------------------------------------------- open questions
@@ -210,7 +211,7 @@ def test_llm_reader_needs_an_llm() -> None:
         LLMReader(ReaderConfig())
 
 
-def test_a_reader_never_sees_the_gold_answers(testkit, tmp_path) -> None:
+def test_a_reader_never_sees_the_gold_answers(testkit: ModuleType, tmp_path: Path) -> None:
     """The runner hands readers an AgentQuestion: text, choices and time, no answers or targets."""
     from memplug.runner import Evaluation, RunSpec
 
@@ -220,7 +221,7 @@ def test_a_reader_never_sees_the_gold_answers(testkit, tmp_path) -> None:
         def __init__(self, config: ReaderConfig) -> None:
             pass
 
-        async def answer(self, question, items, info) -> str:
+        async def answer(self, question: object, items: tuple[Recalled, ...], info: DatasetInfo) -> str:
             seen.append(question)
             return "apple"
 

@@ -24,7 +24,7 @@ def readme_commands() -> list[str]:
     return [line for line in lines if line.startswith("memplug ") and not any(m in line for m in NEEDS_MORE)]
 
 
-def readme_params() -> list:
+def readme_params() -> list[object]:
     return [pytest.param(c, marks=pytest.mark.integration) if re.search(rf"--agent ({'|'.join(EXTERNAL_AGENTS)})\b", c)
             else c for c in readme_commands()]
 

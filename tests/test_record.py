@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ FIXTURE_RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
 OLD_RUNS = sorted(FIXTURE_RUNS.iterdir())
 
 
-def _run(tmp_path: Path, **kw) -> RunDir:
+def _run(tmp_path: Path, **kw: Any) -> RunDir:
     spec = RunSpec(agent="lookup", dataset="counting", **kw)
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 

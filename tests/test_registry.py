@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from memplug.errors import MemplugError
 from memplug.plugins import Plugins
 
 
-def memplug_json(env: dict, *args: str, real: bool = False) -> dict:
+def memplug_json(env: dict[str, str], *args: str, real: bool = False) -> dict[str, Any]:
     """`memplug list --json ARGS`: in process, or with ``real`` in a process of its own."""
     if real:
         out = subprocess.run([sys.executable, "-m", "memplug.cli", "list", "--json", *args], env=env,
@@ -28,7 +29,8 @@ def memplug_json(env: dict, *args: str, real: bool = False) -> dict:
     else:
         out = memplug_main(["list", "--json", *args], env=env)
         assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    listed: dict[str, Any] = json.loads(out.stdout)
+    return listed
 
 
 def test_builtins_register_through_entry_points(plugins):
@@ -159,6 +161,7 @@ def test_a_builtin_wins_even_when_the_plugin_registered_first(monkeypatch):
     registry = Registry("agents")
     assert registry.add(Entry("agents", "bm25", "elsewhere:X", "memplug-early", "1.0", {})) is None
     clash = registry.add(Entry("agents", "bm25", "memplug.adapters.bm25:BM25Agent", "memplug", "0.1.0", {}))
+    assert clash is not None
     assert registry.get("bm25").plugin == "memplug" and clash.dropped.plugin == "memplug-early"
     assert "memplug 0.1.0's is used, memplug-early 1.0's is ignored" in str(clash)
 
@@ -236,7 +239,7 @@ def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp
     env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "acme-memory-tools,memplug-zep",
            "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
 
-    def eval_agent(name: str) -> subprocess.CompletedProcess:
+    def eval_agent(name: str) -> subprocess.CompletedProcess[str]:
         return memplug_main(["eval", "--agent", name, "--dataset", "memsim"], env=env, cwd=tmp_path)
 
     result = eval_agent("hindsight")

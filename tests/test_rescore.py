@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from openai_stub import OpenAIStub
 
 from memplug.cli import cli
 from memplug import judge_checks, rescoring
 from memplug.cli.rescore import rescore_command
+from memplug.protocols import MetricConfig, ScoreContext
 from memplug.rescoring import rescore_run, summary_changes
 from memplug.record import QuestionRecord
 from memplug.results import RunDir, summarize, write_json_atomic, write_records_atomic
@@ -28,13 +32,14 @@ class ScriptedJudge:
     version = "test"
     verdicts: dict[str, set[str]] = {}
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: MetricConfig) -> None:
+        assert config.judge is not None
         self.model = config.judge.model
 
-    async def score(self, ctx) -> float:
+    async def score(self, ctx: ScoreContext) -> float:
         return 1.0 if ctx.question.id in self.verdicts[self.model] else 0.0
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"model": self.model, "prompt": "scripted", "prompt_version": "test"}
 
 
@@ -45,11 +50,11 @@ class FakeLLM:
 
 
 @pytest.fixture
-def scripted_judge(testkit, monkeypatch) -> dict[str, set[str]]:
+def scripted_judge(testkit: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> dict[str, set[str]]:
     """The `judge` metric answers from the returned {model: question ids judged correct}; no LLM is built."""
     verdicts: dict[str, set[str]] = {}
     module = types.ModuleType("memplug.judge")
-    module.Judge = type("Judge", (ScriptedJudge,), {"verdicts": verdicts})
+    setattr(module, "Judge", type("Judge", (ScriptedJudge,), {"verdicts": verdicts}))  # a module made here
     monkeypatch.setitem(sys.modules, "memplug.judge", module)
     for module in (rescoring, judge_checks):
         monkeypatch.setattr(module, "make_llm", lambda model, api_base, cache: FakeLLM(model))
@@ -77,7 +82,7 @@ def record(sample: int, question: int, prediction: str | None, error: str | None
 def write_run(folder: Path, records: list[QuestionRecord], judge: str | None = None) -> Path:
     """A finished run directory with run.json, samples.jsonl and the runner's summary."""
     folder.mkdir(parents=True)
-    spec = {"agent": "lookup", "dataset": "counting", "data": None, "seed": 0, "llm": None, "api_base": None,
+    spec: dict[str, Any] = {"agent": "lookup", "dataset": "counting", "data": None, "seed": 0, "llm": None, "api_base": None,
             "reader": None, "judge": judge, "embedder": "wordllama", "chunk_size": None, "top_k": 5, "limit": None,
             "concurrency": 4, "cache": True, "agent_options": {}, "dataset_options": {}}
     write_json_atomic(folder / "run.json", {"run_id": folder.name, "spec": spec, "status": "finished",
@@ -246,11 +251,13 @@ def test_rescore_of_a_real_run_reproduces_its_summary(testkit, tmp_path, agent_o
     assert result.summary_path.read_bytes() == (path / "summary.json").read_bytes()
 
 
-def stub_judge(body: dict) -> str:
+def stub_judge(body: dict[str, Any]) -> str:
     """A judge behind the loopback server: correct when the answer names the gold value or letter."""
     prompt = body["messages"][-1]["content"]
-    gold = re.search(r"^Gold answer\(s\): (.*)$", prompt, re.M).group(1)
-    answer = re.search(r"^Answer to grade: (.*)$", prompt, re.M).group(1).strip()
+    gold_line = re.search(r"^Gold answer\(s\): (.*)$", prompt, re.M)
+    answer_line = re.search(r"^Answer to grade: (.*)$", prompt, re.M)
+    assert gold_line and answer_line, prompt
+    gold, answer = gold_line.group(1), answer_line.group(1).strip()
     accepted = {g.strip().lower() for g in gold.split("|")} | {g.split(".")[0].strip().lower() for g in gold.split("|")}
     return json.dumps({"correct": answer.lower() in accepted})
 
@@ -279,11 +286,12 @@ def closed_port() -> int:
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @pytest.fixture
-def keyless_env(testkit_env, openai_stub) -> dict[str, str]:
+def keyless_env(testkit_env: dict[str, str], openai_stub: OpenAIStub) -> dict[str, str]:
     """The testkit through its entry point, no *_API_KEY in the environment, and the OpenAI
     SDK pointed at the stub: a call that slipped past the check would show in its log (and
     never reach the network)."""
@@ -293,7 +301,7 @@ def keyless_env(testkit_env, openai_stub) -> dict[str, str]:
     return env
 
 
-def one_line_exit_2(result, expected: str) -> None:
+def one_line_exit_2(result: subprocess.CompletedProcess[str], expected: str) -> None:
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert expected in result.stderr and "Traceback" not in result.stderr

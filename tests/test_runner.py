@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -22,7 +23,7 @@ from memplug.results import RecordWriter, RunDir, read_records
 from memplug.runner import Evaluation, RunSpec, safe_name
 
 
-def run(tmp_path: Path, **kw) -> RunDir:
+def run(tmp_path: Path, **kw: Any) -> RunDir:
     spec = RunSpec(agent=kw.pop("agent", "lookup"), dataset=kw.pop("dataset", "counting"), **kw)
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 
@@ -65,10 +66,10 @@ def test_a_failing_question_is_an_error_not_a_wrong_answer(testkit, tmp_path):
     summary = rd.summary()
     failed = [r for r in rd.records() if r.error]
     assert len(failed) == 6 and all(r.question_id == "q1" for r in failed)
-    assert all("recall exploded" in r.error and r.scores == {} for r in failed)
+    assert all(r.error is not None and "recall exploded" in r.error and r.scores == {} for r in failed)
     assert summary.n_errors == 6 and summary.n_questions == 18
     assert summary.metrics.overall["em"] == 1.0  # errors are not scored as wrong
-    assert summary.n.overall["em"] == 12
+    assert summary.n is not None and summary.n.overall["em"] == 12
 
 
 def test_a_failing_ingest_fails_only_its_sample(testkit, tmp_path):
@@ -133,6 +134,7 @@ def test_resume_after_sigkill_holds_every_question_once(testkit_env, tmp_path, k
         time.sleep(0.005)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert proc.stderr is not None  # a pipe
     assert samples is not None, proc.stderr.read().decode()
     with samples.open("a") as fh:  # a write torn by the kill
         fh.write('{"sample_id": "s7", "question_id": "q0", "pred')
@@ -186,7 +188,7 @@ def test_recalled_as_dict_is_what_attrs_writes():
     assert [f.name for f in attrs.fields(Recalled)] == list(item.as_dict())  # a new field needs as_dict too
 
 
-def test_record_writer_flushes_lines_soon_after_they_are_written(tmp_path):
+def test_record_writer_flushes_lines_soon_after_they_are_written(tmp_path: Path) -> None:
     path = tmp_path / "samples.jsonl"
     writer = RecordWriter(path, flush_delay=0.05)
 

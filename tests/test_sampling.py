@@ -27,7 +27,7 @@ def _samples() -> list[Sample]:
     return out
 
 
-def _strata(samples: list[Sample]) -> Counter:
+def _strata(samples: list[Sample]) -> Counter[tuple[str, bool]]:
     return Counter((q.category, bool(q.meta.get("abstention"))) for s in samples for q in s.questions)
 
 

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,7 +87,7 @@ def agents(testkit, plugins):
     plugins.unregister(plugin)
 
 
-def _run(tmp_path: Path, agent: str, **kw) -> RunDir:
+def _run(tmp_path: Path, agent: str, **kw: Any) -> RunDir:
     spec = RunSpec(agent=agent, dataset="counting", dataset_options={"samples": "2"}, **kw)
     return RunDir(Evaluation(spec).run(output=tmp_path / agent))
 
@@ -102,8 +103,8 @@ def test_settle_is_awaited_before_the_first_question_and_timed(agents, tmp_path,
     run = _run(tmp_path, agent)
     records = run.records()
     assert all(r.scores["em"] == 1.0 and r.error is None for r in records)
-    assert all(0.15 < r.timings.settle_s < 5 for r in records)
-    assert all(r.timings.ingest_s < 0.15 for r in records)  # apart from the ingestion's own time
+    assert all(r.timings.settle_s is not None and 0.15 < r.timings.settle_s < 5 for r in records)
+    assert all(r.timings.ingest_s is not None and r.timings.ingest_s < 0.15 for r in records)  # apart from the ingestion's own time
 
 
 def test_a_settle_past_its_timeout_fails_the_sample_not_the_run(agents, tmp_path):
@@ -111,7 +112,8 @@ def test_a_settle_past_its_timeout_fails_the_sample_not_the_run(agents, tmp_path
     records = run.records()
     assert all(r.error == "ingest failed: the agent's settle did not return within 1 s (--settle-timeout): "
                "given up" for r in records)
-    assert run.summary().outcome.status == "failed"
+    outcome = run.summary().outcome
+    assert outcome is not None and outcome.status == "failed"
     assert run.info().spec["settle_timeout"] == 1.0
 
 

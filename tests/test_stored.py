@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ def _run(tmp_path: Path, agent: str, **kw: Any) -> RunDir:
 
 
 @pytest.mark.parametrize("agent", ["bm25", "full", "recent", "embedding", "decay", "emg"])
-def test_native_agents_list_what_they_hold(testkit, tmp_path: Path, agent: str) -> None:
+def test_native_agents_list_what_they_hold(testkit: ModuleType, tmp_path: Path, agent: str) -> None:
     rd = _run(tmp_path, agent)
     lines = [json.loads(x) for x in (rd.path / "stored.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(line["sample_id"] for line in lines) == ["s0", "s1", "s2"]  # one line per sample
@@ -100,7 +101,7 @@ def listers(testkit, plugins):
     plugins.unregister(plugin)
 
 
-def test_the_first_items_are_kept_and_all_counted(listers, tmp_path: Path) -> None:
+def test_the_first_items_are_kept_and_all_counted(listers: None, tmp_path: Path) -> None:
     rd = _run(tmp_path, "many")
     line = stored.read(rd.path)["s0"]
     assert line["total"] == stored.MAX_ITEMS + 50 and len(line["items"]) == stored.MAX_ITEMS
@@ -109,7 +110,7 @@ def test_the_first_items_are_kept_and_all_counted(listers, tmp_path: Path) -> No
     assert len(long["text"]) == stored.MAX_CHARS and long["text"].endswith("…") and long["clipped"]
 
 
-def test_the_async_variant_is_used(listers, tmp_path: Path) -> None:
+def test_the_async_variant_is_used(listers: None, tmp_path: Path) -> None:
     rd = _run(tmp_path, "async-lister")
     items = stored.read(rd.path)["s1"]["items"]
     assert [i["id"] for i in items] == ["id-0", "id-1", "id-2", "id-3"]
@@ -117,7 +118,7 @@ def test_the_async_variant_is_used(listers, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("agent", ["raises", "garbage"])
-def test_a_failing_listing_never_fails_the_run(listers, tmp_path: Path, agent: str,
+def test_a_failing_listing_never_fails_the_run(listers: None, tmp_path: Path, agent: str,
                                               caplog: pytest.LogCaptureFixture) -> None:
     rd = _run(tmp_path, agent)
     assert rd.info().status == "finished"
@@ -126,7 +127,7 @@ def test_a_failing_listing_never_fails_the_run(listers, tmp_path: Path, agent: s
     assert "nothing recorded" in caplog.text or "not recorded" in caplog.text
 
 
-def test_agents_without_the_method_write_no_file(listers, tmp_path: Path) -> None:
+def test_agents_without_the_method_write_no_file(listers: None, tmp_path: Path) -> None:
     rd = _run(tmp_path, "plain")
     assert not (rd.path / "stored.jsonl").exists()
     assert not isinstance(_Lister(AgentConfig(), tmp_path), ListsStored)

@@ -30,7 +30,7 @@ seeds = [0, 1]
 
 
 @pytest.fixture
-def config(tmp_path) -> Path:
+def config(tmp_path: Path) -> Path:
     path = tmp_path / "sweep.toml"
     path.write_text(CONFIG)
     return path
@@ -187,7 +187,8 @@ def _docs_sweep_toml(shared_data: Path) -> str:
     import re
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "scale.md").read_text()
-    block = next(b for b in re.findall(r"```toml\n(.*?)```", text, re.S) if b.startswith("# sweep.toml"))
+    blocks: list[str] = re.findall(r"```toml\n(.*?)```", text, re.S)
+    block = next(b for b in blocks if b.startswith("# sweep.toml"))
     return block.replace("../shared/data", str(shared_data))
 
 

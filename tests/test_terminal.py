@@ -12,7 +12,7 @@ from memplug.record import QuestionRecord
 from memplug.results import RunDir, summarize
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`memplug ARGS` at 80 columns, in process through the console script's entry
     (tests/inprocess.py): the width is what rich reads from COLUMNS either way."""
     import os
@@ -54,10 +54,11 @@ def test_list_report_and_repeats_cut_no_cell_at_80_columns(tmp_path):
 def test_an_interval_from_one_sample_is_not_an_interval():
     records = [QuestionRecord("only", f"q{i}", "c", "?", scores={"em": float(i % 2)}) for i in range(6)]
     one = summarize(records, "a", "d", "r", 0.0)
+    assert one.ci is not None and one.n is not None
     assert one.metrics.overall["em"] == 0.5 and one.ci.overall["em"] is None
     assert one.n.overall["em"] == 6
     two = summarize([attrs.evolve(r, sample_id=f"s{i % 2}") for i, r in enumerate(records)], "a", "d", "r", 0.0)
-    assert two.ci.overall["em"] is not None
+    assert two.ci is not None and two.ci.overall["em"] is not None
 
 
 def test_a_one_sample_run_prints_n_a_with_its_reason(tmp_path):
@@ -67,6 +68,7 @@ def test_a_one_sample_run_prints_n_a_with_its_reason(tmp_path):
     assert "Scores (95% CI n/a: 1 sample)" in result.stdout and "[0." not in result.stdout  # no [x, x]
     assert "n/a (1 sample): no interval can be estimated where all the questions of a mean come from one sample" in text
     summary = RunDir(tmp_path / result.stdout.strip().splitlines()[-1]).summary()
+    assert summary.ci is not None and summary.ci.na is not None
     assert set(summary.ci.overall.values()) == {None}
     assert set(summary.ci.na.overall.values()) == {"1 sample"}
 
@@ -75,9 +77,9 @@ def test_latency_percentiles_per_stage_in_summary_terminal_and_html(tmp_path):
     result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=20"], tmp_path)
     run_dir = tmp_path / result.stdout.strip().splitlines()[-1]
     latency = RunDir(run_dir).summary().efficiency.latency_s
-    assert set(latency) == {"ingest", "recall", "answer"}
+    assert latency is not None and set(latency) == {"ingest", "recall", "answer"}
     for stage in latency.values():
-        assert 0 <= stage["p50"] <= stage["p95"] <= stage["p99"] <= stage["max"]
+        assert stage is not None and 0 <= stage["p50"] <= stage["p95"] <= stage["p99"] <= stage["max"]
     assert "Latency s p50/p95/p99: ingest " in result.stdout.replace("\n", " ")
     page = tmp_path / "page.html"
     assert run(["report", str(run_dir), "--html", str(page)], tmp_path).returncode == 0

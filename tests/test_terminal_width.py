@@ -17,7 +17,7 @@ from memplug import stats
 from memplug.results import RunDir
 
 
-def run(args: list[str], cwd: Path, columns: int = 80) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path, columns: int = 80) -> subprocess.CompletedProcess[str]:
     """`memplug ARGS` at ``columns`` wide, in process through the console script's entry
     (tests/inprocess.py): the width is what rich reads from COLUMNS either way."""
     from inprocess import memplug_main
@@ -41,7 +41,7 @@ def eval_run(cwd: Path, *args: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def locomo_runs(tmp_path_factory, shared_data) -> list[Path]:
+def locomo_runs(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> list[Path]:
     """bm25 and embedding on one LoCoMo conversation: one sample, five metrics."""
     cwd = tmp_path_factory.mktemp("locomo")
     data = str(shared_data / "locomo" / "locomo_conv26.json")
@@ -80,6 +80,7 @@ def test_list_breaks_no_name_and_no_option_at_80_columns(tmp_path):
 def test_a_one_sample_run_has_no_interval_on_screen_in_json_and_html(tmp_path, locomo_runs):
     bm25 = locomo_runs[0]
     summary = RunDir(bm25).summary()
+    assert summary.ci is not None and summary.ci.na is not None
     assert set(summary.ci.overall.values()) == {None}  # not [x, x]
     assert summary.ci.na.overall == {m: "1 sample" for m in summary.metrics.overall}
     assert summary.ci.na.by_category["1-multi-hop"]["f1"] == "1 sample"
@@ -122,6 +123,7 @@ def test_a_category_from_one_sample_says_n_a_in_its_cell(tmp_path):
     # 6 MemSim trajectories, one per category: overall has an interval, no category has one
     path = eval_run(tmp_path, "--agent", "bm25", "--dataset", "memsim", "-o", "n=6")
     summary = RunDir(path).summary()
+    assert summary.ci is not None and summary.ci.na is not None
     assert all(v is not None for v in summary.ci.overall.values())
     assert summary.ci.na.by_category["simple"] == {"accuracy": "1 sample", "recall@5": "1 sample"}
     result = run(["report", str(path)], tmp_path)
@@ -173,7 +175,9 @@ def test_many_runs_split_their_tables_instead_of_breaking_numbers(tmp_path):
     readable(result.stdout)
     for path in paths:
         summary = RunDir(path).summary()
+        assert summary.efficiency.latency_s is not None
         for stage in summary.efficiency.latency_s.values():  # each number whole on a line
+            assert stage is not None
             for q in ("p50", "p95", "p99"):
                 assert re.search(rf"(^|[ │]){re.escape(f'{stage[q]:.3g}')}( |$)", result.stdout, re.M), stage[q]
         for category, means in summary.metrics.by_category.items():
@@ -213,13 +217,14 @@ def test_a_column_of_single_words_is_never_folded_mid_word():
 
     from memplug.cli.tables import table
 
-    console = Console(file=io.StringIO(), width=80)
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80)
     wide = table("judge-check", "judge", "questions", "n", "agreement", "kappa", "judge yes / exact no",
                  "judge no / exact yes", "note")
     wide.add_row("openai/gpt-4o-mini", "multiple_choice", "200", "0.810", "0.000", "38", "0",
                  "a long remark that can wrap at its spaces without losing anything at all")
     console.print(wide)
-    out = console.file.getvalue()
+    out = buffer.getvalue()
     readable(out)
     for word in ("openai/gpt-4o-mini", "multiple_choice", "agreement"):
         assert re.search(rf"[┃│] {re.escape(word)} +[┃│]", out), word

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from memplug.models import Recall, Recalled
+from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.plugins import get_plugins
+from memplug.protocols import AgentConfig
 from memplug.testing import (
     ConformanceError, TinyDataset, assert_agent_conforms, assert_dataset_conforms, check_agent, check_dataset,
     run_cli, tiny_samples,
@@ -36,13 +37,13 @@ class Forgetful:
 
     shared: list[tuple[str, str]] = []  # class-level: every agent sees every sample
 
-    def __init__(self, config, workdir: Path) -> None:
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.top_k = config.top_k
 
-    def ingest(self, chunk) -> None:
+    def ingest(self, chunk: Chunk) -> None:
         self.shared.extend((m.id, m.text) for m in chunk.messages)
 
-    def recall(self, question) -> Recall:
+    def recall(self, question: AgentQuestion) -> Recall:
         items = [Recalled(text, 1.0, (mid,)) for mid, text in self.shared[: self.top_k + 1]]
         return Recall((*items, Recalled("made up", float("nan"), ("nowhere",))))
 
@@ -66,15 +67,15 @@ def test_the_agent_check_names_every_broken_promise() -> None:
 class FirstFactOnly:
     """Recalls each sample's first fact whatever the question: right on 3 of tiny's 8."""
 
-    def __init__(self, config, workdir: Path) -> None:
+    def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.first: Recalled | None = None
 
-    def ingest(self, chunk) -> None:
+    def ingest(self, chunk: Chunk) -> None:
         for m in chunk.messages:
             if self.first is None and m.id == f"{m.speaker}-0":  # not a filler note
                 self.first = Recalled(m.text, 1.0, (m.id,))
 
-    def recall(self, question) -> Recall:
+    def recall(self, question: AgentQuestion) -> Recall:
         return Recall(() if self.first is None else (self.first,))
 
     def close(self) -> None:
@@ -82,7 +83,7 @@ class FirstFactOnly:
 
 
 class RecallsNothing(FirstFactOnly):
-    def recall(self, question) -> Recall:
+    def recall(self, question: AgentQuestion) -> Recall:
         return Recall(())
 
 
@@ -121,14 +122,14 @@ def test_the_agent_check_holds_stored_to_its_promise() -> None:
     from memplug.models import StoredItem
 
     class Lists(Forgetful):
-        def __init__(self, config, workdir: Path) -> None:
+        def __init__(self, config: AgentConfig, workdir: Path) -> None:
             super().__init__(config, workdir)
             self.mine: list[str] = []
 
-        def ingest(self, chunk) -> None:
+        def ingest(self, chunk: Chunk) -> None:
             self.mine.extend(m.id for m in chunk.messages)
 
-        def recall(self, question) -> Recall:
+        def recall(self, question: AgentQuestion) -> Recall:
             return Recall(())
 
         def stored(self):

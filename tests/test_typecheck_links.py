@@ -67,3 +67,19 @@ def test_the_committed_links_all_lead_somewhere():
     dangling = [p.name for p in tree.iterdir() if p.is_symlink() and not p.exists()]
     assert not dangling, f"links to modules that are gone: {dangling} (python .ci/typecheck removes them)"
     assert (tree / "adapters").resolve() == ROOT / "adapters" and (tree / "datasets").resolve() == ROOT / "datasets"
+
+
+def test_tests_are_checked_and_integration_in_a_run_of_its_own(typecheck, tmp_path):
+    """tests/ with --check-untyped-defs; tests/integration apart, with itself on MYPYPATH
+    (its conftest.py and tests/conftest.py would be one module `conftest` in one run)."""
+    folder = tmp_path / "tests" / "integration"
+    folder.mkdir(parents=True)
+    for name in ("conftest.py", "test_x.py", "notes.txt"):
+        (folder / name).write_text("")
+    flags = ["--check-untyped-defs", "--explicit-package-bases"]
+    assert typecheck.runs() == [
+        ("the package memplug", [], ""),
+        ("tests/", [*flags, "tests"], ""),
+        ("tests/integration", [*flags, "tests/integration/conftest.py", "tests/integration/test_x.py"],
+         "tests/integration"),
+    ]

@@ -47,8 +47,10 @@ def _runs(folder: Path) -> set[Path]:
     return {p.parent for p in folder.glob("*/run.json")} if folder.is_dir() else set()
 
 
-def run_cli(args: Sequence[str], cwd: Path | str | None = None, env: dict[str, str] | None = None) -> CliResult:
-    """Run ``memplug ARGS`` in this process (click's CliRunner) from ``cwd``.
+def run_cli(args: Sequence[str | os.PathLike[str]], cwd: Path | str | None = None,
+            env: dict[str, str] | None = None) -> CliResult:
+    """Run ``memplug ARGS`` in this process (click's CliRunner) from ``cwd``; a path among
+    ARGS is given as its string.
 
     The run directory is the one that appeared under ``--output`` (default ``runs``)
     during the call. Plugins registered in this process (``memplug.plugins``) are
@@ -56,13 +58,13 @@ def run_cli(args: Sequence[str], cwd: Path | str | None = None, env: dict[str, s
     """
     from memplug.cli import cli
 
-    args = [str(a) for a in args]
+    argv = [str(a) for a in args]
     where = Path(cwd) if cwd is not None else Path.cwd()
-    output = Path(args[args.index("--output") + 1]) if "--output" in args else Path("runs")
+    output = Path(argv[argv.index("--output") + 1]) if "--output" in argv else Path("runs")
     folder = output if output.is_absolute() else where / output
     before = _runs(folder)
     with _cwd(where):
-        result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+        result = CliRunner().invoke(cli, argv, env=env, catch_exceptions=False)
     new = sorted(_runs(folder) - before)
     return CliResult(result.exit_code, result.stdout, result.stderr, new[-1] if new else None)
 

@@ -12,9 +12,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memplug.record import QuestionRecord
+
+if TYPE_CHECKING:
+    from openai_stub import OpenAIStub
+
+    from memplug.results import RunDir
 
 #: one counting-dataset sentence ("Item 0-1 is lamp."); tests use that dataset
 ITEM = re.compile(r"Item \d+-\d+ is \w+\.")
@@ -61,7 +66,7 @@ def system_reply(body: dict[str, Any]) -> str:
 
 
 
-def evaluate(tmp_path: Path, agent: str, stub: Any, **kw: Any):
+def evaluate(tmp_path: Path, agent: str, stub: OpenAIStub, **kw: Any) -> RunDir:
     """One in-process run of `agent` on the counting dataset against the stub; its RunDir."""
     from memplug.results import RunDir
     from memplug.runner import Evaluation, RunSpec
@@ -80,7 +85,7 @@ def assert_isolated(records: list[QuestionRecord]) -> None:
                 assert sentence.startswith(f"Item {sample}-"), (record.sample_id, item.text)
 
 
-def cli_evaluate(tmp_path: Path, env: dict[str, str], agent: str, stub: Any, *args: str):
+def cli_evaluate(tmp_path: Path, env: dict[str, str], agent: str, stub: OpenAIStub, *args: str) -> RunDir:
     """The same run through `memplug eval` in a subprocess (the testkit found by entry point); its RunDir.
 
     Cognee needs this: its module-level asyncio locks bind to the first event loop that

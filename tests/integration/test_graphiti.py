@@ -9,11 +9,15 @@ import json
 import re
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
 
 from external_run import assert_isolated, cli_evaluate, evaluate, system_reply
 from memplug.record import QuestionRecord
+
+if TYPE_CHECKING:
+    from openai_stub import OpenAIStub
 
 if importlib.util.find_spec("graphiti_core") is None or importlib.util.find_spec("kuzu") is None:
     pytest.skip("memplug[graphiti] not installed", allow_module_level=True)
@@ -33,7 +37,7 @@ def graphiti_stub(monkeypatch):
         yield stub
 
 
-def schema_names(stub) -> list[str]:
+def schema_names(stub: OpenAIStub) -> list[str]:
     names = []
     for body in stub.chat_requests:
         fmt = body.get("response_format") or {}

@@ -15,8 +15,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from letta_server import LettaServer
+    from openai_stub import OpenAIStub
+
+    from memplug.record import QuestionRecord
+    from memplug.results import RunDir
 
 pytest.importorskip("letta_client", reason="memplug[letta] not installed")
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -48,7 +56,8 @@ def letta_server():
             server.__exit__(None, None, None)
 
 
-def _eval(tmp_path: Path, server, stub, mode: str, *extra: str):
+def _eval(tmp_path: Path, server: LettaServer, stub: OpenAIStub, mode: str,
+          *extra: str) -> tuple[RunDir, list[QuestionRecord]]:
     """`memplug eval --agent letta --dataset memsim -o n=2` against the server; its RunDir."""
     from letta_server import tail
 
@@ -102,4 +111,4 @@ def test_real_server_agent_answers(letta_server, tmp_path):
     tools = {t.get("function", {}).get("name") for body in chats for t in body.get("tools") or ()}
     assert "archival_memory_search" in tools, tools
     # the reply is the stub's answer to the server's prompt: Letta's last user line is the question
-    assert all("Question:" in r.reply for r in records), [r.reply for r in records]
+    assert all("Question:" in str(r.reply) for r in records), [r.reply for r in records]

@@ -10,10 +10,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from external_run import assert_isolated
+
+if TYPE_CHECKING:
+    from memplug.results import RunDir
+    from memplug.runner import Evaluation
 
 pytest.importorskip("mcp", reason="memplug[mcp] not installed")
 pytestmark = pytest.mark.integration
@@ -23,7 +28,7 @@ SERVER = ROOT / "tests" / "mcp_memory_server.py"
 STDIO = f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
 
 
-def run(tmp_path: Path, **agent_options: str):
+def run(tmp_path: Path, **agent_options: str) -> tuple[RunDir, Evaluation]:
     """One in-process run on the counting dataset (2 samples of 4 items, 2 questions each), extractive reader."""
     from memplug.results import RunDir
     from memplug.runner import Evaluation, RunSpec
@@ -34,7 +39,7 @@ def run(tmp_path: Path, **agent_options: str):
     return RunDir(evaluation.run(output=tmp_path / "runs")), evaluation
 
 
-def ok(rd) -> dict:
+def ok(rd: RunDir) -> dict[str, float]:
     records = rd.records()
     assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
     assert_isolated(records)
@@ -54,13 +59,14 @@ def no_linger(monkeypatch):
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @pytest.fixture
 def http_server():
     """tests/mcp_memory_server.py over streamable HTTP on a free loopback port; yields a starter."""
-    started: list[subprocess.Popen] = []
+    started: list[subprocess.Popen[bytes]] = []
 
     def start(*args: str) -> str:
         port = _free_port()
@@ -113,7 +119,7 @@ def test_stdio_one_server_per_sample_without_a_user_argument(testkit, tmp_path):
     rd, evaluation = run(tmp_path, command=f"{STDIO} --no-user")
     assert ok(rd)["recall@2"] == 1.0
     assert evaluation.agent_values["isolation"] == "server"
-    assert "one server per sample" in evaluation.agent_note
+    assert "one server per sample" in str(evaluation.agent_note)
     assert sorted(p.name for p in (rd.path / "work").glob("*/mcp-server.log")) == ["mcp-server.log"] * 2
 
 
@@ -121,7 +127,7 @@ def test_streamable_http_keeps_samples_apart_by_user_id(testkit, tmp_path, http_
     url = http_server()
     rd, evaluation = run(tmp_path, url=url)
     assert ok(rd)["recall@2"] == 1.0
-    assert evaluation.agent_values["isolation"] == "user" and url in evaluation.agent_note
+    assert evaluation.agent_values["isolation"] == "user" and url in str(evaluation.agent_note)
 
 
 def test_streamable_http_without_user_ids_is_refused_unless_shared_on_purpose(testkit, tmp_path, http_server):
@@ -134,7 +140,7 @@ def test_streamable_http_without_user_ids_is_refused_unless_shared_on_purpose(te
     records = rd.records()
     assert not any(r.error for r in records)
     # one memory: the second sample's questions can find the first sample's items
-    assert "samples share one memory" in evaluation.agent_note
+    assert "samples share one memory" in str(evaluation.agent_note)
 
 
 def test_auto_discovery_of_other_common_names_and_plain_text_results(testkit, tmp_path, no_linger):
@@ -156,7 +162,7 @@ def test_explicit_tools_and_argument_templates(testkit, tmp_path, no_linger):
                          add_args='{"text": "{text}", "user_id": "{user}"}',
                          search_args='{"query": "{query}", "user_id": "{user}", "limit": "{k}"}')
     assert ok(rd)["recall@2"] == 1.0
-    assert "put_note(add_args template)" in evaluation.agent_note
+    assert "put_note(add_args template)" in str(evaluation.agent_note)
     with pytest.raises(MemplugError, match="has no tool 'nope' .*its tools: put_note, find_notes"):
         run(tmp_path, command=command, add="nope", search="find_notes")
 
@@ -194,7 +200,7 @@ def test_what_cannot_run_is_one_line_exit_2(tmp_path, options, line):
 def test_search_results_of_common_shapes_become_items():
     from memplug.adapters.mcp import result_items
 
-    def text(value) -> dict:
+    def text(value: object) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}]}
 
     assert result_items(text([{"memory": "a cat", "score": 0.9}, {"text": "a dog"}])) == [
@@ -219,7 +225,7 @@ def test_arguments_are_read_from_the_input_schema():
     from memplug.options import resolve
 
     values = resolve(McpAgent.options, {"url": "http://127.0.0.1:1/mcp"}, "mcp")
-    tools = [
+    tools: list[dict[str, Any]] = [
         {"name": "store_memory", "inputSchema": {"type": "object", "required": ["content"], "properties": {
             "content": {"type": "string"}, "namespace": {"type": "string"}, "metadata": {"type": "object"},
             "tags": {"type": "array"}}}},
@@ -329,7 +335,7 @@ def test_mcp_memory_service_from_pypi(testkit, tmp_path):
     assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
     assert (evaluation.agent_values["add"], evaluation.agent_values["search"]) == ("memory_store", "memory_search")
     assert evaluation.agent_values["isolation"] == "server"  # {workdir} names its store: a server per sample
-    assert "memory_store(content, agent_id, metadata)" in evaluation.agent_note
+    assert "memory_store(content, agent_id, metadata)" in str(evaluation.agent_note)
     assert all((rd.path / "work" / s / "mms").is_dir() for s in ("s0", "s1"))
     assert_isolated(records)
     recalled = [i for r in records for i in r.recalled]

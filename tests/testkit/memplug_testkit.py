@@ -16,6 +16,7 @@ from memplug import (
     AgentConfig, AgentQuestion, BuildOptions, Chunk, DatasetInfo, Message, Option, Question, Recall, Recalled, Sample,
     hookimpl,
 )
+from memplug.hookspecs import Register
 
 #: what a hung agent (option ``hang``) waits for: set by a test that is done with it, so
 #: that the thread it hangs in ends (a pool thread left running holds up the interpreter's exit)
@@ -68,24 +69,24 @@ class LookupAgent:
     peak = 0
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
-        self.options = config.options
+        self.opts = config.options  # parsed values of the options the class declares
         self.sample_id = config.sample_id
         self.workdir = workdir
         self.memory: dict[str, tuple[str, str]] = {}
-        if self.options["inline"]:
+        if self.opts["inline"]:
             self.blocking = False
         LookupAgent.active += 1
         LookupAgent.peak = max(LookupAgent.peak, LookupAgent.active)
 
     def ingest(self, chunk: Chunk) -> None:
-        time.sleep(self.options["delay"])
-        if self.options["hang"] in ("*", self.sample_id):
+        time.sleep(self.opts["delay"])
+        if self.opts["hang"] in ("*", self.sample_id):
             RELEASE.wait()
-        marker = self.options["die_once"]
+        marker = self.opts["die_once"]
         if marker and not Path(marker).exists():
             Path(marker).write_text(self.sample_id)
             os._exit(1)
-        if self.options["fail_sample"] == self.sample_id:
+        if self.opts["fail_sample"] == self.sample_id:
             raise RuntimeError(f"ingest refused in {self.sample_id}")
         for m in chunk.messages:
             key = m.text.split(" is ")[0].replace("Item ", "")
@@ -93,15 +94,15 @@ class LookupAgent:
         (self.workdir / "memory.txt").write_text("\n".join(t for _, t in self.memory.values()))
 
     def recall(self, question: AgentQuestion) -> Recall:
-        time.sleep(self.options["delay"])
-        if self.options["fail_question"] and question.id == self.options["fail_question"]:
+        time.sleep(self.opts["delay"])
+        if self.opts["fail_question"] and question.id == self.opts["fail_question"]:
             raise ValueError("recall exploded")
         key = question.text.removeprefix("What is item ").rstrip("?")
         if key not in self.memory:
             return Recall(())
         mid, text = self.memory[key]
-        answer = text.split(" is ")[1].rstrip(".") if self.options["answer"] else None
-        if self.options["wrong"] == question.id:
+        answer = text.split(" is ")[1].rstrip(".") if self.opts["answer"] else None
+        if self.opts["wrong"] == question.id:
             answer = "nothing"
         return Recall((Recalled(text, 1.0, (mid,)),), answer=answer)
 
@@ -110,10 +111,10 @@ class LookupAgent:
 
 
 @hookimpl
-def register_datasets(register):
+def register_datasets(register: Register) -> None:
     register("counting", "memplug_testkit:CountingDataset")
 
 
 @hookimpl
-def register_agents(register):
+def register_agents(register: Register) -> None:
     register("lookup", "memplug_testkit:LookupAgent")
