@@ -1,100 +1,91 @@
-"""A run's answers in the files the benchmarks' own scripts read, so anyone can regrade them.
+"""A run's answers in the file its benchmark's own scripts read, so anyone can regrade them.
 
-``memplug report RUNS --export DIR`` writes, for each run:
+``memplug report RUNS --export DIR`` writes, for each run, ``DIR/<run id><suffix>``: the
+file of the export registered under the run's dataset name (``register_exports``,
+docs/hooks.md). memplug's datasets register LongMemEval's ``hypotheses.jsonl`` and
+LoCoMo's prediction file (``memplug.datasets.plugin``; the formats, with their upstream
+sources, are documented where they live and in docs/fairness.md).
 
-- on ``longmemeval``: ``DIR/<run id>.hypotheses.jsonl``, one ``{"question_id",
-  "hypothesis"}`` per line, the input of LongMemEval's ``src/evaluation/evaluate_qa.py``
-  (``python evaluate_qa.py gpt-4o DIR/<run id>.hypotheses.jsonl longmemeval_s_cleaned.json``),
-  which joins each line to the release by ``question_id`` and judges the hypothesis with
-  its per-type prompts; ``print_qa_metrics.py`` then averages the labels by type;
-- on ``locomo``: ``DIR/<run id>.locomo.json``, the layout LoCoMo's
-  ``task_eval/evaluate_qa.py`` writes and ``task_eval/evaluation.py``'s
-  ``eval_question_answering(qa, "memplug_prediction")`` reads: a list of ``{"sample_id",
-  "qa": [...]}``, each question as the release holds it (``question``, ``answer`` or
-  ``adversarial_answer``, ``evidence``, ``category``) with memplug's answer under
-  ``memplug_prediction`` and the dialogue ids of what was recalled, in rank order, under
-  ``memplug_prediction_context`` (what its retrieval recall reads); the model name is
-  ``memplug``.
+An export is a hook, not an optional method of the dataset builder, because it reads a
+finished run, never the data: ``report`` then imports one small function, not a builder
+and the libraries it loads, and an author may add the official file of a dataset that is
+not theirs, as they may add its metric or judge. Its absence is a name missing from the
+registry, said in one line, not an attribute probed for.
 
-The hypothesis or prediction is the answer memplug scored (``prediction``: the reply after
-the protocol's parser, e.g. LoCoMo's two-way choice mapped to its option). Questions that
-failed, or that the reader could not answer, are left out, as memplug leaves them out of
-its means: the official scripts then average over the same questions as memplug did.
+This module keeps what every export shares: reading the runs, choosing each one's
+exporter, the questions it is given, and the files' atomic writes with their errors.
+An exporter gets only the questions memplug scored (no error, a prediction: those that
+failed or that the reader could not answer are left out of memplug's means), so the
+official scripts average over the same questions as memplug did.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from memplug.errors import MemplugError, OutputError
+from memplug.plugins import Plugins, get_plugins
 from memplug.record import QuestionRecord
-from memplug.results import RunDir, write_json_atomic, write_lines_atomic
+from memplug.results import RunDir, write_lines_atomic
 
-#: LoCoMo's model name in the prediction keys (``<model>_prediction``)
-LOCOMO_MODEL = "memplug"
-#: the datasets whose official files can be written, and the suffix of each file
-FORMATS = {"longmemeval": ".hypotheses.jsonl", "locomo": ".locomo.json"}
+#: what a suffix may hold: it ends a file name in the export folder
+_SUFFIX = re.compile(r"\.[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def _scored(records: Iterable[QuestionRecord]) -> list[QuestionRecord]:
+class Exporter(Protocol):
+    """The target of an export: the scored questions of one run, in the run's order, to
+    the file's lines (without their newline; memplug ends each with one). A one-document
+    JSON file is ``json.dumps(doc, indent=2).split("\\n")``."""
+
+    def __call__(self, records: Sequence[QuestionRecord]) -> Iterable[str]: ...
+
+
+def scored(records: Iterable[QuestionRecord]) -> list[QuestionRecord]:
+    """The questions memplug averaged over: no error, and a prediction."""
     return [r for r in records if r.error is None and r.prediction is not None]
 
 
-def longmemeval_hypotheses(records: Iterable[QuestionRecord]) -> list[dict[str, Any]]:
-    """evaluate_qa.py's hypothesis lines: the release's ``question_id`` (kept in the question's
-    meta; the sample id, which is the same, for runs without it) and the scored answer."""
-    return [{"question_id": str(r.question_meta.get("question_id") or r.sample_id), "hypothesis": r.prediction}
-            for r in _scored(records)]
+def _exporter(dataset: str, plugins: Plugins) -> tuple[Exporter, str]:
+    """The registered exporter of ``dataset`` and the suffix of its file."""
+    entry = plugins.registry("exports").get(dataset)
+    suffix = entry.info.get("suffix")
+    if not isinstance(suffix, str) or not _SUFFIX.fullmatch(suffix):
+        raise MemplugError(f"export {dataset!r} from plugin {entry.plugin!r}: suffix={suffix!r} is not a "
+                           "file name's ending such as '.hypotheses.jsonl'")
+    function = entry.load()
+    if not callable(function):
+        raise MemplugError(f"export {dataset!r} from plugin {entry.plugin!r}: {entry.target} is a "
+                           f"{type(function).__name__}, not a function of the run's records")
+    return function, suffix
 
 
-def locomo_predictions(records: Iterable[QuestionRecord]) -> list[dict[str, Any]]:
-    """The samples of LoCoMo's prediction file, in the order their questions come in the run."""
-    key = f"{LOCOMO_MODEL}_prediction"
-    samples: dict[str, list[dict[str, Any]]] = {}
-    for r in _scored(records):
-        meta = r.question_meta
-        if "locomo_category" not in meta:
-            raise MemplugError(f"question {r.sample_id}/{r.question_id} has no LoCoMo category: "
-                               "not a run of memplug's locomo loader")
-        qa: dict[str, Any] = {"question": r.question}
-        if meta["locomo_category"] == 5:  # the release keeps the adversarial answer apart
-            for field in ("answer", "adversarial_answer"):
-                if field in meta:
-                    qa[field] = meta[field]
-        else:
-            qa["answer"] = r.gold[0] if r.gold else ""
-        qa.update({"evidence": list(meta.get("evidence") or []), "category": meta["locomo_category"],
-                   key: r.prediction,
-                   f"{key}_context": list(dict.fromkeys(i for item in r.recalled for i in item.message_ids))})
-        samples.setdefault(r.sample_id, []).append(qa)
-    return [{"sample_id": sample_id, "qa": qa} for sample_id, qa in samples.items()]
-
-
-def export(paths: Iterable[Path], folder: Path) -> list[Path]:
+def export(paths: Iterable[Path], folder: Path, plugins: Plugins | None = None) -> list[Path]:
     """Write each run's official file into ``folder`` (created); the files written. A run
-    on a dataset without such a file is refused (MemplugError), naming the ones there are."""
+    on a dataset without an export is refused (MemplugError) before anything is written,
+    naming the datasets that have one."""
+    plugins = plugins or get_plugins()
+    registry = plugins.registry("exports")
     runs = [RunDir(p) for p in paths]
     datasets = [str(run.info().dataset) for run in runs]
     for run, dataset in zip(runs, datasets):
-        if dataset not in FORMATS:
-            raise MemplugError(f"--export: {run.path} is a run on {dataset}; the official files are "
-                               f"{', '.join(FORMATS)}'s only")
+        if dataset not in registry:
+            raise MemplugError(f"--export: run {run.path} is on dataset {dataset}, which has no official "
+                               f"export (those with one: {', '.join(registry.names()) or 'none'})")
+    exporters = {dataset: _exporter(dataset, plugins) for dataset in dict.fromkeys(datasets)}
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"--export {folder}: cannot create ({exc.strerror or exc})") from None
     written = []
     for run, dataset in zip(runs, datasets):
-        target = folder / f"{run.info().run_id or run.path.name}{FORMATS[dataset]}"
-        records = run.records()
+        function, suffix = exporters[dataset]
+        target = folder / f"{run.info().run_id or run.path.name}{suffix}"
+        lines = list(function(scored(run.records())))  # its errors are not the folder's
         try:
-            if dataset == "longmemeval":
-                write_lines_atomic(target, (json.dumps(h, ensure_ascii=False) for h in longmemeval_hypotheses(records)))
-            else:
-                write_json_atomic(target, locomo_predictions(records))
+            write_lines_atomic(target, lines)
         except OSError as exc:
             raise OutputError(f"--export {folder}: cannot write {target.name} ({exc.strerror or exc})") from None
         written.append(target)

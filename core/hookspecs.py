@@ -71,6 +71,19 @@ def register_judges(register: Register) -> None:
 
 
 @hookspec
+def register_exports(register: Register) -> None:
+    """Register a dataset's official export: the file its benchmark's own scripts read,
+    written by ``memplug report RUNS --export DIR`` for each run on that dataset.
+
+    :param register: ``register(dataset, "module:function", suffix=..., description=...)``;
+        the name is the dataset's (one export per dataset), ``suffix`` ends the file's name
+        (``DIR/<run id><suffix>``). The function is an :class:`memplug.exports.Exporter`:
+        called with the run's scored questions (:class:`memplug.record.QuestionRecord`,
+        in the run's order), it returns the file's lines; memplug writes them atomically.
+    """
+
+
+@hookspec
 def register_commands(cli: Any) -> None:
     """Add sub-commands to the ``memplug`` command line.
 

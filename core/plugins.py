@@ -1,4 +1,5 @@
-"""Plugin discovery and the registries of datasets, agents, metrics and readers.
+"""Plugin discovery and the registries of datasets, agents, metrics, readers, judges and
+official exports.
 
 Plugins are found through the ``memplug`` entry-point group; memplug's own built-ins
 come through the same group. A plugin that fails to import or to register is kept
@@ -23,7 +24,7 @@ import pluggy
 from memplug import hookspecs
 from memplug.errors import MemplugError, MissingExtra, did_you_mean
 
-KINDS = ("datasets", "agents", "metrics", "readers", "judges")
+KINDS = ("datasets", "agents", "metrics", "readers", "judges", "exports")
 SELF = "memplug"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]*$")
 

@@ -1,5 +1,5 @@
-"""Registers memplug's own dataset builders, and the metrics and judges that belong to one
-benchmark, through the `memplug` entry point (core/builtins.py registers the generic ones)."""
+"""Registers memplug's own dataset builders, and the metrics, judges and official exports that
+belong to one benchmark, through the `memplug` entry point (core/builtins.py registers the generic ones)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,15 @@ def register_judges(register: Register) -> None:
              description="Mem0's lenient LoCoMo judge (ACCURACY_PROMPT), category 5 skipped")
     register("locomo-plus", "memplug.datasets.locomo_plus.judge:LOCOMO_PLUS",
              description="LoCoMo-Plus's official per-category prompts (llm_as_judge.py): correct 1, partial 0.5, wrong 0")
+
+
+@hookimpl
+def register_exports(register: Register) -> None:
+    """The files the benchmarks' own evaluation scripts read (``memplug report --export``)."""
+    register("longmemeval", "memplug.datasets.longmemeval.export:hypotheses", suffix=".hypotheses.jsonl",
+             description="LongMemEval's hypotheses for evaluate_qa.py: question_id and hypothesis a line")
+    register("locomo", "memplug.datasets.locomo.export:predictions", suffix=".locomo.json",
+             description="LoCoMo's prediction file for evaluation.py: memplug_prediction and its context")
 
 
 @hookimpl

@@ -3,7 +3,8 @@
 Each test runs memplug, writes the export and scores it the way the benchmark's own script
 does, from the export and the release file alone (restated below from the upstream code,
 never calling memplug's scorers), then checks that it gets memplug's numbers (summary.json
-holds them to 6 decimals).
+holds them to 6 decimals). The last tests register an export from a plugin, as a third-party
+dataset would (``register_exports``).
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import json
 import re
 import string
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from memplug import hookimpl
 from memplug.cli import cli
+from memplug.record import QuestionRecord
 from memplug.results import RunDir
 from memplug.runner import Evaluation, RunSpec
 
@@ -162,4 +166,46 @@ def test_locomo_predictions_regrade_to_memplugs_scores(tmp_path, shared_data, op
 def test_export_refuses_a_dataset_without_an_official_file(tmp_path):
     run = Evaluation(RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "2"})).run(output=tmp_path)
     done = CliRunner().invoke(cli, ["report", str(run), "--export", str(tmp_path / "out")])
-    assert done.exit_code == 2 and "the official files are longmemeval, locomo's only" in done.output
+    assert done.exit_code == 2, done.output
+    assert f"run {run} is on dataset memsim, which has no official export (those with one: " in done.output
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+# -- a plugin's export ------------------------------------------------------------------
+
+def _tsv(records: Sequence[QuestionRecord]) -> list[str]:
+    return [f"{r.question_id}\t{r.prediction}" for r in records]
+
+
+class TsvExport:
+    def __init__(self, suffix: str = ".answers.tsv") -> None:
+        self.suffix = suffix
+
+    @hookimpl
+    def register_exports(self, register: Callable[..., None]) -> None:
+        register("memsim", _tsv, suffix=self.suffix, description="question id and answer, a line")
+
+
+def test_register_exports(tmp_path, plugins):
+    """A dataset's official file may come from any plugin: `--export` writes what it returns."""
+    plugins.register(TsvExport(), dist="tsv-export")
+    run = Evaluation(RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "2"})).run(output=tmp_path)
+    written = _export(run, tmp_path / "out")
+    info = RunDir(run).info()
+    assert written.name == f"{info.run_id}.answers.tsv"
+    records = [r for r in RunDir(run).records() if r.error is None and r.prediction is not None]
+    assert records and written.read_text(encoding="utf-8") == "".join(
+        f"{r.question_id}\t{r.prediction}\n" for r in records)
+    listed = json.loads(CliRunner().invoke(cli, ["list", "--json", "--kind", "exports"]).output)["exports"]
+    assert [(e["name"], e["plugin"], e["suffix"]) for e in listed] == [
+        ("locomo", "memplug", ".locomo.json"), ("longmemeval", "memplug", ".hypotheses.jsonl"),
+        ("memsim", "tsv-export", ".answers.tsv")]
+
+
+def test_an_export_without_a_valid_suffix_is_refused_in_one_line(tmp_path, plugins):
+    plugins.register(TsvExport(suffix="answers/../x"), dist="tsv-export")
+    run = Evaluation(RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "2"})).run(output=tmp_path)
+    done = CliRunner().invoke(cli, ["report", str(run), "--export", str(tmp_path / "out")])
+    assert done.exit_code == 2
+    assert "export 'memsim' from plugin 'tsv-export': suffix='answers/../x' is not a file name's ending" in done.output
+    assert not (tmp_path / "out").exists()

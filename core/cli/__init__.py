@@ -35,7 +35,7 @@ BUILTIN_COMMANDS = {
 #: (importing `eval` to read its docstring cost a third of a second: numpy, the judges);
 #: tests/test_cli.py checks each against the command's own docstring
 BUILTIN_SUMMARIES = {
-    "list": "List installed datasets, agents, metrics, readers and judges with their options.",
+    "list": "List installed datasets, agents, metrics, readers, judges and exports.",
     "eval": "Evaluate a memory agent on a dataset.",
     "generate": "Generate a dataset offline and write it as JSON lines.",
     "report": "Compare one or more finished runs.",

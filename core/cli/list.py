@@ -1,4 +1,5 @@
-"""`memplug list`: what is installed: datasets, agents, metrics, readers, judges, broken plugins."""
+"""`memplug list`: what is installed: datasets, agents, metrics, readers, judges, official
+exports, broken plugins."""
 
 from __future__ import annotations
 
@@ -8,24 +9,25 @@ from typing import Any
 import click
 
 from memplug.errors import MemplugError
-from memplug.plugins import KINDS, get_plugins
+from memplug.plugins import KINDS, Entry, get_plugins
 
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--kind", type=click.Choice(KINDS), help="Show only one kind.")
 def list_command(as_json: bool, kind: str | None) -> None:
-    """List installed datasets, agents, metrics, readers and judges with their options.
+    """List installed datasets, agents, metrics, readers, judges and exports.
 
-    Agents whose optional extra is missing are shown with the install command.
+    Each with its options; agents whose optional extra is missing are shown with the
+    install command.
     Judges (`eval --judge-prompt NAME`) are shown with their prompts and the first 12
     hex digits of their sha256 (run.json records it whole).
+    Exports (`report --export DIR`) are named after their dataset.
     Plugins that failed to load are listed with their error.
     """
     plugins = get_plugins()
     kinds = [kind] if kind else list(KINDS)
-    items = {k: [_with_judge(e.describe(), e) if k == "judges" else e.describe() for e in plugins.registry(k)]
-             for k in kinds}
+    items = {k: [_described(k, e) for e in plugins.registry(k)] for k in kinds}
     broken = [{"plugin": b.plugin, "version": b.version, "error": b.error} for b in plugins.broken]
     if as_json:
         click.echo(json.dumps({**items, "broken": broken}, indent=2, ensure_ascii=False))
@@ -54,6 +56,8 @@ def list_command(as_json: bool, kind: str | None) -> None:
             lines = [Text.assemble(status, " · ", styled(plugin)), styled(item["description"])]
             if options:
                 lines.append(Text.assemble(styled("options:", "dim"), " ", styled(options)))
+            if item.get("suffix"):
+                lines.append(Text.assemble(styled("file:", "dim"), " ", styled(f"<run id>{item['suffix']}")))
             if item.get("sha256"):
                 lines.append(Text.assemble(
                     styled(f"v{item['judge_version']}"), " · ", styled("sha256", "dim"), f" {item['sha256'][:12]} · ",
@@ -64,6 +68,16 @@ def list_command(as_json: bool, kind: str | None) -> None:
         console.print(styled("Plugin problems (failed to load, or a name registered twice):", "red"))
         for b in broken:
             console.print(f"  {b['plugin']}: {b['error']}", soft_wrap=False)
+
+
+def _described(kind: str, entry: Entry) -> dict[str, Any]:
+    """An entry's description, with what its kind adds: a judge's prompts, an export's
+    file suffix (``DIR/<run id><suffix>``)."""
+    if kind == "judges":
+        return _with_judge(entry.describe(), entry)
+    if kind == "exports":
+        return {**entry.describe(), "suffix": entry.info.get("suffix")}
+    return entry.describe()
 
 
 def _with_judge(described: dict[str, Any], entry: Any) -> dict[str, Any]:

@@ -287,8 +287,8 @@ def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]
 @click.option("--n", "n_examples", type=click.IntRange(min=0), default=10, show_default=True,
               help="With --why: examples shown per stage.")
 @click.option("--export", type=click.Path(path_type=Path, file_okay=False),
-              help="Also write each run's answers in its benchmark's official file, into this folder: "
-              "LongMemEval's hypotheses.jsonl (evaluate_qa.py), LoCoMo's prediction file (evaluation.py).")
+              help="Also write each run's answers in its benchmark's official file, into this folder "
+              "(LongMemEval's hypotheses.jsonl, LoCoMo's prediction file; `memplug list --kind exports`).")
 def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt: str | None,
                    ci_style: str, why: bool, category: str | None, n_examples: int, export: Path | None) -> None:
     """Compare one or more finished runs.
