@@ -92,9 +92,17 @@ class RunEmbedder:
 
 
 def message_text(message: Message) -> str:
-    """A message as a memory system stores it: time and speaker kept, since questions ask about them."""
-    head = " ".join(part for part in (message.time and f"[{message.time}]", message.speaker and f"{message.speaker}:") if part)
-    return f"{head} {message.text}" if head else message.text
+    """A message as a memory system stores it: time and speaker kept, since questions ask
+    about them, each once. The text comes as the benchmark renders it (LoCoMo's
+    ``'1:56 pm on 8 May, 2023: Caroline said, "..."'`` unchanged); ``[time] speaker:`` is
+    put before it only for what it does not already show (``Message.shows``, which the
+    dataset declares), e.g. ``[2024-03-15] user: ...`` for a BEAM turn."""
+    head = []
+    if message.time and "time" not in message.shows:
+        head.append(f"[{message.time}]")
+    if message.speaker and "speaker" not in message.shows:
+        head.append(f"{message.speaker}:")
+    return " ".join([*head, message.text])
 
 
 def chunk_text(chunk: Chunk) -> str:

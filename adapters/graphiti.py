@@ -76,13 +76,14 @@ def episode_body(messages: tuple[Message, ...]) -> str:
     """The chunk as Graphiti reads a conversation: ``speaker: text`` per line.
 
     A chunk spanning several times keeps each message's time in brackets, since the
-    episode has one reference time.
+    episode has one reference time. What the text already shows (``Message.shows``:
+    LoCoMo's 'Caroline said, "..."') is not written again.
     """
     times = {m.time for m in messages if m.time}
     lines = []
     for m in messages:
-        line = f"{m.speaker}: {m.text}" if m.speaker else m.text
-        lines.append(f"[{m.time}] {line}" if len(times) > 1 and m.time else line)
+        line = f"{m.speaker}: {m.text}" if m.speaker and "speaker" not in m.shows else m.text
+        lines.append(f"[{m.time}] {line}" if len(times) > 1 and m.time and "time" not in m.shows else line)
     return "\n".join(lines)
 
 

@@ -5,6 +5,16 @@ rewrites the chunk into facts, otherwise each message is stored verbatim. Recall
 ``Memory.search(query, filters={"user_id": ...}, top_k=K)`` and the run's reader
 answers from the memories found, as the paper did with GPT-4o-mini.
 
+What Mem0 is given is :func:`memplug.adapters.external.chunk_text`: each message as its
+dataset renders it, with ``[time] speaker:`` before it for what the text does not show. On
+LoCoMo that is LoCoMo's own RAG line (``1:56 pm on 8 May, 2023: Caroline said, "..."``).
+Mem0's own LoCoMo evaluation (github mem0ai/mem0 @ aae5989, ``evaluation/src/memzero/add.py``
+and ``search.py``, removed in 9315e30) fed its platform client
+``{"role": ..., "content": f"{speaker}: {text}"}``, two turns per ``add`` and once per
+speaker's user id, with the session's ``date_time`` only as ``metadata={"timestamp": ...}``
+(shown beside each memory in the answer prompt) and image captions left out. memplug does
+not copy that protocol, so its Mem0 LoCoMo scores are not that evaluation's.
+
 Everything Mem0 stores lives in the sample's work directory: Qdrant in local on-disk
 mode and Mem0's SQLite history. Mem0's configuration only accepts its built-in LLM and
 embedder providers, and its litellm provider ignores ``api_base``; so ``from_config``

@@ -17,12 +17,16 @@ def split_message(message: Message, chunk_size: int, tokens: list[int]) -> list[
     """Cut one oversize message into parts of at most ``chunk_size`` tokens.
 
     Parts keep the message id (so recall@K still credits it) and carry
-    ``meta["part"] = [index, count]``.
+    ``meta["part"] = [index, count]``. Only the first part keeps ``shows``: a later one is
+    cut from the text's middle, so an external system is given its time and speaker
+    again (``[time] speaker:``) rather than a fragment with neither; a stamp at the text's
+    end (MemSim's) is then in the last part twice, in two formats.
     """
     enc = encoding()
     pieces = [tokens[i : i + chunk_size] for i in range(0, len(tokens), chunk_size)]
     return [
-        attrs.evolve(message, text=enc.decode(piece), meta={**message.meta, "part": [i, len(pieces)]})
+        attrs.evolve(message, text=enc.decode(piece), meta={**message.meta, "part": [i, len(pieces)]},
+                     shows=message.shows if i == 0 else ())
         for i, piece in enumerate(pieces)
     ]
 

@@ -51,15 +51,42 @@ def _capabilities(values: Iterable[str]) -> frozenset[str]:
     return frozenset(values)
 
 
+#: the metadata of a :class:`Message` that its text may already show (``Message.shows``)
+SHOWABLE = ("time", "speaker")
+
+
+def _shows(values: Iterable[str]) -> tuple[str, ...]:
+    """Known names only, once each, in :data:`SHOWABLE`'s order (a stable JSON form)."""
+    given = {values} if isinstance(values, str) else set(values)
+    unknown = given - set(SHOWABLE)
+    if unknown:
+        raise ValueError(f"Message.shows: unknown {sorted(unknown)}; known: {list(SHOWABLE)}")
+    return tuple(k for k in SHOWABLE if k in given)
+
+
 @attrs.frozen
 class Message:
-    """One piece of user history, in the order the dataset gives it."""
+    """One piece of user history, in the order the dataset gives it.
+
+    ``text`` is the message as the benchmark's own code renders it for a memory: LoCoMo's
+    RAG line ``'<date_time>: Speaker said, "..."'``, LongMemEval's "Session Date: ..." and
+    the turn as JSON, MemSim's "(place, time)" stamp. Native agents store exactly that.
+    ``time`` (ISO 8601 where the release allows) and ``speaker`` are metadata for agents
+    and metrics that read them (recency, decay, session hits), whatever the text holds.
+
+    ``shows`` names which of ``time`` and ``speaker`` the text already shows, in its own
+    format. It is declared by the dataset, never guessed from the text: adapters that
+    write a message into an external system put ``[time] speaker:`` before the text
+    (:func:`memplug.adapters.external.message_text`) for what it does not show, so no
+    system stores "[2024-03-02T10:00:00] Ana: [2024-03-02T10:00] Ana: We land ...".
+    """
 
     id: str = attrs.field(converter=str)
     text: str
     time: str | None = None
     speaker: str | None = None
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_dict)
+    shows: tuple[str, ...] = attrs.field(default=(), converter=_shows)
 
 
 @attrs.frozen

@@ -16,7 +16,7 @@ import attrs
 
 from memplug.errors import DataError
 from memplug.files import TOO_DEEP, decode_utf8, short
-from memplug.models import Message, Question, Sample
+from memplug.models import SHOWABLE, Message, Question, Sample
 
 #: how much of a .jsonl file is read to tell a samples file from another JSON-lines format
 SNIFF_BYTES = 1 << 20
@@ -73,6 +73,9 @@ def _message(check: _Check, raw: Any, place: str) -> Message:
     for key in ("time", "speaker"):
         check.value(raw.get(key), _TEXT_OR_NULL, f"{place}.{key}")
     check.value(raw.get("meta"), _OBJECT_OR_NULL, f"{place}.meta")
+    for i, name in enumerate(check.strings(raw.get("shows", []), f"{place}.shows")):
+        if name not in SHOWABLE:
+            raise check.fail(f"{place}.shows[{i}]", f"{short(name)} is not one of {', '.join(SHOWABLE)}")
     return Message(**raw)
 
 

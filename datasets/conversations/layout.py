@@ -163,11 +163,14 @@ class Reader:
                                          f"'{sid}:' (session_hit@K reads the session before the last ':')")
                 when = iso_or_none(date) if date else None
                 text = f"{turn['speaker']}: {turn['text']}"
+                shows = ["speaker"]
                 if date is not None and self.dates:
                     text = f"[{date}] {text}"
+                    shows.append("time")
                 meta = {"session": sid, **({"date": date} if date else {}),
                         **(turn["meta"] if isinstance(turn.get("meta"), dict) else {})}
-                messages.append(Message(tid, text, time=when or date, speaker=turn["speaker"], meta=meta))
+                messages.append(Message(tid, text, time=when or date, speaker=turn["speaker"], meta=meta,
+                                        shows=shows))
         return messages
 
     def _qa(self, line: int, qa: Any, turn_ids: set[str]) -> list[Question]:

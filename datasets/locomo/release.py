@@ -135,7 +135,8 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
             if turn.get("img_url"):
                 meta["img_url"] = turn["img_url"]
             messages.append(Message(ids[0], turn_text(turn, date_time if dates_in_text else None),
-                                    time=time, speaker=turn["speaker"], meta=meta))
+                                    time=time, speaker=turn["speaker"], meta=meta,
+                                    shows=("time", "speaker") if dates_in_text else ("speaker",)))
     turn_ids = {m.id for m in messages}
     if len(turn_ids) != len(messages):
         raise DataError(path, "two turns share a dia_id", f"{place}.conversation")

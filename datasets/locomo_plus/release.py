@@ -230,11 +230,12 @@ def cognitive_sample(path: Path, index: int, item: dict[str, Any], locomo_path: 
             text = str(turn.get("text") or "")
             if kind == "cue":
                 messages.append(Message(f"cue:{t}", stitched_line(turn["speaker"], text), time=when.isoformat(),
-                                        speaker=turn["speaker"], meta={"session": "cue"}))
+                                        speaker=turn["speaker"], meta={"session": "cue"}, shows=("speaker",)))
             else:
                 messages.append(Message(str(turn.get("dia_id") or f"D{number}:{t}"),
                                         stitched_line(turn["speaker"], text), time=when.isoformat(),
-                                        speaker=turn["speaker"], meta={"session": f"D{number}"}))
+                                        speaker=turn["speaker"], meta={"session": f"D{number}"},
+                                        shows=("speaker",)))
     if len({m.id for m in messages}) != len(messages):
         raise DataError(locomo_path, "two turns share a dia_id", f"{locomo_place}.conversation")
     evidence = "\n".join(f"{t['speaker']}：{t['text'].strip()}" for t in ctx["cue_turns"] if t.get("text"))

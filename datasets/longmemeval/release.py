@@ -126,7 +126,8 @@ def read_question(path: Path, where: str, row: Any, *, evidence: str = "user", t
             mid = f"{sid}:{t + 1}"
             body = turn_text(turn, date) if text == "official" else turn["content"]
             messages.append(Message(mid, body, time=parse_date(date), speaker=turn["role"],
-                                    meta={"session": sid, "date": date}))
+                                    meta={"session": sid, "date": date},
+                                    shows=("time", "speaker") if text == "official" else ()))
             if turn.get("has_answer") is True and not abstention and (evidence == "all" or turn["role"] == "user"):
                 targets.append(mid)
     question = Question(

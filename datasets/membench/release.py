@@ -142,8 +142,9 @@ def load_file(mode: str, path: Path) -> Iterator[Sample]:
                 raise DataError(path, f"tid {short(traj.get('tid'))} repeats in scenario {scenario!r}", place)
             seen.add(sample_id)
             steps = _steps(traj["message_list"], path, place)
+            # step_text stamps every step with its time; FirstAgent steps name both speakers
             messages = [Message(str(k), step_text(k, turn, path, where), time=iso_time(turn.get("time")),
-                                speaker="user" if mode == "ThirdAgent" else None)
+                                speaker="user" if mode == "ThirdAgent" else None, shows=("time",))
                         for k, (turn, where) in enumerate(steps)]
             question = _question(traj["QA"], sample_id, category, len(messages), path, f"{place}.QA")
             yield Sample(sample_id, messages, [question],

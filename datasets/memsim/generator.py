@@ -223,7 +223,8 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict[str, Any]]
         when = lang.when(moment)
         shown = lang.stamp.format(text=text, place=place, time=when) if stamp else text
         messages.append(Message(str(mid), shown, time=f"{moment:%Y-%m-%dT%H:%M}", speaker="user",
-                                meta={"role": role, "place": place, "time_text": when}))
+                                meta={"role": role, "place": place, "time_text": when},
+                                shows=("time",) if stamp else ()))
     moment += dt.timedelta(minutes=rng.randint(30, 600))
 
     options = [draft.answer, *draft.distractors[:3]]

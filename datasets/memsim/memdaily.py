@@ -232,7 +232,8 @@ class MemDailyLoader:
             else:
                 shown = re.sub(r"。{2,}$", "。", m["message"].strip())
             meta = {"place": spot, "time_text": time_text}
-            out.append(Message(str(m.get("mid", k)), shown, time=iso_time(time_text), speaker="user", meta=meta))
+            out.append(Message(str(m.get("mid", k)), shown, time=iso_time(time_text), speaker="user", meta=meta,
+                               shows=("time",) if stamp and time_text else ()))
         if len({m.id for m in out}) != len(out):
             raise DataError(path, "message ids (mid) repeat", place)
         return out

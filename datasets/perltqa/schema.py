@@ -109,7 +109,7 @@ def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: 
         people = check.expect(event.get("Characters", []), list, f"{where}.Characters")
         head = summary + (f"（{when}）" if zh and when else f" ({when})" if when else "")
         text = f"{head}：{content}" if zh else f"{head}: {content}"
-        out.append(Message(eid, text, time=when or None, meta={
+        out.append(Message(eid, text, time=when or None, shows=("time",) if when else (), meta={
             "memory_type": "episodic", "kind": "events", "summary": summary, "characters": [str(p) for p in people],
         }))
     for did, dialogue in check.expect(memory.get("dialogues", {}), dict, f"{place}.dialogues").items():
@@ -124,7 +124,7 @@ def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: 
         if not lines:
             raise check.fail(f"{where}.contents", "dialogue has no utterances")
         event_id = dialogue.get("events")
-        out.append(Message(did, "\n".join(lines), time=next(iter(contents)), meta={
+        out.append(Message(did, "\n".join(lines), time=next(iter(contents)), shows=("time",), meta={
             "memory_type": "episodic", "kind": "dialogues", "event": None if event_id is None else str(event_id),
         }))
     return out
