@@ -27,10 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import deque
 from pathlib import Path
@@ -214,22 +217,98 @@ class LocalExecutor(Executor):
         processes = min(self.workers, len(cells))
         # --llm-tpm: each process spends its share of the budget
         share = {model: max(n // processes, 1) for model, n in self.llm_tpm.items()}
-        with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_install_token_budgets, initargs=(share,)) as pool:
-            futures = {pool.submit(run_cell, cell, None): cell for cell in cells}
+        pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_pool_process, initargs=(share, os.getpid()))
+        try:
+            futures = {pool.submit(_pool_cell, run_cell, cell): cell for cell in cells}
             for future in as_completed(futures):
                 on_done(futures[future], future.result())
+        except BaseException:
+            # a Ctrl-C (or a failure here): the pool's exit would have run every cell left
+            _stop_pool(pool)
+            # freed now, its queues' semaphores are released: a process that then ends at once
+            # (memplug.cli) made the resource tracker warn of "leaked semaphore objects"
+            del pool
+            gc.collect()
+            raise
+        pool.shutdown()
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "workers": self.workers, **({"llm_tpm": self.llm_tpm} if self.llm_tpm else {})}
 
 
-def _install_token_budgets(budgets: Mapping[str, int]) -> None:
-    """In a process of the pool: its share of the --llm-tpm budgets."""
+#: seconds the cells of a pool's processes have, after a Ctrl-C, to write their files
+POOL_STOP_GRACE_S = 1.0
+#: in a process of the pool: whether a Ctrl-C would stop a cell, and whether one came
+#: (see _on_interrupt)
+_cell_running = [False]
+_interrupted = [False]
+
+
+def _start_pool_process(budgets: Mapping[str, int], parent: int) -> None:
+    """In a process of the pool, first: it dies with the sweep's process (Linux: a sweep
+    killed, or ended by a second Ctrl-C, left its processes running their cells); a
+    Ctrl-C stops the cell it runs, once (see :func:`_on_interrupt`); its share of the
+    --llm-tpm budgets."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl: no signal will come
+            os._exit(1)
+    signal.signal(signal.SIGINT, _on_interrupt)
     if budgets:
         from memplug.llm import TokenLimiter, set_token_limiter
 
         set_token_limiter(TokenLimiter(budgets))
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    """A Ctrl-C in a process of the pool (from the terminal, to every process of the
+    command, and from the sweep's process): the cell it runs ends as a Ctrl-C ends a run,
+    its records and summary written; no cell starts after it (the pool had already handed
+    this process its next one). Between cells, or a second time, it raises nothing: raised
+    there, it was a traceback from the pool's loop."""
+    _interrupted[0] = True
+    if _cell_running[0]:
+        _cell_running[0] = False
+        raise KeyboardInterrupt
+
+
+def _pool_cell(run_cell: Callable[[Any, Executor | None], Any], cell: Any) -> Any:
+    """``run_cell(cell)`` in a process of the pool, which a Ctrl-C stops."""
+    if _interrupted[0]:
+        raise KeyboardInterrupt
+    _cell_running[0] = True
+    try:
+        return run_cell(cell, None)
+    finally:
+        _cell_running[0] = False
+
+
+def _stop_pool(pool: Any) -> None:
+    """After a Ctrl-C: no cell starts, the running ones are interrupted (their records and
+    summaries written, as an interrupted run's), and a process not gone within
+    :data:`POOL_STOP_GRACE_S` (an agent's hung thread holds it) is killed: no process
+    outlives the command, and ``--resume`` finishes what any of them left."""
+    from multiprocessing.connection import wait
+
+    # the pool gives no other way to its processes
+    processes = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError):
+            os.kill(process.pid, signal.SIGINT)
+    deadline = time.monotonic() + POOL_STOP_GRACE_S
+    alive = {p.sentinel: p for p in processes}  # ready once its process has ended
+    while alive and time.monotonic() < deadline:
+        for ended in wait(list(alive), timeout=max(deadline - time.monotonic(), 0)):
+            del alive[ended]
+    for process in alive.values():
+        with contextlib.suppress(OSError):
+            process.kill()
+    pool.shutdown(wait=True)  # its processes ended: the pool's own thread ends at once
 
 
 def make_executor(name: str | None, address: str | None = None, workers: int | None = None,

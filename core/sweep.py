@@ -265,8 +265,19 @@ def run_cell(job: Mapping[str, Any], executor: Any = None) -> dict[str, Any]:
     return {"index": job["index"], "status": status, "error": error}
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep. ``finish``: the command that finishes it (a cell's own
+    ``eval --resume`` would finish that cell alone)."""
+
+    def __init__(self, sweep_dir: object) -> None:
+        self.sweep_dir = str(sweep_dir)
+        self.finish = f"finish the sweep with: memplug sweep --resume {self.sweep_dir}"
+        super().__init__(self.sweep_dir)
+
+
 def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
-    """Run every unfinished cell of ``sweep`` with ``executor``; the manifest after it."""
+    """Run every unfinished cell of ``sweep`` with ``executor``; the manifest after it. A
+    Ctrl-C raises :class:`SweepInterrupted` once the manifest says ``interrupted``."""
     manifest = sweep.read()
     todo = []
     for cell in manifest["cells"]:
@@ -282,7 +293,10 @@ def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], in
     cells = manifest["cells"]
     done = [len(cells) - len(todo)]
 
+    ended: set[int] = set()
+
     def on_done(job: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        ended.add(job["index"])
         cell = cells[job["index"]]
         cell["status"], cell["error"] = result["status"], result["error"]
         done[0] += 1
@@ -290,7 +304,17 @@ def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], in
         if on_cell is not None:
             on_cell(cell, done[0], len(cells))
 
-    executor.map_cells(todo, run_cell, on_done)
+    try:
+        executor.map_cells(todo, run_cell, on_done)
+    except KeyboardInterrupt:
+        # the cells stopped mid-way have a run directory that `--resume` finishes
+        for job in todo:
+            cell = cells[job["index"]]
+            if job["index"] not in ended and (sweep.path / cell["path"] / "run.json").is_file():
+                cell["status"], cell["error"] = "interrupted", None
+        manifest["status"] = "interrupted"
+        sweep.write(manifest)
+        raise SweepInterrupted(sweep.path) from None
     manifest["status"] = DONE if all(c["status"] == DONE for c in cells) else "partial"
     manifest["ended"] = _now()
     sweep.write(manifest)

@@ -100,7 +100,7 @@ def test_sweep_resume_runs_only_unfinished_cells(config, tmp_path):
         run_sweep(sweep, _StopAfter(2))
     manifest = sweep.read()
     assert [c["status"] for c in manifest["cells"]] == ["finished", "finished", "pending", "pending"]
-    assert manifest["status"] == "running"
+    assert manifest["status"] == "interrupted"
     first = sweep.path / manifest["cells"][0]["path"] / "samples.jsonl"
     before = first.stat().st_mtime_ns
     # the second cell was killed half-way: its last record and summary lost, run.json still running

@@ -121,15 +121,17 @@ class MemplugGroup(click.Group):
             ctx.exit(2)
         except KeyboardInterrupt as exc:
             # click would print a blank line and turn it into Abort; main() says one line instead
-            raise _Interrupted(getattr(exc, "run_dir", None)) from None
+            raise _Interrupted(getattr(exc, "run_dir", None), getattr(exc, "finish", None)) from None
 
 
 class _Interrupted(Exception):
-    """Ctrl-C inside a command, carried past click's own handling to :func:`main`."""
+    """Ctrl-C inside a command, carried past click's own handling to :func:`main`, with
+    what finishes the work it stopped: ``finish`` (a sweep's), else ``eval --resume``."""
 
-    def __init__(self, run_dir: str | None) -> None:
+    def __init__(self, run_dir: str | None, finish: str | None = None) -> None:
         super().__init__(run_dir)
         self.run_dir = run_dir
+        self.finish = finish or (f"finish the run with: memplug eval --resume {run_dir}" if run_dir else None)
 
 
 def _exit(code: int, now: bool = False) -> None:
@@ -184,9 +186,8 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except _Interrupted as exc:
-        resume = f"; finish the run with: memplug eval --resume {exc.run_dir}" if exc.run_dir else ""
-        click.echo(f"memplug: interrupted{resume}", err=True)
-        _exit(130, now=exc.run_dir is not None)
+        click.echo(f"memplug: interrupted{'; ' + exc.finish if exc.finish else ''}", err=True)
+        _exit(130, now=exc.finish is not None)
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("memplug: interrupted", err=True)
         sys.exit(130)

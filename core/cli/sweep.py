@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import sys
+import threading
 from pathlib import Path
-from typing import Any, Mapping
+from types import FrameType
+from typing import Any, Iterator, Mapping
 
 import click
 
@@ -60,6 +66,41 @@ def cell_lines(manifest: Mapping[str, Any], folder: Path) -> list[str]:
         scores = ", ".join(f"{m} {v:.3f}" for m, v in means.items() if isinstance(v, float))
         out.append(one_line(f"{head}{'; ' + scores if scores else ''}"))
     return out
+
+
+@contextlib.contextmanager
+def interrupts(sweep_dir: Path) -> Iterator[None]:
+    """While the cells run, Ctrl-C raises KeyboardInterrupt once (each cell's run ends as
+    interrupted, then the sweep); a second one ends the process at once, with one line that
+    names the sweep's resume command. A run's own handler for the second Ctrl-C (see
+    memplug.driver) would name its cell's ``eval --resume``, which finishes that cell alone:
+    it yields to a handler set here. Not the main thread, or a handler of the caller's own:
+    nothing changes."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    seen: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not seen:
+            seen.append(signum)
+            raise KeyboardInterrupt
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"memplug: interrupted again: stopped at once; finish the sweep with: "
+                             f"memplug sweep --resume {sweep_dir}\n")
+            sys.stderr.flush()
+        mp_util = sys.modules.get("multiprocessing.util")
+        if mp_util is not None:  # the pool's semaphores, else the resource tracker warns of them as leaked
+            with contextlib.suppress(Exception):
+                mp_util._run_finalizers(0)
+        os._exit(130)  # the pool's processes die with this one (memplug.executors)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def build_executor(executor: str | None, address: str | None, workers: int | None, llm_limit: Any,
@@ -134,7 +175,7 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
       memplug sweep --resume sweeps/retrievers-20250101-120000-a1b2c3
       memplug report sweeps/retrievers-20250101-120000-a1b2c3
     """
-    from memplug.sweep import Sweep, load_config, plan_cells, run_sweep
+    from memplug.sweep import Sweep, SweepInterrupted, load_config, plan_cells, run_sweep
 
     if config is None and resume is None:
         raise MemplugError("give a sweep file, or --resume SWEEP_DIR")
@@ -175,8 +216,15 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
         error = f": {one_line(cell['error'], 300)}" if cell.get("error") and cell["status"] != "finished" else ""
         click.echo(f"[{done}/{total}] {cell['status']} {cell['run_id']}{error}", err=True)
 
-    with runner:
-        manifest = run_sweep(sweep, runner, said)
+    with interrupts(sweep.path):
+        try:
+            runner.__enter__()  # Ray: the session and its workers started
+            manifest = run_sweep(sweep, runner, said)
+        except KeyboardInterrupt:  # also while Ray starts: the sweep directory exists by now
+            runner.close(now=True)  # Ray: its workers killed, the session left to end with the process
+            raise SweepInterrupted(sweep.path) from None
+        finally:
+            runner.close()  # once closed, nothing
     if not quiet:
         for line in cell_lines(manifest, sweep.path):
             click.echo(line)

@@ -187,6 +187,56 @@ def test_ctrl_c_on_ray_stops_within_a_second(testkit_env, tmp_path, times):
     assert not ray_reaper.descendants(session, ray_reaper.processes())
 
 
+@pytest.mark.parametrize("times", [1, 2])
+def test_ctrl_c_on_a_ray_sweep_stops_within_a_second(testkit_env, tmp_path, times):
+    """`memplug sweep --executor ray`: Ctrl-C named the running cell's `eval --resume`
+    (which finishes that cell alone) and shut the Ray session down in full; now as
+    `memplug eval` on Ray, with the sweep's own resume command, and the cells' records kept."""
+    import signal
+
+    from memplug import ray_reaper
+    from memplug.sweep import Sweep, cell_state
+
+    env = {k: v for k, v in testkit_env.items() if k != "RAY_ADDRESS"}
+    (tmp_path / "s.toml").write_text('[base]\nagent = "lookup"\ndataset = "counting"\n'
+                                     'options = { delay = "0.05" }\n'
+                                     '[grid]\noptions = [{ samples = "2" }, { samples = "2000" }]\n')
+    process = subprocess.Popen([sys.executable, "-m", "memplug.cli", "sweep", "s.toml", "--output", "sw",
+                                "--executor", "ray", "--workers", "1", "--quiet"], env=env, cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not [p for p in tmp_path.glob("sw/*/runs/*-c001-*/samples.jsonl") if p.read_bytes().count(b"\n") >= 20]:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    table = ray_reaper.processes()
+    session = ray_reaper.descendants({(process.pid, table[process.pid][1])}, table)
+    t0 = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    if times == 2:
+        time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    elapsed = time.monotonic() - t0
+    (path,) = (tmp_path / "sw").iterdir()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.endswith(f"finish the sweep with: memplug sweep --resume sw/{path.name}\n"), err
+    assert elapsed < 1.5, elapsed
+    sweep = Sweep(path)
+    manifest = sweep.read()
+    assert [cell_state(path, c) for c in manifest["cells"]] == ["finished", "resume"]
+    if times == 1:
+        assert manifest["status"] == "interrupted"
+        run = RunDir(path / manifest["cells"][1]["path"])
+        outcome = run.summary().outcome
+        assert run.info().status == "interrupted" and outcome is not None
+        assert outcome.n_answered == len(run.records()) >= 20
+    deadline = time.monotonic() + 10
+    while ray_reaper.descendants(session, ray_reaper.processes()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not ray_reaper.descendants(session, ray_reaper.processes())
+
+
 def test_sweep_cli_on_ray_matches_local(ray_cluster, tmp_path):
     """`memplug sweep --executor ray`: each cell's records and summary as a local sweep's."""
     from click.testing import CliRunner
