@@ -87,17 +87,20 @@ class RunSink:
     run: Run
     plugins: Plugins
     tick: Callable[[], Any]
+    #: the run's stored.jsonl, open for the run (closed by the driver)
+    stored_lines: stored_file.StoredFile
+    #: the folder each sample's agent gets a folder in (the run directory's ``work``)
+    work: Path = attrs.field(init=False)
 
-    @property
-    def work(self) -> Path:
-        return self.run.path / "work"
+    def __attrs_post_init__(self) -> None:
+        self.work = self.run.path / "work"
 
     def write(self, record: QuestionRecord) -> None:
         self.writer.write(record)
         self.tick()
 
     def stored(self, line: dict[str, Any]) -> None:
-        stored_file.write_line(self.run.path, line)
+        self.stored_lines.write(line)
 
     def sample_end(self, sample: Sample, records: list[QuestionRecord]) -> None:
         self.plugins.hook.memplug_sample_end(run=self.run, sample=sample, records=records)
@@ -280,7 +283,9 @@ class Driver:
             raise OutputError(f"cannot write {run_dir.run_json}: {exc.strerror or exc}") from None
         plan.plugins.hook.memplug_run_start(run=run)
         writer = gates.writer(run_dir.samples, spec.max_errors, n_expected)  # --max-errors: a GatedWriter
-        plan.token_counts.prefetch(pending)
+        if not plan.per_message:  # a message a chunk: no sample is counted in tokens
+            plan.token_counts.prefetch(pending)
+        stored_lines = stored_file.StoredFile(path)
         ran, stop, interrupted = False, None, False
         replaced_handler: Any = None
         summary: RunSummary | None = None
@@ -291,7 +296,7 @@ class Driver:
         try:
             finished = sum(len(s.questions) for s in samples if s.id in done)
             tick = progress(n_expected, finished) if progress else (lambda: None)
-            sink = RunSink(writer, run, plan.plugins, tick)
+            sink = RunSink(writer, run, plan.plugins, tick, stored_lines)
             # this process by default; e.g. Ray: the samples spread over workers, their records written here
             (self.executor or LocalExecutor()).run_samples(self.runner, pending, sink)
             ran = True
@@ -303,6 +308,7 @@ class Driver:
             raise RunInterrupted(path) from None
         finally:
             gc.unfreeze()
+            stored_lines.close()
             try:
                 writer.close()
             except OutputError as exc:

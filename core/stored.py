@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -107,19 +108,71 @@ def _not_recorded(sample_id: str, exc: Exception) -> None:
                 str(exc).strip().splitlines()[0] if str(exc).strip() else "")
 
 
+def _encoded(line: dict[str, Any]) -> bytes:
+    # check_circular=False: the same text, a sixth sooner (a listing that holds itself fails
+    # with RecursionError instead of ValueError, and is not recorded either way)
+    return (json.dumps(line, ensure_ascii=False, default=str, check_circular=False) + "\n").encode("utf-8")
+
+
+def _open(run_path: Path | str) -> int:
+    return os.open(os.path.join(run_path, STORED_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def append(run_path: Path, line: dict[str, Any]) -> None:
     """Append one sample's line to ``run_path``/stored.jsonl (a resumed sample gets a second
     line; :func:`read` keeps the last)."""
-    data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-    # one open, write and close of the descriptor: a text-mode file object per sample was
-    # 10-20% of a warm rerun's samples thread (bench/eval_throughput.py, 64 side by side)
-    fd = os.open(os.path.join(run_path, STORED_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = _open(run_path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, _encoded(line))
     finally:
         os.close(fd)
+
+
+class StoredFile:
+    """A run's stored.jsonl, open while the run lasts (the driver's sink writes through it).
+
+    Each sample's line is one ``write`` to a descriptor opened in append mode at the first
+    line (a run whose agent lists nothing gets no file; a resumed run appends to the lines
+    there), closed by :meth:`close` at the run's end, Ctrl-C and errors included. An
+    open and a close per sample were a twentieth of a warm rerun's samples thread
+    (bench/eval_throughput.py, 64 side by side; docs/performance.md). A line written after
+    :meth:`close` is dropped (an agent's thread a Ctrl-C left behind: its sample is not
+    part of the run); a failure (a full disk) is logged, never raised.
+    """
+
+    def __init__(self, run_path: Path) -> None:
+        self.run_path = run_path
+        self._fd: int | None = None
+        self._closed = False
+        self._lock = threading.Lock()  # the samples' thread writes, the run's thread closes
+
+    def write(self, line: dict[str, Any]) -> None:
+        try:
+            data = _encoded(line)
+            with self._lock:
+                if self._closed:
+                    return
+                if self._fd is None:
+                    self._fd = _open(self.run_path)
+                _write_all(self._fd, data)
+        except Exception as exc:  # a diagnostic must not fail the run
+            _not_recorded(str(line.get("sample_id")), exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError as exc:
+                log.warning("stored.jsonl: closing it failed (%s)", exc)
 
 
 def record(run_path: Path, sample_id: str, listed: Iterable[Any]) -> list[dict[str, Any]] | None:

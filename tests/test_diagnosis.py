@@ -274,6 +274,36 @@ def test_items_that_name_their_sources_are_never_tokenised(monkeypatch: pytest.M
     assert d.stored_items[0]["message_ids"] == ["m4"] and d.points == points
 
 
+def test_memory_points_held_as_an_item_by_item_scan_finds_them() -> None:
+    """sample_points looks a point's ids up in every message the store names, and overlaps it
+    with the items naming none: the same count as scanning item by item (ids where both
+    name messages, else overlap), for points and items with and without ids."""
+    rng = random.Random(7)
+    words = ["sister", "nurse", "leeds", "tea", "garden", "piano", "boston", "doctor", "paris", "chess"]
+    texts = {f"m{i}": " ".join(rng.sample(words, 3)) for i in range(12)}
+    for _ in range(40):
+        listed = [{"text": " ".join(rng.sample(words, 3)),
+                   "message_ids": rng.sample(sorted(texts), rng.choice([0, 0, 1, 2]))} for _ in range(rng.randint(0, 6))]
+        store = Store.of(listed, "en")
+        points = [{"text": " ".join(rng.sample(words, 2)), "message_ids": rng.sample(sorted(texts), rng.choice([0, 1]))}
+                  for _ in range(rng.randint(1, 6))]
+
+        def scan(point: dict[str, Any]) -> bool:
+            ids = set(point["message_ids"])
+            for item in store.items:
+                if ids and item.message_ids:
+                    if not ids.isdisjoint(item.message_ids):
+                        return True
+                    continue
+                if diagnosis._overlaps(item.words, diagnosis.content_words(point["text"], "en")):
+                    return True
+            return False
+
+        found = diagnosis.sample_points(points, store, diagnosis.Conversation(texts, "en"))
+        assert found is not None and found["points"] == len(points)
+        assert found["held"] == sum(map(scan, points))
+
+
 def test_a_miss_shows_the_first_of_the_nearest_stored_items() -> None:
     texts = {"m4": "My sister works as a nurse in Leeds."}
     listed = [{"text": "I like tea.", "message_ids": ["m1"]}, {"text": "My sister lives in Leeds.", "message_ids": ["m2"]},

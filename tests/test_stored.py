@@ -146,6 +146,30 @@ def test_read_keeps_a_resumed_samples_last_line_and_skips_a_torn_one(tmp_path: P
     assert "c" not in lines
 
 
+def test_the_runs_stored_file_appends_a_line_a_sample_and_drops_what_comes_after_close(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The driver's stored.jsonl stays open for the run: created at the first line (none
+    without one), appended to (a resumed run keeps the lines there), closed at the end; a
+    line after close (a thread a Ctrl-C left behind) is dropped, a failure only logged."""
+    lines = stored.StoredFile(tmp_path)
+    lines.close()
+    assert not (tmp_path / stored.STORED_FILE).exists()
+    stored.append(tmp_path, stored.entry("a", ["before the resume"]))
+    lines = stored.StoredFile(tmp_path)
+    lines.write(stored.entry("b", [StoredItem("b1", "1", ["m1"])]))
+    lines.write(stored.entry("a", ["é, after"]))
+    lines.close()
+    lines.write(stored.entry("c", ["late"]))
+    text = (tmp_path / stored.STORED_FILE).read_text(encoding="utf-8")
+    assert text.splitlines()[1] == json.dumps(stored.entry("b", [StoredItem("b1", "1", ["m1"])]), ensure_ascii=False)
+    read = stored.read(tmp_path)
+    assert sorted(read) == ["a", "b"] and read["a"]["items"][0]["text"] == "é, after"
+    gone = stored.StoredFile(tmp_path / "missing")
+    gone.write(stored.entry("d", ["x"]))  # no such folder: logged, not raised
+    gone.close()
+    assert "sample d: what the agent stored is not recorded" in caplog.text
+
+
 # -- in the HTML report -------------------------------------------------------------
 def _with_stored(tmp_path: Path) -> Path:
     """The bm25 fixture run with a stored.jsonl: per sample, its messages as the records
