@@ -31,25 +31,63 @@ if TYPE_CHECKING:
     from memplug.adapters.oracle import OracleAgent
     from memplug.adapters.recent import RecentAgent
     from memplug.protocols import (
-        ClosesAsync, DeclaresBlocking, HasDefaultChunkSize, HasOptions, IngestsAsync, ListsStored, ListsStoredAsync,
-        MemoryAgent, Preflights, RecallsAsync, SettlesAsync,
+        ClosesAsync,
+        DeclaresBlocking,
+        HasDefaultChunkSize,
+        HasOptions,
+        IngestsAsync,
+        ListsStored,
+        ListsStoredAsync,
+        MemoryAgent,
+        Preflights,
+        RecallsAsync,
+        SettlesAsync,
     )
 
     # In memory and quick (blocking = False), listing what they hold.
     def _in_memory(
-        bm25: BM25Agent, embedding: EmbeddingAgent, decay: DecayAgent, emg: EMGAgent, full: FullAgent,
-        hybrid: HybridAgent, recent: RecentAgent,
+        bm25: BM25Agent,
+        embedding: EmbeddingAgent,
+        decay: DecayAgent,
+        emg: EMGAgent,
+        full: FullAgent,
+        hybrid: HybridAgent,
+        recent: RecentAgent,
     ) -> tuple[tuple[MemoryAgent, DeclaresBlocking, ListsStored], ...]:
-        return ((bm25, bm25, bm25), (embedding, embedding, embedding), (decay, decay, decay), (emg, emg, emg),
-                (full, full, full), (hybrid, hybrid, hybrid), (recent, recent, recent))
+        return (
+            (bm25, bm25, bm25),
+            (embedding, embedding, embedding),
+            (decay, decay, decay),
+            (emg, emg, emg),
+            (full, full, full),
+            (hybrid, hybrid, hybrid),
+            (recent, recent, recent),
+        )
 
     def _in_memory_factories(
-        bm25: type[BM25Agent], embedding: type[EmbeddingAgent], decay: type[DecayAgent], emg: type[EMGAgent],
-        full: type[FullAgent], hybrid: type[HybridAgent], recent: type[RecentAgent], none: type[NoneAgent],
-        noisy: type[NoisyAgent], oracle: type[OracleAgent],
+        bm25: type[BM25Agent],
+        embedding: type[EmbeddingAgent],
+        decay: type[DecayAgent],
+        emg: type[EMGAgent],
+        full: type[FullAgent],
+        hybrid: type[HybridAgent],
+        recent: type[RecentAgent],
+        none: type[NoneAgent],
+        noisy: type[NoisyAgent],
+        oracle: type[OracleAgent],
     ) -> tuple[tuple[HasOptions, DeclaresBlocking], ...]:
-        return ((bm25, bm25), (embedding, embedding), (decay, decay), (emg, emg), (full, full), (hybrid, hybrid),
-                (recent, recent), (none, none), (noisy, noisy), (oracle, oracle))
+        return (
+            (bm25, bm25),
+            (embedding, embedding),
+            (decay, decay),
+            (emg, emg),
+            (full, full),
+            (hybrid, hybrid),
+            (recent, recent),
+            (none, none),
+            (noisy, noisy),
+            (oracle, oracle),
+        )
 
     def _baselines(none: NoneAgent, noisy: NoisyAgent, oracle: OracleAgent) -> tuple[MemoryAgent, ...]:
         return (none, noisy, oracle)
@@ -58,27 +96,33 @@ if TYPE_CHECKING:
     def _emg_preflight(emg: type[EMGAgent]) -> Preflights:
         return emg
 
-    def _mem0(factory: type[Mem0Agent], agent: Mem0Agent) -> tuple[HasOptions, HasDefaultChunkSize, Preflights,
-                                                                    MemoryAgent, ListsStored]:
+    def _mem0(
+        factory: type[Mem0Agent], agent: Mem0Agent
+    ) -> tuple[HasOptions, HasDefaultChunkSize, Preflights, MemoryAgent, ListsStored]:
         return (factory, factory, factory, agent, agent)
 
-    def _letta(factory: type[LettaAgent], agent: LettaAgent) -> tuple[HasOptions, HasDefaultChunkSize,
-                                                                      MemoryAgent, ListsStored]:
+    def _letta(
+        factory: type[LettaAgent], agent: LettaAgent
+    ) -> tuple[HasOptions, HasDefaultChunkSize, MemoryAgent, ListsStored]:
         return (factory, factory, agent, agent)
 
-    def _llamaindex(factory: type[LlamaIndexAgent], agent: LlamaIndexAgent) -> tuple[
-            HasOptions, HasDefaultChunkSize, Preflights, MemoryAgent, ListsStored]:
+    def _llamaindex(
+        factory: type[LlamaIndexAgent], agent: LlamaIndexAgent
+    ) -> tuple[HasOptions, HasDefaultChunkSize, Preflights, MemoryAgent, ListsStored]:
         return (factory, factory, factory, agent, agent)
 
     # Async clients: awaited on the runner's event loop; cognee's graph (cognify=end) settles after ingestion.
-    def _cognee(factory: type[CogneeAgent], agent: CogneeAgent) -> tuple[
-            HasOptions, HasDefaultChunkSize, Preflights, IngestsAsync, RecallsAsync, ListsStoredAsync, SettlesAsync]:
+    def _cognee(
+        factory: type[CogneeAgent], agent: CogneeAgent
+    ) -> tuple[HasOptions, HasDefaultChunkSize, Preflights, IngestsAsync, RecallsAsync, ListsStoredAsync, SettlesAsync]:
         return (factory, factory, factory, agent, agent, agent, agent)
 
-    def _graphiti(factory: type[GraphitiAgent], agent: GraphitiAgent) -> tuple[
-            HasOptions, Preflights, IngestsAsync, RecallsAsync, ListsStoredAsync]:
+    def _graphiti(
+        factory: type[GraphitiAgent], agent: GraphitiAgent
+    ) -> tuple[HasOptions, Preflights, IngestsAsync, RecallsAsync, ListsStoredAsync]:
         return (factory, factory, agent, agent, agent)
 
-    def _mcp(factory: type[McpAgent], agent: McpAgent) -> tuple[
-            HasOptions, Preflights, IngestsAsync, RecallsAsync, ClosesAsync]:
+    def _mcp(
+        factory: type[McpAgent], agent: McpAgent
+    ) -> tuple[HasOptions, Preflights, IngestsAsync, RecallsAsync, ClosesAsync]:
         return (factory, factory, agent, agent, agent)

@@ -60,8 +60,13 @@ from memplug.preflight import requires_llm
 from memplug.protocols import AgentConfig
 
 #: Cognee's search types that write an answer (the rest return context)
-COMPLETION_TYPES = ("RAG_COMPLETION", "GRAPH_COMPLETION", "GRAPH_COMPLETION_COT",
-                    "GRAPH_SUMMARY_COMPLETION", "HYBRID_COMPLETION")
+COMPLETION_TYPES = (
+    "RAG_COMPLETION",
+    "GRAPH_COMPLETION",
+    "GRAPH_COMPLETION_COT",
+    "GRAPH_SUMMARY_COMPLETION",
+    "HYBRID_COMPLETION",
+)
 USAGE_NOTE = "cognee calls litellm itself: its LLM calls are not in memplug's cache or usage counts"
 #: graph node types stored() lists, in this order: what was kept of the text, then what was drawn from it
 STORED_TYPES = ("DocumentChunk", "TextSummary", "Entity")
@@ -93,8 +98,10 @@ def configure_cognee(config: AgentConfig, root: Path) -> None:
     model, key = llm.model, llm.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
     server = llm.local_server() if llm.local is not None else None
     if local.is_local(embed_model) and (server is None or local.LocalModel.parse(embed_model) != server.model):
-        raise MemplugError(f"agent 'cognee' embeds with a local model only with the same --llm: "
-                           f"set --llm {embed_model}, or --embedder litellm:<model> of an API")
+        raise MemplugError(
+            f"agent 'cognee' embeds with a local model only with the same --llm: "
+            f"set --llm {embed_model}, or --embedder litellm:<model> of an API"
+        )
     dim = RunEmbedder(config).dim  # the real dimension, so Cognee's vector tables match
     cognee.config.set_llm_provider("custom")
     if server is None:
@@ -111,10 +118,19 @@ def configure_cognee(config: AgentConfig, root: Path) -> None:
         # one, else a bare json_object with the schema in the prompt, which the 135M model
         # echoed back instead of filling (3 retries, then cognify failed); the server turns
         # it into a grammar (memplug.llm.local.with_defaults)
-        litellm.register_model({f"openai/{server.alias}": {
-            "litellm_provider": "openai", "mode": "chat", "supports_response_schema": True,
-            "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
-            "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0}})
+        litellm.register_model(
+            {
+                f"openai/{server.alias}": {
+                    "litellm_provider": "openai",
+                    "mode": "chat",
+                    "supports_response_schema": True,
+                    "input_cost_per_token": 0.0,
+                    "output_cost_per_token": 0.0,
+                    "cache_creation_input_token_cost": 0.0,
+                    "cache_read_input_token_cost": 0.0,
+                }
+            }
+        )
     provider, name = provider_and_name(embed_model)
     if server is not None and local.is_local(embed_model):
         name, endpoint, key = server.embedding_alias, server.url, server.key
@@ -135,7 +151,8 @@ def configure_cognee(config: AgentConfig, root: Path) -> None:
 
 #: per event loop: system root -> lock held while Cognee's databases and default user are made
 _setup_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]]" = (
-    weakref.WeakKeyDictionary())
+    weakref.WeakKeyDictionary()
+)
 #: system roots whose Cognee databases and default user exist
 _ready: set[str] = set()
 
@@ -168,8 +185,13 @@ class CogneeAgent:
     default_chunk_size = 4096
     options = (
         Option("cognify", str, "chunk", "run cognify after every chunk, or once at the end", choices=("chunk", "end")),
-        Option("search", str, "CHUNKS", "CHUNKS: the run's reader answers; a completion type: Cognee answers",
-               choices=("CHUNKS",) + COMPLETION_TYPES),
+        Option(
+            "search",
+            str,
+            "CHUNKS",
+            "CHUNKS: the run's reader answers; a completion type: Cognee answers",
+            choices=("CHUNKS",) + COMPLETION_TYPES,
+        ),
     )
     #: Cognee has no mode without an LLM: cognify writes its graph with one
     preflight = requires_llm("cognee", "cognify and completion search")
@@ -225,20 +247,26 @@ class CogneeAgent:
         await self._cognify()  # a caller that never settled (memplug.testing's checks, a script)
         if not self._texts:
             return Recall(meta={"usage": USAGE_NOTE})
-        found = await cognee.search(question.text, query_type=SearchType.CHUNKS, datasets=[self.dataset],
-                                    top_k=self.config.top_k)
+        found = await cognee.search(
+            question.text, query_type=SearchType.CHUNKS, datasets=[self.dataset], top_k=self.config.top_k
+        )
         items = tuple(self._item(hit) for hit in _results(found))
         answer = None
         if self.search_type != "CHUNKS":
-            written = await cognee.search(question.text, query_type=SearchType[self.search_type],
-                                          datasets=[self.dataset], top_k=self.config.top_k)
+            written = await cognee.search(
+                question.text, query_type=SearchType[self.search_type], datasets=[self.dataset], top_k=self.config.top_k
+            )
             answer = "\n".join(str(r) for r in _results(written)).strip()
         return Recall(items=items, answer=answer, meta={"usage": USAGE_NOTE})
 
     def _ids(self, text: str) -> tuple[str, ...]:
         """The ingested messages whose text ``text`` contains (or that contain it)."""
-        ids = [i for rendered, group in self._texts.items() if rendered in text or (text and text in rendered)
-               for i in group]
+        ids = [
+            i
+            for rendered, group in self._texts.items()
+            if rendered in text or (text and text in rendered)
+            for i in group
+        ]
         return tuple(dict.fromkeys(ids))
 
     def _item(self, hit: Any) -> Recalled:
@@ -267,8 +295,7 @@ class CogneeAgent:
         if not self._texts:
             return []
         if self._pending:
-            raise MemplugError("cognee builds its graph in settle() with -o cognify=end: "
-                               "nothing to list before it")
+            raise MemplugError("cognee builds its graph in settle() with -o cognify=end: nothing to list before it")
         user = await get_default_user()
         dataset = await get_authorized_dataset_by_name(self.dataset, user, "read")
         if dataset is None:
@@ -281,8 +308,7 @@ class CogneeAgent:
         """Nothing to release per sample: Cognee pools its engines and closes those its LRU evicts."""
 
 
-def stored_items(nodes: list[Any], edges: list[Any],
-                 message_ids: Callable[[str], tuple[str, ...]]) -> list[StoredItem]:
+def stored_items(nodes: list[Any], edges: list[Any], message_ids: Callable[[str], tuple[str, ...]]) -> list[StoredItem]:
     """:meth:`CogneeAgent.astored`'s items from a graph's ``(id, properties)`` nodes and
     ``(source, target, relation, properties)`` edges (the first :data:`STORED_LIMIT`);
     ``message_ids(text)`` credits a chunk."""
@@ -290,8 +316,9 @@ def stored_items(nodes: list[Any], edges: list[Any],
     for node_id, props in nodes:
         if isinstance(props, dict) and props.get("type") in by_type:
             by_type[props["type"]].append((str(node_id), props))
-    by_type["DocumentChunk"].sort(key=lambda node: (str(node[1].get("document_id") or ""),
-                                                    int(node[1].get("chunk_index") or 0)))
+    by_type["DocumentChunk"].sort(
+        key=lambda node: (str(node[1].get("document_id") or ""), int(node[1].get("chunk_index") or 0))
+    )
     chunk_ids = {node_id: message_ids(str(props.get("text") or "")) for node_id, props in by_type["DocumentChunk"]}
     sources: dict[str, list[str]] = {}
     for edge in edges:

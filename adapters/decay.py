@@ -96,9 +96,13 @@ class DecayAgent:
     options = (
         Option("threshold", float, 0.86, "recall a memory when its recall probability exceeds this"),
         Option("time_scale", float, 1e7, "seconds per unit of t in p_n(t) and S(t)"),
-        Option("relevance", str, "rank",
-               "r in p_n(t): rank (calibrated by cosine rank, any embedder) or cosine (the seed's raw cosine)",
-               choices=("rank", "cosine")),
+        Option(
+            "relevance",
+            str,
+            "rank",
+            "r in p_n(t): rank (calibrated by cosine rank, any embedder) or cosine (the seed's raw cosine)",
+            choices=("rank", "cosine"),
+        ),
         ANN_OPTION,
     )
 

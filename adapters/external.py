@@ -108,4 +108,3 @@ def message_text(message: Message) -> str:
 def chunk_text(chunk: Chunk) -> str:
     """The chunk as one text, each message rendered by :func:`message_text`."""
     return "\n".join(message_text(m) for m in chunk.messages)
-

@@ -107,8 +107,10 @@ def _json_reply(text: str, schema: str | None) -> dict[str, Any]:
         value = json.loads(stripped)
     except json.JSONDecodeError:
         shown = " ".join(text.split())[:160]
-        raise MemplugError(f"graphiti asked the LLM for {schema or 'JSON'} and the reply is not JSON: {shown!r} "
-                           "(a model that cannot follow a JSON schema cannot build Graphiti's graph)") from None
+        raise MemplugError(
+            f"graphiti asked the LLM for {schema or 'JSON'} and the reply is not JSON: {shown!r} "
+            "(a model that cannot follow a JSON schema cannot build Graphiti's graph)"
+        ) from None
     if not isinstance(value, dict):
         raise MemplugError(f"graphiti asked the LLM for {schema or 'a JSON object'} and got {type(value).__name__}")
     return value
@@ -141,13 +143,23 @@ def _bridges() -> tuple[type, type, type]:
         def _response_format(self, response_model: Any) -> dict[str, Any]:
             if response_model is None or self.structured == "json_object":
                 return {"type": "json_object"}
-            return {"type": "json_schema", "json_schema": {"name": response_model.__name__,
-                                                           "schema": response_model.model_json_schema()}}
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": response_model.__name__, "schema": response_model.model_json_schema()},
+            }
 
-        async def generate_response(self, messages: list[Any], response_model: Any = None,
-                                    max_tokens: int | None = None, model_size: Any = ModelSize.medium,
-                                    group_id: str | None = None, prompt_name: str | None = None, *,
-                                    attribute_extraction: bool = False, model: str | None = None) -> dict[str, Any]:
+        async def generate_response(
+            self,
+            messages: list[Any],
+            response_model: Any = None,
+            max_tokens: int | None = None,
+            model_size: Any = ModelSize.medium,
+            group_id: str | None = None,
+            prompt_name: str | None = None,
+            *,
+            attribute_extraction: bool = False,
+            model: str | None = None,
+        ) -> dict[str, Any]:
             # what OpenAIGenericClient.generate_response does to the prompt, without its
             # tenacity retries (5 to 120 s waits): the run's LLM retries transient failures
             self._apply_attribute_extraction_preamble(messages, attribute_extraction)
@@ -157,14 +169,23 @@ def _bridges() -> tuple[type, type, type]:
             messages[0].content += get_extraction_language_instruction(group_id)
             return await self._generate_response(messages, response_model, max_tokens, model_size)
 
-        async def _generate_response(self, messages: list[Any], response_model: Any = None,
-                                     max_tokens: int | None = None, model_size: Any = ModelSize.medium,
-                                     *, model: str | None = None) -> dict[str, Any]:
+        async def _generate_response(
+            self,
+            messages: list[Any],
+            response_model: Any = None,
+            max_tokens: int | None = None,
+            model_size: Any = ModelSize.medium,
+            *,
+            model: str | None = None,
+        ) -> dict[str, Any]:
             params: dict[str, Any] = {"response_format": self._response_format(response_model)}
             if self.reply_cap:
                 params["max_tokens"] = min(self.reply_cap, max_tokens or self.reply_cap)
-            chat = [{"role": m.role, "content": self._clean_input(m.content)} for m in messages
-                    if m.role in ("system", "user")]
+            chat = [
+                {"role": m.role, "content": self._clean_input(m.content)}
+                for m in messages
+                if m.role in ("system", "user")
+            ]
             completion = await self.llm.acomplete(chat, **params)
             return _json_reply(completion.text, getattr(response_model, "__name__", None))
 
@@ -187,8 +208,10 @@ def _bridges() -> tuple[type, type, type]:
         """Graphiti builds an OpenAI reranker when given none; the recipes used here never rank."""
 
         async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
-            raise MemplugError("graphiti asked for a cross-encoder reranker, which the memplug agent does not "
-                               f"configure: use -o reranker= one of {', '.join(RERANKERS)}")
+            raise MemplugError(
+                "graphiti asked for a cross-encoder reranker, which the memplug agent does not "
+                f"configure: use -o reranker= one of {', '.join(RERANKERS)}"
+            )
 
     return MemplugGraphitiLLM, MemplugGraphitiEmbedder, NoCrossEncoder
 
@@ -234,10 +257,13 @@ def open_kuzu(driver_class: Any, path: Path, buffer_pool_mb: int) -> Any:
     from graphiti_core.driver import kuzu_driver
 
     if "Ladybug" in (kuzu.__doc__ or ""):  # cognee 1.6 writes this shim over kuzu/ when installed after it
-        raise MemplugError("the installed `kuzu` is cognee's shim over its Ladybug fork, without the full-text "
-                           "search graphiti needs: pip install --force-reinstall --no-deps kuzu==0.11.3")
-    bounded = functools.partial(kuzu.Database, buffer_pool_size=buffer_pool_mb << 20,
-                                max_db_size=KUZU_MAX_DB_SIZE, max_num_threads=KUZU_THREADS)
+        raise MemplugError(
+            "the installed `kuzu` is cognee's shim over its Ladybug fork, without the full-text "
+            "search graphiti needs: pip install --force-reinstall --no-deps kuzu==0.11.3"
+        )
+    bounded = functools.partial(
+        kuzu.Database, buffer_pool_size=buffer_pool_mb << 20, max_db_size=KUZU_MAX_DB_SIZE, max_num_threads=KUZU_THREADS
+    )
     shim = SimpleNamespace(Database=bounded, Connection=kuzu.Connection, AsyncConnection=kuzu.AsyncConnection)
     with _setup_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # "The Kuzu backend is deprecated": said in the docs
@@ -247,16 +273,21 @@ def open_kuzu(driver_class: Any, path: Path, buffer_pool_mb: int) -> Any:
         finally:
             kuzu_driver.kuzu = kuzu
     if getattr(driver.db, "max_db_size", None) != KUZU_MAX_DB_SIZE:  # graphiti stopped reading kuzu.Database
-        raise MemplugError("graphiti's KuzuDriver no longer opens its database through kuzu.Database: "
-                           "memplug's graphiti agent cannot bound its memory (update memplug)")
+        raise MemplugError(
+            "graphiti's KuzuDriver no longer opens its database through kuzu.Database: "
+            "memplug's graphiti agent cannot bound its memory (update memplug)"
+        )
     return driver
 
 
 def _search_config(reranker: str, limit: int) -> Any:
     from graphiti_core.search import search_config_recipes as recipes
 
-    recipe = {"rrf": recipes.EDGE_HYBRID_SEARCH_RRF, "mmr": recipes.EDGE_HYBRID_SEARCH_MMR,
-              "episode_mentions": recipes.EDGE_HYBRID_SEARCH_EPISODE_MENTIONS}[reranker]
+    recipe = {
+        "rrf": recipes.EDGE_HYBRID_SEARCH_RRF,
+        "mmr": recipes.EDGE_HYBRID_SEARCH_MMR,
+        "episode_mentions": recipes.EDGE_HYBRID_SEARCH_EPISODE_MENTIONS,
+    }[reranker]
     return recipe.model_copy(update={"limit": limit})  # Graphiti.search sets limit on the shared recipe
 
 
@@ -264,16 +295,40 @@ class GraphitiAgent:
     """Graphiti's temporal knowledge graph in an embedded Kùzu database per sample."""
 
     options = (
-        Option("reranker", str, "rrf", "how Graphiti fuses BM25 and cosine hits on facts: rrf (Graphiti.search's "
-               "default), mmr, or episode_mentions", choices=RERANKERS),
-        Option("structured", str, "json_schema", "how structured output is asked of the LLM: json_schema "
-               "(response_format with the schema) or json_object (schema in the prompt)",
-               choices=("json_schema", "json_object")),
+        Option(
+            "reranker",
+            str,
+            "rrf",
+            "how Graphiti fuses BM25 and cosine hits on facts: rrf (Graphiti.search's "
+            "default), mmr, or episode_mentions",
+            choices=RERANKERS,
+        ),
+        Option(
+            "structured",
+            str,
+            "json_schema",
+            "how structured output is asked of the LLM: json_schema "
+            "(response_format with the schema) or json_object (schema in the prompt)",
+            choices=("json_schema", "json_object"),
+        ),
         Option("dates", bool, True, "show each fact's validity dates after it, as Graphiti's context string does"),
-        Option("max_tokens", int, 0, "cap on the tokens of each of Graphiti's LLM replies (0: none sent, the "
-               "server's limit applies; Graphiti's own caps, up to 16384, are not forwarded)", low=0, high=1_000_000),
-        Option("buffer_pool_mb", int, 256, "Kùzu's buffer pool per sample, in MiB (Kùzu's default: 80% of the "
-               "machine's memory for each database)", low=16, high=1 << 20),
+        Option(
+            "max_tokens",
+            int,
+            0,
+            "cap on the tokens of each of Graphiti's LLM replies (0: none sent, the "
+            "server's limit applies; Graphiti's own caps, up to 16384, are not forwarded)",
+            low=0,
+            high=1_000_000,
+        ),
+        Option(
+            "buffer_pool_mb",
+            int,
+            256,
+            "Kùzu's buffer pool per sample, in MiB (Kùzu's default: 80% of the machine's memory for each database)",
+            low=16,
+            high=1 << 20,
+        ),
     )
     #: Graphiti has no mode without an LLM: every episode is read by one
     preflight = requires_llm("graphiti", "entity and fact extraction")
@@ -302,8 +357,12 @@ class GraphitiAgent:
         # (graphiti-core 0.31: AttributeError); one database per sample, named after its group
         self.driver._database = self.group_id
         llm_bridge, embedder_bridge, no_cross_encoder = _bridges()
-        self.graphiti = Graphiti(graph_driver=self.driver, llm_client=llm_bridge(llm, opts["structured"], opts["max_tokens"]),
-                                 embedder=embedder_bridge(embedder), cross_encoder=no_cross_encoder())
+        self.graphiti = Graphiti(
+            graph_driver=self.driver,
+            llm_client=llm_bridge(llm, opts["structured"], opts["max_tokens"]),
+            embedder=embedder_bridge(embedder),
+            cross_encoder=no_cross_encoder(),
+        )
         self._indexed = False
         #: episode uuid -> the message ids of its chunk
         self.episode_ids: dict[str, tuple[str, ...]] = {}
@@ -324,9 +383,13 @@ class GraphitiAgent:
         self._last_time = when
         source = EpisodeType.message if all(m.speaker for m in chunk.messages) else EpisodeType.text
         result = await self.graphiti.add_episode(
-            name=f"chunk-{chunk.index}", episode_body=episode_body(chunk.messages),
+            name=f"chunk-{chunk.index}",
+            episode_body=episode_body(chunk.messages),
             source_description="conversation" if source is EpisodeType.message else "text",
-            reference_time=when, source=source, group_id=self.group_id)
+            reference_time=when,
+            source=source,
+            group_id=self.group_id,
+        )
         self.episode_ids[result.episode.uuid] = tuple(dict.fromkeys(chunk.message_ids))
 
     async def arecall(self, question: AgentQuestion) -> Recall:
@@ -336,15 +399,22 @@ class GraphitiAgent:
         if not self.episode_ids:
             return Recall()
         await self._ensure_indexes()
-        found = await self.graphiti.search_(question.text, config=_search_config(self.reranker, self.config.top_k),
-                                            group_ids=[self.group_id], search_filter=SearchFilters())
+        found = await self.graphiti.search_(
+            question.text,
+            config=_search_config(self.reranker, self.config.top_k),
+            group_ids=[self.group_id],
+            search_filter=SearchFilters(),
+        )
         scores = list(found.edge_reranker_scores or [])
         items = []
         for rank, edge in enumerate(found.edges[: self.config.top_k]):
             ids = [i for episode in edge.episodes for i in self.episode_ids.get(episode, ())]
             text = f"{edge.fact} (date range: {format_edge_date_range(edge)})" if self.dates else edge.fact
-            items.append(Recalled(text=text, score=scores[rank] if rank < len(scores) else None,
-                                  message_ids=tuple(dict.fromkeys(ids))))
+            items.append(
+                Recalled(
+                    text=text, score=scores[rank] if rank < len(scores) else None, message_ids=tuple(dict.fromkeys(ids))
+                )
+            )
         return Recall(items=tuple(items))
 
     async def astored(self) -> list[StoredItem]:

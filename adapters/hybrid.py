@@ -64,7 +64,8 @@ from memplug.protocols import AgentConfig
 
 #: a full English stop-word list (NLTK's, contractions split as the tokenizer splits
 #: them) plus conversational filler and question boilerplate
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against ain all am an and any are aren as at be because been before being below between both
 but by can couldn d did didn do does doesn doing don down during each few for from further had hadn has hasn have haven
 having he her here hers herself him himself his how i if in into is isn it its itself just ll m ma me mightn more most
@@ -74,7 +75,8 @@ too under until up ve very was wasn we were weren what when where which while wh
 your yours yourself yourselves would could also really much many even ever still yet get got go going went make made
 thing things kind sort lot lots one ones way ways said say says tell told like gonna wanna gotta yeah yep hey oh wow
 okay ok hi hello
-""".split())
+""".split()
+)
 
 _CJK_OR_WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
 _LATIN_WORD = re.compile(r"[^\W\d_]{2,}")
@@ -121,7 +123,7 @@ def tokens(text: str, drop: frozenset[str] = frozenset()) -> list[str]:
 def strip_stamp(text: str) -> str:
     """The text without a leading timestamp ("1:56 pm on 8 May, 2023: ")."""
     match = _LEADING_STAMP.match(text)
-    return text[match.end():] if match else text
+    return text[match.end() :] if match else text
 
 
 def date_intervals(text: str) -> list[tuple[datetime | None, int | None, datetime | None]]:
@@ -155,8 +157,9 @@ def date_intervals(text: str) -> list[tuple[datetime | None, int | None, datetim
     return out
 
 
-def date_mask(intervals: list[tuple[datetime | None, int | None, datetime | None]],
-              times: list[datetime | None]) -> np.ndarray:
+def date_mask(
+    intervals: list[tuple[datetime | None, int | None, datetime | None]], times: list[datetime | None]
+) -> np.ndarray:
     """Which message times fall in one of the intervals, or up to DATE_SLACK after."""
     mask = np.zeros(len(times), dtype=bool)
     for start, month, end in intervals:
@@ -189,17 +192,47 @@ class HybridAgent:
     date priors, with session-aware selection of the top K. See the module docstring."""
 
     options = (
-        Option("dense", float, 0.5, "weight of the min-max scaled wordllama cosine added to the scaled BM25 score",
-               low=0.0, high=100.0),
+        Option(
+            "dense",
+            float,
+            0.5,
+            "weight of the min-max scaled wordllama cosine added to the scaled BM25 score",
+            low=0.0,
+            high=100.0,
+        ),
         Option("context", bool, True, "index each turn together with the previous turn of its session"),
-        Option("expand", float, 0.3, "query expansion: weight (times cosine) of close in-memory words; 0 turns it off",
-               low=0.0, high=10.0),
-        Option("speaker", float, 0.6, "prior added to turns spoken by the one speaker the question names", low=0.0,
-               high=100.0),
-        Option("date", float, 0.6, "prior added to turns dated in (or up to 14 days after) a date the question names",
-               low=0.0, high=100.0),
-        Option("keep", int, 2, "items taken by turn score before one per further session (>= top-k: plain top-k)",
-               low=0, high=10_000),
+        Option(
+            "expand",
+            float,
+            0.3,
+            "query expansion: weight (times cosine) of close in-memory words; 0 turns it off",
+            low=0.0,
+            high=10.0,
+        ),
+        Option(
+            "speaker",
+            float,
+            0.6,
+            "prior added to turns spoken by the one speaker the question names",
+            low=0.0,
+            high=100.0,
+        ),
+        Option(
+            "date",
+            float,
+            0.6,
+            "prior added to turns dated in (or up to 14 days after) a date the question names",
+            low=0.0,
+            high=100.0,
+        ),
+        Option(
+            "keep",
+            int,
+            2,
+            "items taken by turn score before one per further session (>= top-k: plain top-k)",
+            low=0,
+            high=10_000,
+        ),
     )
     blocking = False
 
@@ -260,21 +293,26 @@ class HybridAgent:
             return
         if drop != self._drop:
             self.body_tokens = []
-        self.body_tokens += [tokens(b, drop) for b in self.bodies[len(self.body_tokens):]]
+        self.body_tokens += [tokens(b, drop) for b in self.bodies[len(self.body_tokens) :]]
         self._drop = drop
         docs = []
         for i, toks in enumerate(self.body_tokens):
-            if self.opts["context"] and i > 0 and self.sessions[i] is not None and self.sessions[i - 1] == self.sessions[i]:
+            if (
+                self.opts["context"]
+                and i > 0
+                and self.sessions[i] is not None
+                and self.sessions[i - 1] == self.sessions[i]
+            ):
                 toks = toks + self.body_tokens[i - 1]
             docs.append(toks)
         self.bm25 = WeightedBM25()
         self.bm25.add(docs)
         if self.opts["dense"] > 0 and len(self._vectors) < len(self.bodies):
-            new = embed_batched(self.embedder, self.bodies[len(self._vectors):])
+            new = embed_batched(self.embedder, self.bodies[len(self._vectors) :])
             self._vectors = new if len(self._vectors) == 0 else np.concatenate([self._vectors, new])
         if self.opts["expand"] > 0:
             fresh = []
-            for b in self.bodies[self._vocab_upto:]:
+            for b in self.bodies[self._vocab_upto :]:
                 for w in _LATIN_WORD.findall(b.lower()):
                     if w not in self._vocab and w not in STOPWORDS and w not in drop:
                         self._vocab[w] = stem(w)
@@ -282,7 +320,9 @@ class HybridAgent:
             if fresh:
                 vecs = embed_batched(self.embedder, fresh)
                 self._vocab_words += fresh
-                self._vocab_vectors = vecs if len(self._vocab_vectors) == 0 else np.concatenate([self._vocab_vectors, vecs])
+                self._vocab_vectors = (
+                    vecs if len(self._vocab_vectors) == 0 else np.concatenate([self._vocab_vectors, vecs])
+                )
             self._vocab_upto = len(self.bodies)
 
     # ------------------------------------------------------------------- recall
@@ -370,10 +410,14 @@ class HybridAgent:
     def stored(self) -> list[StoredItem]:
         """Every ingested turn, in ingestion order, as it is returned (its text, its message id),
         with its session and speaker in ``meta`` when it has them."""
-        return [StoredItem(text, str(i), (message_id,),
-                           {k: v for k, v in (("session", session), ("speaker", speaker)) if v})
-                for i, (text, message_id, session, speaker)
-                in enumerate(zip(self.texts, self.ids, self.sessions, self.speakers))]
+        return [
+            StoredItem(
+                text, str(i), (message_id,), {k: v for k, v in (("session", session), ("speaker", speaker)) if v}
+            )
+            for i, (text, message_id, session, speaker) in enumerate(
+                zip(self.texts, self.ids, self.sessions, self.speakers)
+            )
+        ]
 
     def close(self) -> None:
         """Everything lives in memory; nothing to release."""

@@ -65,11 +65,14 @@ def handles(config: AgentConfig) -> tuple[str, str]:
         kind, _, name = config.embedder.partition(":")
         embedding = name if kind == "litellm" else ""
     if not model:
-        raise MemplugError("agent 'letta' needs a model: set --llm MODEL (a Letta handle, e.g. openai/gpt-4o-mini) "
-                           "or -o model=HANDLE")
+        raise MemplugError(
+            "agent 'letta' needs a model: set --llm MODEL (a Letta handle, e.g. openai/gpt-4o-mini) or -o model=HANDLE"
+        )
     if not embedding:
-        raise MemplugError("agent 'letta' embeds on its server: set --embedder litellm:<handle> "
-                           "(e.g. litellm:openai/text-embedding-3-small) or -o embedding=HANDLE")
+        raise MemplugError(
+            "agent 'letta' embeds on its server: set --embedder litellm:<handle> "
+            "(e.g. litellm:openai/text-embedding-3-small) or -o embedding=HANDLE"
+        )
     return model, embedding
 
 
@@ -80,8 +83,14 @@ class LettaAgent:
     default_chunk_size = 4096
     options = (
         Option("server", str, "", "Letta server URL (default: $LETTA_BASE_URL, then --api-base)"),
-        Option("mode", str, "search", "search: archival search, the run's reader answers; "
-               "message: the question is sent to the agent, which answers", choices=("search", "message")),
+        Option(
+            "mode",
+            str,
+            "search",
+            "search: archival search, the run's reader answers; "
+            "message: the question is sent to the agent, which answers",
+            choices=("search", "message"),
+        ),
         Option("passage", str, "chunk", "what one archival passage holds", choices=("chunk", "message")),
         Option("model", str, "", "Letta model handle (default: --llm)"),
         Option("embedding", str, "", "Letta embedding handle (default: the model of --embedder litellm:<model>)"),
@@ -93,8 +102,10 @@ class LettaAgent:
         """A model handle (``--llm`` or ``-o model``) is needed: without one, the run
         directory was made and the progress bar shown before every sample failed on it."""
         if not values.get("model") and llm is None:
-            raise MemplugError("agent 'letta' needs a model: set --llm MODEL (a Letta handle, e.g. "
-                               "openai/gpt-4o-mini) or -o model=HANDLE")
+            raise MemplugError(
+                "agent 'letta' needs a model: set --llm MODEL (a Letta handle, e.g. "
+                "openai/gpt-4o-mini) or -o model=HANDLE"
+            )
         return AgentPlan(dict(values))
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
@@ -106,8 +117,9 @@ class LettaAgent:
         self.mode: str = opts["mode"]
         self.per_message: bool = opts["passage"] == "message"
         model, embedding = handles(config)
-        self.client = Letta(base_url=server_url(config), api_key=os.environ.get("LETTA_API_KEY"),
-                            timeout=opts["timeout"])
+        self.client = Letta(
+            base_url=server_url(config), api_key=os.environ.get("LETTA_API_KEY"), timeout=opts["timeout"]
+        )
         name = f"memplug-{Path(workdir).parent.parent.name}-{config.sample_id or Path(workdir).name}"
         self.agent_id: str | None = None
         # Letta's default agent type (letta_v1_agent) is not given archival_memory_search:
@@ -117,9 +129,14 @@ class LettaAgent:
         # left out, not None, in search mode: older letta-client releases have no `omit`
         tools: dict[str, Any] = {"tools": ["archival_memory_search"]} if self.mode == "message" else {}
         self.agent_id = self.client.agents.create(
-            name=name[:100], model=model, embedding=embedding, tags=["memplug"],
-            memory_blocks=[{"label": "human", "value": "The user shares the history stored in archival memory."},
-                           {"label": "persona", "value": "I answer questions from my archival memory."}],
+            name=name[:100],
+            model=model,
+            embedding=embedding,
+            tags=["memplug"],
+            memory_blocks=[
+                {"label": "human", "value": "The user shares the history stored in archival memory."},
+                {"label": "persona", "value": "I answer questions from my archival memory."},
+            ],
             **tools,
         ).id
 
@@ -129,22 +146,27 @@ class LettaAgent:
             for message in chunk.messages:
                 self.client.agents.passages.create(self.agent_id, text=message_text(message), tags=[TAG + message.id])
             return
-        self.client.agents.passages.create(self.agent_id, text=chunk_text(chunk),
-                                           tags=[TAG + i for i in chunk.message_ids])
+        self.client.agents.passages.create(
+            self.agent_id, text=chunk_text(chunk), tags=[TAG + i for i in chunk.message_ids]
+        )
 
     def recall(self, question: AgentQuestion) -> Recall:
         assert self.agent_id is not None
         found = self.client.agents.passages.search(self.agent_id, query=question.text, top_k=self.config.top_k)
         items = tuple(
-            Recalled(text=hit.content, message_ids=[t[len(TAG):] for t in hit.tags or () if t.startswith(TAG)])
+            Recalled(text=hit.content, message_ids=[t[len(TAG) :] for t in hit.tags or () if t.startswith(TAG)])
             for hit in found.results
         )
         if self.mode == "search":
             return Recall(items=items)
         reply = self.client.agents.messages.create(
-            self.agent_id, messages=[{"role": "user", "content": ASK.format(question=question.text)}])
-        return Recall(items=items, answer=_assistant_text(reply.messages),
-                      meta={"usage": USAGE_NOTE, "letta_usage": reply.usage.model_dump(exclude_none=True)})
+            self.agent_id, messages=[{"role": "user", "content": ASK.format(question=question.text)}]
+        )
+        return Recall(
+            items=items,
+            answer=_assistant_text(reply.messages),
+            meta={"usage": USAGE_NOTE, "letta_usage": reply.usage.model_dump(exclude_none=True)},
+        )
 
     def stored(self) -> list[StoredItem]:
         """The agent's archival passages, oldest first (``agents.passages.list``, page by
@@ -154,13 +176,22 @@ class LettaAgent:
         after = None
         while len(items) < STORED_LIMIT:
             listing = self.client.agents.passages
-            page = (listing.list(self.agent_id, limit=STORED_PAGE, ascending=True, after=after) if after
-                    else listing.list(self.agent_id, limit=STORED_PAGE, ascending=True))
+            page = (
+                listing.list(self.agent_id, limit=STORED_PAGE, ascending=True, after=after)
+                if after
+                else listing.list(self.agent_id, limit=STORED_PAGE, ascending=True)
+            )
             if not page:
                 break
-            items += [StoredItem(p.text, p.id, [t[len(TAG):] for t in p.tags or () if t.startswith(TAG)],
-                                 {"created_at": str(p.created_at)} if getattr(p, "created_at", None) else {})
-                      for p in page]
+            items += [
+                StoredItem(
+                    p.text,
+                    p.id,
+                    [t[len(TAG) :] for t in p.tags or () if t.startswith(TAG)],
+                    {"created_at": str(p.created_at)} if getattr(p, "created_at", None) else {},
+                )
+                for p in page
+            ]
             after = page[-1].id
             if len(page) < STORED_PAGE:
                 break

@@ -154,9 +154,12 @@ class LlamaIndexAgent:
 
     def stored(self) -> list[StoredItem]:
         """Every node of the sample's index (its docstore), in insertion order, with its node id."""
-        return [StoredItem(node.get_content(), node_id, node.metadata.get(IDS_KEY, ()),
-                           {"chunk": node.metadata.get("chunk")})
-                for node_id, node in self._index.docstore.docs.items()]
+        return [
+            StoredItem(
+                node.get_content(), node_id, node.metadata.get(IDS_KEY, ()), {"chunk": node.metadata.get("chunk")}
+            )
+            for node_id, node in self._index.docstore.docs.items()
+        ]
 
     @staticmethod
     def _items(scored: list[Any]) -> tuple[Recalled, ...]:

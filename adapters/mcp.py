@@ -62,28 +62,106 @@ if TYPE_CHECKING:
     from memplug.llm import LLM
 
 #: tool names tried, in this order, when ``-o add`` is not given
-ADD_NAMES = ("add_memory", "store_memory", "save_memory", "create_memory", "memory_store", "remember", "add", "store",
-             "memorize", "add_memories", "memory_add", "write_memory")
+ADD_NAMES = (
+    "add_memory",
+    "store_memory",
+    "save_memory",
+    "create_memory",
+    "memory_store",
+    "remember",
+    "add",
+    "store",
+    "memorize",
+    "add_memories",
+    "memory_add",
+    "write_memory",
+)
 #: tool names tried, in this order, when ``-o search`` is not given
-SEARCH_NAMES = ("search_memory", "search_memories", "search", "recall", "query", "retrieve_memory",
-                "retrieve_memories", "query_memory", "memory_search", "find_memories", "retrieve")
+SEARCH_NAMES = (
+    "search_memory",
+    "search_memories",
+    "search",
+    "recall",
+    "query",
+    "retrieve_memory",
+    "retrieve_memories",
+    "query_memory",
+    "memory_search",
+    "find_memories",
+    "retrieve",
+)
 #: argument names that take the text to store
 TEXT_ARGS = ("text", "content", "memory", "message", "data", "fact", "note", "information", "input", "value")
 #: argument names that take the query
 QUERY_ARGS = ("query", "q", "search_query", "text", "search", "keywords", "question", "prompt", "input")
 #: integer argument names that limit the number of results
-LIMIT_ARGS = ("limit", "top_k", "topK", "k", "n", "max_results", "maxResults", "num_results", "numResults",
-              "top_n", "count", "size")
+LIMIT_ARGS = (
+    "limit",
+    "top_k",
+    "topK",
+    "k",
+    "n",
+    "max_results",
+    "maxResults",
+    "num_results",
+    "numResults",
+    "top_n",
+    "count",
+    "size",
+)
 #: argument names that keep one user's (sample's) memories apart
-USER_ARGS = ("user_id", "userId", "user", "namespace", "session_id", "sessionId", "agent_id", "agentId", "run_id",
-             "tenant_id", "tenant", "collection", "collection_name", "project", "scope", "container_tag",
-             "containerTag", "memory_bank", "bank")
+USER_ARGS = (
+    "user_id",
+    "userId",
+    "user",
+    "namespace",
+    "session_id",
+    "sessionId",
+    "agent_id",
+    "agentId",
+    "run_id",
+    "tenant_id",
+    "tenant",
+    "collection",
+    "collection_name",
+    "project",
+    "scope",
+    "container_tag",
+    "containerTag",
+    "memory_bank",
+    "bank",
+)
 #: keys of a JSON object whose list holds the results
-LIST_KEYS = ("results", "memories", "items", "hits", "matches", "documents", "entities", "nodes", "notes", "data",
-             "result", "records", "chunks")
+LIST_KEYS = (
+    "results",
+    "memories",
+    "items",
+    "hits",
+    "matches",
+    "documents",
+    "entities",
+    "nodes",
+    "notes",
+    "data",
+    "result",
+    "records",
+    "chunks",
+)
 #: keys of a result object that hold its text
-TEXT_KEYS = ("memory", "text", "content", "document", "page_content", "value", "fact", "observation", "body",
-             "snippet", "summary", "data")
+TEXT_KEYS = (
+    "memory",
+    "text",
+    "content",
+    "document",
+    "page_content",
+    "value",
+    "fact",
+    "observation",
+    "body",
+    "snippet",
+    "summary",
+    "data",
+)
 SCORE_KEYS = ("score", "similarity", "relevance", "relevance_score", "rank_score")
 #: seconds a shared server stays up once no sample holds it (the run's next samples reuse it)
 LINGER_S = 30.0
@@ -108,8 +186,10 @@ def _number_type(spec: Any) -> bool:
 
 
 def _object_type(spec: Any) -> bool:
-    return isinstance(spec, dict) and (spec.get("type") == "object" or any(
-        isinstance(s, dict) and s.get("type") == "object" for s in spec.get("anyOf") or ()))
+    return isinstance(spec, dict) and (
+        spec.get("type") == "object"
+        or any(isinstance(s, dict) and s.get("type") == "object" for s in spec.get("anyOf") or ())
+    )
 
 
 @attrs.frozen
@@ -127,8 +207,20 @@ class ToolUse:
     def arguments(self, text: str, user: str, k: int, ids: Iterable[str] = ()) -> dict[str, Any]:
         ids = list(ids)
         if self.template is not None:
-            return cast("dict[str, Any]", _fill(self.template, {"text": text, "query": text, "user": user, "k": k,
-                                                                "id": ids[0] if ids else "", "ids": ",".join(ids)}))
+            return cast(
+                "dict[str, Any]",
+                _fill(
+                    self.template,
+                    {
+                        "text": text,
+                        "query": text,
+                        "user": user,
+                        "k": k,
+                        "id": ids[0] if ids else "",
+                        "ids": ",".join(ids),
+                    },
+                ),
+            )
         args: dict[str, Any] = {}
         if self.text_arg:
             args[self.text_arg] = text
@@ -162,20 +254,24 @@ def _fill(template: Any, values: Mapping[str, Any]) -> Any:
     return template
 
 
-def _find_tool(tools: Mapping[str, dict[str, Any]], asked: str, names: tuple[str, ...], kind: str, option: str,
-               where: str) -> dict[str, Any]:
+def _find_tool(
+    tools: Mapping[str, dict[str, Any]], asked: str, names: tuple[str, ...], kind: str, option: str, where: str
+) -> dict[str, Any]:
     listed = ", ".join(tools) or "none"
     if asked:
         if asked not in tools:
-            raise MemplugError(f"agent 'mcp': the server at {where} has no tool {asked!r} (-o {option}); "
-                               f"its tools: {listed}")
+            raise MemplugError(
+                f"agent 'mcp': the server at {where} has no tool {asked!r} (-o {option}); its tools: {listed}"
+            )
         return tools[asked]
     lower = {name.lower(): tool for name, tool in tools.items()}
     for name in names:
         if name in lower:
             return lower[name]
-    raise MemplugError(f"agent 'mcp': the server at {where} has no tool to {kind} with (looked for "
-                       f"{', '.join(names[:6])}...); its tools: {listed}; name one with -o {option}=TOOL")
+    raise MemplugError(
+        f"agent 'mcp': the server at {where} has no tool to {kind} with (looked for "
+        f"{', '.join(names[:6])}...); its tools: {listed}; name one with -o {option}=TOOL"
+    )
 
 
 def _use(tool: dict[str, Any], kind: str, values: Mapping[str, Any]) -> ToolUse:
@@ -202,12 +298,17 @@ def _use(tool: dict[str, Any], kind: str, values: Mapping[str, Any]) -> ToolUse:
         return ToolUse(name, user_arg="{user}" if "{user}" in raw_template else None, template=template)
     strings = [a for a, s in props.items() if _string_type(s) and a != user_arg]
     preferred = TEXT_ARGS if kind == "add" else QUERY_ARGS
-    text_arg = (next((a for a in preferred if a in strings), None)
-                or next((a for a in required if a in strings), None) or (strings[0] if strings else None))
+    text_arg = (
+        next((a for a in preferred if a in strings), None)
+        or next((a for a in required if a in strings), None)
+        or (strings[0] if strings else None)
+    )
     if text_arg is None:
-        raise MemplugError(f"agent 'mcp': tool {name!r} takes no string argument for the "
-                           f"{'text' if kind == 'add' else 'query'} (its arguments: {', '.join(props) or 'none'}); "
-                           f"give -o {kind}_args='{{...}}' with {{{'text' if kind == 'add' else 'query'}}}")
+        raise MemplugError(
+            f"agent 'mcp': tool {name!r} takes no string argument for the "
+            f"{'text' if kind == 'add' else 'query'} (its arguments: {', '.join(props) or 'none'}); "
+            f"give -o {kind}_args='{{...}}' with {{{'text' if kind == 'add' else 'query'}}}"
+        )
     limit_arg = None
     if kind == "search":
         limit_arg = next((a for a in LIMIT_ARGS if a in props and _number_type(props[a])), None)
@@ -215,9 +316,11 @@ def _use(tool: dict[str, Any], kind: str, values: Mapping[str, Any]) -> ToolUse:
     filled = {text_arg, user_arg, limit_arg, metadata_arg}
     unfilled = [a for a in required if a not in filled]
     if unfilled:
-        raise MemplugError(f"agent 'mcp': tool {name!r} requires {', '.join(unfilled)}, which memplug cannot "
-                           f"fill; give the arguments as -o {kind}_args='{{...}}' (placeholders {{text}}, {{query}}, "
-                           "{user}, {k}, {id})")
+        raise MemplugError(
+            f"agent 'mcp': tool {name!r} requires {', '.join(unfilled)}, which memplug cannot "
+            f"fill; give the arguments as -o {kind}_args='{{...}}' (placeholders {{text}}, {{query}}, "
+            "{user}, {k}, {id})"
+        )
     return ToolUse(name, text_arg, user_arg, limit_arg, metadata_arg)
 
 
@@ -229,11 +332,15 @@ class Plan:
     isolation: str
 
     def note(self, where: str) -> str:
-        how = {"user": "one server for the run, a user id per sample",
-               "server": "one server per sample",
-               "none": "samples share one memory (-o isolation=none)"}[self.isolation]
-        return (f"mcp server {where}: writes with {self.add.describe('add')}, searches with "
-                f"{self.search.describe('search')}; {how}")
+        how = {
+            "user": "one server for the run, a user id per sample",
+            "server": "one server per sample",
+            "none": "samples share one memory (-o isolation=none)",
+        }[self.isolation]
+        return (
+            f"mcp server {where}: writes with {self.add.describe('add')}, searches with "
+            f"{self.search.describe('search')}; {how}"
+        )
 
 
 def make_plan(tools: Iterable[dict[str, Any]], values: Mapping[str, Any]) -> Plan:
@@ -241,8 +348,9 @@ def make_plan(tools: Iterable[dict[str, Any]], values: Mapping[str, Any]) -> Pla
     by_name = {t["name"]: t for t in tools}
     where = _where(values)
     add = _use(_find_tool(by_name, values["add"], ADD_NAMES, "write memories", "add", where), "add", values)
-    search = _use(_find_tool(by_name, values["search"], SEARCH_NAMES, "search memories", "search", where),
-                  "search", values)
+    search = _use(
+        _find_tool(by_name, values["search"], SEARCH_NAMES, "search memories", "search", where), "search", values
+    )
     per_user = bool(add.user_arg and search.user_arg)
     isolation = values["isolation"]
     workdir_named = any("{workdir}" in str(values.get(k) or "") for k in ("command", "env", "cwd"))
@@ -255,10 +363,13 @@ def make_plan(tools: Iterable[dict[str, Any]], values: Mapping[str, Any]) -> Pla
             raise MemplugError(
                 f"agent 'mcp': the tools of {where} ({add.name}, {search.name}) take no user or namespace argument, "
                 "so every sample would write into one memory; start one server per sample with -o command=..., "
-                "name the argument with -o user_arg=NAME, or accept a shared memory with -o isolation=none")
+                "name the argument with -o user_arg=NAME, or accept a shared memory with -o isolation=none"
+            )
     elif isolation == "user" and not per_user:
-        raise MemplugError(f"agent 'mcp': -o isolation=user needs a user or namespace argument on both "
-                           f"{add.name} and {search.name}; they take none (name it with -o user_arg=NAME)")
+        raise MemplugError(
+            f"agent 'mcp': -o isolation=user needs a user or namespace argument on both "
+            f"{add.name} and {search.name}; they take none (name it with -o user_arg=NAME)"
+        )
     elif isolation == "server" and not values["command"]:
         raise MemplugError("agent 'mcp': -o isolation=server starts one server per sample, which needs -o command=...")
     return Plan(add, search, isolation)
@@ -328,11 +439,20 @@ def _item(element: Any) -> tuple[str, float | None, tuple[str, ...]] | None:
         text = "\n".join(str(o) for o in element["observations"])
     if text is None:
         text = json.dumps(element, ensure_ascii=False)
-    score = next((float(element[k]) for k in SCORE_KEYS if isinstance(element.get(k), (int, float))
-                  and not isinstance(element.get(k), bool)), None)
+    score = next(
+        (
+            float(element[k])
+            for k in SCORE_KEYS
+            if isinstance(element.get(k), (int, float)) and not isinstance(element.get(k), bool)
+        ),
+        None,
+    )
     meta = element.get("metadata")
-    ids = tuple(str(i) for i in meta.get("message_ids") or ()) if isinstance(meta, dict) and isinstance(
-        meta.get("message_ids"), list) else ()
+    ids = (
+        tuple(str(i) for i in meta.get("message_ids") or ())
+        if isinstance(meta, dict) and isinstance(meta.get("message_ids"), list)
+        else ()
+    )
     return text, score, ids
 
 
@@ -365,7 +485,7 @@ class Target:
     def of(cls, values: Mapping[str, Any], workdir: Path) -> "Target":
         if values["url"]:
             return cls(url=values["url"])
-        subst = (lambda s: s.replace("{workdir}", str(workdir)))
+        subst = lambda s: s.replace("{workdir}", str(workdir))
         try:
             argv = tuple(subst(a) for a in shlex.split(values["command"]))
             env = tuple((k, subst(v)) for k, _, v in (p.partition("=") for p in shlex.split(values["env"] or "")))
@@ -383,8 +503,10 @@ class Target:
             return
         exe = self.argv[0]
         if shutil.which(exe, path=dict(self.env).get("PATH") or os.environ.get("PATH")) is None:
-            raise MemplugError(f"agent 'mcp': the server command {exe!r} was not found (-o command="
-                               f"{shlex.join(self.argv)!r}); install it or give its full path")
+            raise MemplugError(
+                f"agent 'mcp': the server command {exe!r} was not found (-o command="
+                f"{shlex.join(self.argv)!r}); install it or give its full path"
+            )
         if self.cwd and not Path(self.cwd).is_dir():
             raise MemplugError(f"agent 'mcp': -o cwd={self.cwd!r} is not a folder")
 
@@ -415,7 +537,9 @@ class Connection:
         said = ""
         if self.log_path is not None:
             with contextlib.suppress(OSError):
-                lines = [ln.strip() for ln in Path(self.log_path).read_text(errors="replace").splitlines() if ln.strip()]
+                lines = [
+                    ln.strip() for ln in Path(self.log_path).read_text(errors="replace").splitlines() if ln.strip()
+                ]
                 if lines:
                     said = f"; it said: {lines[-1][:300]}"
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
@@ -444,14 +568,16 @@ class Connection:
             from mcp.client import streamable_http
 
             # mcp 2.x names it streamable_http_client, 1.x streamablehttp_client
-            connect = (getattr(streamable_http, "streamable_http_client", None)
-                       or getattr(streamable_http, "streamablehttp_client"))
+            connect = getattr(streamable_http, "streamable_http_client", None) or getattr(
+                streamable_http, "streamablehttp_client"
+            )
             return connect(self.target.url)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         env = {**os.environ, **OFFLINE_ENV, **dict(self.target.env)}
-        params = StdioServerParameters(command=self.target.argv[0], args=list(self.target.argv[1:]), env=env,
-                                       cwd=self.target.cwd)
+        params = StdioServerParameters(
+            command=self.target.argv[0], args=list(self.target.argv[1:]), env=env, cwd=self.target.cwd
+        )
         if self.log_path is not None:
             self._log = open(self.log_path, "a", encoding="utf-8")  # the server's stderr
             return stdio_client(params, errlog=self._log)
@@ -619,22 +745,52 @@ class McpAgent:
     """A memory behind an MCP server: one tool writes, one searches; the run's reader answers."""
 
     options = (
-        Option("command", str, "", "stdio server command line (split like a shell; {workdir}: the sample's "
-               "work directory)"),
+        Option(
+            "command", str, "", "stdio server command line (split like a shell; {workdir}: the sample's work directory)"
+        ),
         Option("url", str, "", "streamable-HTTP server URL, e.g. http://127.0.0.1:8000/mcp"),
-        Option("add", str, "", "tool that writes a memory (default: the first of add_memory, store_memory, "
-               "save_memory, remember, add, ...)"),
-        Option("search", str, "", "tool that searches (default: the first of search_memory, search_memories, "
-               "search, recall, query, ...)"),
-        Option("add_args", str, "", "JSON object of the write tool's arguments, with {text}, {user}, {id}, {ids} "
-               "filled in (default: read from its input schema)"),
-        Option("search_args", str, "", "JSON object of the search tool's arguments, with {query}, {user}, {k} "
-               "filled in (default: read from its input schema)"),
-        Option("user_arg", str, "", "argument that keeps samples apart (default: user_id, namespace, session_id, "
-               "... where the tools take one; none: pass none)"),
-        Option("isolation", str, "auto", "user: one server, a user id per sample; server: one stdio server per "
-               "sample; none: samples share one memory; auto: user where the tools allow it, else server",
-               choices=("auto", "user", "server", "none")),
+        Option(
+            "add",
+            str,
+            "",
+            "tool that writes a memory (default: the first of add_memory, store_memory, "
+            "save_memory, remember, add, ...)",
+        ),
+        Option(
+            "search",
+            str,
+            "",
+            "tool that searches (default: the first of search_memory, search_memories, search, recall, query, ...)",
+        ),
+        Option(
+            "add_args",
+            str,
+            "",
+            "JSON object of the write tool's arguments, with {text}, {user}, {id}, {ids} "
+            "filled in (default: read from its input schema)",
+        ),
+        Option(
+            "search_args",
+            str,
+            "",
+            "JSON object of the search tool's arguments, with {query}, {user}, {k} "
+            "filled in (default: read from its input schema)",
+        ),
+        Option(
+            "user_arg",
+            str,
+            "",
+            "argument that keeps samples apart (default: user_id, namespace, session_id, "
+            "... where the tools take one; none: pass none)",
+        ),
+        Option(
+            "isolation",
+            str,
+            "auto",
+            "user: one server, a user id per sample; server: one stdio server per "
+            "sample; none: samples share one memory; auto: user where the tools allow it, else server",
+            choices=("auto", "user", "server", "none"),
+        ),
         Option("unit", str, "message", "what one write holds", choices=("message", "chunk")),
         Option("env", str, "", "extra environment of the stdio server: KEY=VALUE words ({workdir} filled in)"),
         Option("cwd", str, "", "working directory of the stdio server ({workdir} filled in; default: memplug's)"),
@@ -645,9 +801,11 @@ class McpAgent:
     def preflight(cls, values: Mapping[str, Any], given: Mapping[str, str], llm: "LLM | None") -> AgentPlan:
         """Starts the server once: its tools must serve; the plan (tools, arguments, isolation) is the note."""
         if bool(values["command"]) == bool(values["url"]):
-            raise MemplugError("agent 'mcp' needs one MCP server: -o command=\"...\" starts a stdio server, "
-                               "-o url=http://host:port/mcp reaches a streamable-HTTP one" +
-                               ("" if not values["command"] else "; not both"))
+            raise MemplugError(
+                "agent 'mcp' needs one MCP server: -o command=\"...\" starts a stdio server, "
+                "-o url=http://host:port/mcp reaches a streamable-HTTP one"
+                + ("" if not values["command"] else "; not both")
+            )
         _import_sdk()
         plan: Plan
         with tempfile.TemporaryDirectory(prefix="memplug-mcp-") as scratch:
@@ -710,7 +868,9 @@ class McpAgent:
         known.extend(i for i in ids if i not in known)
 
     def _add_call(self, text: str, ids: list[str]) -> concurrent.futures.Future[dict[str, Any]]:
-        return self.connection.call(self.plan.add.name, self.plan.add.arguments(text, self.user, self.config.top_k, ids))
+        return self.connection.call(
+            self.plan.add.name, self.plan.add.arguments(text, self.user, self.config.top_k, ids)
+        )
 
     def ingest(self, chunk: Chunk) -> None:
         for text, ids in self._writes(chunk):

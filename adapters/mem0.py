@@ -71,8 +71,13 @@ def _bridges() -> tuple[type, type]:
             super().__init__({"model": llm.model})
             self.llm = llm
 
-        def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None,
-                              tools: Any = None, tool_choice: str = "auto") -> str:
+        def generate_response(
+            self,
+            messages: list[dict[str, Any]],
+            response_format: Any = None,
+            tools: Any = None,
+            tool_choice: str = "auto",
+        ) -> str:
             if tools:  # only Mem0's graph memory asks for tools, and it is not enabled here
                 raise MemplugError("mem0 asked for tool calls, which memplug's mem0 bridge does not offer")
             params = {"response_format": response_format} if response_format else {}
@@ -99,8 +104,12 @@ class Mem0Agent:
     #: MemoryAgentBench ran Mem0 with 4096-token chunks on every dataset (seed 002, D.3)
     default_chunk_size = 4096
     options = (
-        Option("infer", bool, True, "Mem0's LLM extracts facts from each chunk (false: store messages "
-               "verbatim; the default without --llm)"),
+        Option(
+            "infer",
+            bool,
+            True,
+            "Mem0's LLM extracts facts from each chunk (false: store messages verbatim; the default without --llm)",
+        ),
         Option("threshold", float, 0.1, "Mem0 search: minimum score of a memory to be returned (Mem0's default)"),
     )
 
@@ -111,11 +120,15 @@ class Mem0Agent:
         if llm is not None or not values["infer"]:
             return AgentPlan(values)
         if "infer" in given:
-            raise MemplugError("agent 'mem0' with -o infer=true needs an LLM for fact extraction: "
-                               "set --llm MODEL (and --api-base URL for a local server), or drop -o infer=true")
-        return AgentPlan({**values, "infer": False},
-                         "mem0: no --llm, so Mem0 stores each message as it is (infer=false) in its local "
-                         "Qdrant; give --llm to let Mem0 extract facts")
+            raise MemplugError(
+                "agent 'mem0' with -o infer=true needs an LLM for fact extraction: "
+                "set --llm MODEL (and --api-base URL for a local server), or drop -o infer=true"
+            )
+        return AgentPlan(
+            {**values, "infer": False},
+            "mem0: no --llm, so Mem0 stores each message as it is (infer=false) in its local "
+            "Qdrant; give --llm to let Mem0 extract facts",
+        )
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.config = config
@@ -132,20 +145,29 @@ class Mem0Agent:
         from mem0.memory import telemetry
 
         if telemetry.MEM0_TELEMETRY:  # read once, when mem0 was first imported
-            raise MemplugError("mem0 was imported with telemetry on before memplug could turn it off: "
-                               "set MEM0_TELEMETRY=False in the environment")
+            raise MemplugError(
+                "mem0 was imported with telemetry on before memplug could turn it off: "
+                "set MEM0_TELEMETRY=False in the environment"
+            )
 
         llm_bridge, embedding_bridge = _bridges()
-        self.memory = Memory.from_config({
-            "vector_store": {"provider": "qdrant", "config": {
-                "collection_name": "memplug", "path": str(self.workdir / "qdrant"), "on_disk": True,
-                "embedding_model_dims": embedder.dim,
-            }},
-            # valid placeholders for from_config; replaced by the bridges right below
-            "llm": {"provider": "litellm", "config": {"model": llm.model if llm else "none"}},
-            "embedder": {"provider": "openai", "config": {"api_key": "unused", "embedding_dims": embedder.dim}},
-            "history_db_path": str(self.workdir / "mem0_history.db"),
-        })
+        self.memory = Memory.from_config(
+            {
+                "vector_store": {
+                    "provider": "qdrant",
+                    "config": {
+                        "collection_name": "memplug",
+                        "path": str(self.workdir / "qdrant"),
+                        "on_disk": True,
+                        "embedding_model_dims": embedder.dim,
+                    },
+                },
+                # valid placeholders for from_config; replaced by the bridges right below
+                "llm": {"provider": "litellm", "config": {"model": llm.model if llm else "none"}},
+                "embedder": {"provider": "openai", "config": {"api_key": "unused", "embedding_dims": embedder.dim}},
+                "history_db_path": str(self.workdir / "mem0_history.db"),
+            }
+        )
         self.memory.embedding_model = embedding_bridge(embedder)
         if llm is not None:
             self.memory.llm = llm_bridge(llm)
@@ -153,16 +175,17 @@ class Mem0Agent:
 
     def ingest(self, chunk: Chunk) -> None:
         if self.infer:
-            self.memory.add(chunk_text(chunk), user_id=self.user_id, infer=True,
-                            metadata={IDS_KEY: list(chunk.message_ids)})
+            self.memory.add(
+                chunk_text(chunk), user_id=self.user_id, infer=True, metadata={IDS_KEY: list(chunk.message_ids)}
+            )
             return
         for message in chunk.messages:
-            self.memory.add(message_text(message), user_id=self.user_id, infer=False,
-                            metadata={IDS_KEY: [message.id]})
+            self.memory.add(message_text(message), user_id=self.user_id, infer=False, metadata={IDS_KEY: [message.id]})
 
     def recall(self, question: AgentQuestion) -> Recall:
-        found = self.memory.search(question.text, filters={"user_id": self.user_id},
-                                   top_k=self.config.top_k, threshold=self.threshold)["results"]
+        found = self.memory.search(
+            question.text, filters={"user_id": self.user_id}, top_k=self.config.top_k, threshold=self.threshold
+        )["results"]
         ids = [tuple((hit.get("metadata") or {}).get(IDS_KEY, ())) for hit in found]
         if self.infer:
             items = tuple(Recalled(text=hit["memory"], score=hit.get("score")) for hit in found)

@@ -26,25 +26,62 @@ def register_agents(register: Register) -> None:
     register("oracle", "memplug.adapters.oracle:OracleAgent", reference=True)
     # native memories from the seeds
     register("decay", "memplug.adapters.decay:DecayAgent")
-    register("hybrid", "memplug.adapters.hybrid:HybridAgent", description="Offline conversational retrieval: stemmed BM25 with turn context, wordllama fusion, speaker and date priors, session-aware top K")
-    register("emg", "memplug.adapters.emg:EMGAgent",
-             description="Editable memory graph (seed 004); its offline rules extract facts from MQuAKE's "
-             "relation templates (FactConsolidation's); other text falls back to BM25 retrieval")
+    register(
+        "hybrid",
+        "memplug.adapters.hybrid:HybridAgent",
+        description="Offline conversational retrieval: stemmed BM25 with turn context, wordllama fusion, speaker and date priors, session-aware top K",
+    )
+    register(
+        "emg",
+        "memplug.adapters.emg:EMGAgent",
+        description="Editable memory graph (seed 004); its offline rules extract facts from MQuAKE's "
+        "relation templates (FactConsolidation's); other text falls back to BM25 retrieval",
+    )
     # external systems, optional extras
-    register("mem0", "memplug.adapters.mem0:Mem0Agent", requires=("mem0",), extra="mem0",
-             description="Mem0 (mem0ai) with Qdrant on disk in the sample's work directory")
-    register("cognee", "memplug.adapters.cognee:CogneeAgent", requires=("cognee",), extra="cognee",
-             description="Cognee knowledge graph memory, stores in the sample's work directory")
-    register("llamaindex", "memplug.adapters.llamaindex:LlamaIndexAgent", requires=("llama_index.core",),
-             extra="llamaindex", description="LlamaIndex VectorStoreIndex RAG over the chunks")
-    register("letta", "memplug.adapters.letta:LettaAgent", requires=("letta_client",), extra="letta",
-             description="Letta (MemGPT) agent on a Letta server (--api-base or LETTA_BASE_URL)")
-    register("mcp", "memplug.adapters.mcp:McpAgent", requires=("mcp",), extra="mcp",
-             description="Any memory behind an MCP server (-o command=... for stdio, -o url=... for "
-             "streamable HTTP); its write and search tools found by name or given")
-    register("graphiti", "memplug.adapters.graphiti:GraphitiAgent", requires=("graphiti_core", "kuzu"),
-             extra="graphiti", description="Graphiti (Zep) temporal knowledge graph on embedded Kùzu in the "
-             "sample's work directory; needs --llm")
+    register(
+        "mem0",
+        "memplug.adapters.mem0:Mem0Agent",
+        requires=("mem0",),
+        extra="mem0",
+        description="Mem0 (mem0ai) with Qdrant on disk in the sample's work directory",
+    )
+    register(
+        "cognee",
+        "memplug.adapters.cognee:CogneeAgent",
+        requires=("cognee",),
+        extra="cognee",
+        description="Cognee knowledge graph memory, stores in the sample's work directory",
+    )
+    register(
+        "llamaindex",
+        "memplug.adapters.llamaindex:LlamaIndexAgent",
+        requires=("llama_index.core",),
+        extra="llamaindex",
+        description="LlamaIndex VectorStoreIndex RAG over the chunks",
+    )
+    register(
+        "letta",
+        "memplug.adapters.letta:LettaAgent",
+        requires=("letta_client",),
+        extra="letta",
+        description="Letta (MemGPT) agent on a Letta server (--api-base or LETTA_BASE_URL)",
+    )
+    register(
+        "mcp",
+        "memplug.adapters.mcp:McpAgent",
+        requires=("mcp",),
+        extra="mcp",
+        description="Any memory behind an MCP server (-o command=... for stdio, -o url=... for "
+        "streamable HTTP); its write and search tools found by name or given",
+    )
+    register(
+        "graphiti",
+        "memplug.adapters.graphiti:GraphitiAgent",
+        requires=("graphiti_core", "kuzu"),
+        extra="graphiti",
+        description="Graphiti (Zep) temporal knowledge graph on embedded Kùzu in the "
+        "sample's work directory; needs --llm",
+    )
 
 
 @hookimpl

@@ -33,8 +33,16 @@ async def _run(base_url: str, calls: int, callers: int, concurrency: int, adapti
     from memplug.llm import LLM, LLMError
 
     with tempfile.TemporaryDirectory() as tmp:
-        llm = LLM("openai/bench-model", api_base=base_url, api_key="sk-bench", cache_path=Path(tmp) / "c.sqlite3",
-                  use_cache=False, concurrency=concurrency, adaptive=adaptive, max_retries=30)
+        llm = LLM(
+            "openai/bench-model",
+            api_base=base_url,
+            api_key="sk-bench",
+            cache_path=Path(tmp) / "c.sqlite3",
+            use_cache=False,
+            concurrency=concurrency,
+            adaptive=adaptive,
+            max_retries=30,
+        )
         queue = iter(range(calls))
         throttled = failed = 0
 
@@ -73,9 +81,22 @@ def main() -> None:
     parser.add_argument("--fixed", type=int, nargs="+", default=[8, 12, 16, 24, 32])
     args = parser.parse_args()
 
-    stub = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_stub.py"), "--port", "0", "--latency",
-                             str(args.latency), "--capacity", str(args.capacity), "--retry-after", str(args.retry_after)],
-                            stdout=subprocess.PIPE, text=True)
+    stub = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "openai_stub.py"),
+            "--port",
+            "0",
+            "--latency",
+            str(args.latency),
+            "--capacity",
+            str(args.capacity),
+            "--retry-after",
+            str(args.retry_after),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert stub.stdout is not None
         base_url = stub.stdout.readline().split()[1]
@@ -84,16 +105,30 @@ def main() -> None:
             fixed[str(c)] = asyncio.run(_run(base_url, args.calls, args.callers, c, adaptive=False))
             print(f"fixed {c:>3}: {fixed[str(c)]['calls_per_s']} calls/s, {fixed[str(c)]['failed']} failed", flush=True)
         auto = asyncio.run(_run(base_url, args.calls, args.callers, args.ceiling, adaptive=True))
-        print(f"auto (ceiling {args.ceiling}): {auto['calls_per_s']} calls/s, settled at {auto['final']} "
-              f"(peak {auto['peak']}, {auto['throttled']} 429s)", flush=True)
+        print(
+            f"auto (ceiling {args.ceiling}): {auto['calls_per_s']} calls/s, settled at {auto['final']} "
+            f"(peak {auto['peak']}, {auto['throttled']} 429s)",
+            flush=True,
+        )
     finally:
         stub.terminate()
         stub.wait()
     best = max(fixed, key=lambda c: fixed[c]["calls_per_s"])
-    print(json.dumps({"capacity": args.capacity, "latency_s": args.latency, "calls": args.calls, "callers": args.callers,
-                      "fixed_calls_per_s": {c: f["calls_per_s"] for c, f in fixed.items()}, "best_fixed": int(best),
-                      "auto": auto, "auto_vs_best": round(auto["calls_per_s"] / fixed[best]["calls_per_s"], 3),
-                      "load_avg": [round(x, 1) for x in os.getloadavg()[:2]]}))
+    print(
+        json.dumps(
+            {
+                "capacity": args.capacity,
+                "latency_s": args.latency,
+                "calls": args.calls,
+                "callers": args.callers,
+                "fixed_calls_per_s": {c: f["calls_per_s"] for c, f in fixed.items()},
+                "best_fixed": int(best),
+                "auto": auto,
+                "auto_vs_best": round(auto["calls_per_s"] / fixed[best]["calls_per_s"], 3),
+                "load_avg": [round(x, 1) for x in os.getloadavg()[:2]],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -98,14 +98,22 @@ JOBS = """nurse teacher accountant architect pharmacist electrician plumber carp
 dentist veterinarian librarian journalist photographer chef baker barista pilot mechanic engineer
 programmer designer translator economist geologist biologist chemist physicist surgeon therapist
 firefighter detective curator editor consultant analyst auditor surveyor florist tailor""".split()
-COMPANIES = [f"{a} {b}" for a in "Northwind Bluepeak Redwood Silverline Greenfield Ironbridge Sunrise Oakridge Clearwater Brightstone Harbor Summit".split()
-             for b in "Logistics Bank Hospital Studio Labs Foods Energy Insurance Airlines Motors Media Pharma".split()]
-RELATIVES = "sister brother cousin aunt uncle niece nephew colleague neighbour friend boss mother father daughter son".split()
+COMPANIES = [
+    f"{a} {b}"
+    for a in "Northwind Bluepeak Redwood Silverline Greenfield Ironbridge Sunrise Oakridge Clearwater Brightstone Harbor Summit".split()
+    for b in "Logistics Bank Hospital Studio Labs Foods Energy Insurance Airlines Motors Media Pharma".split()
+]
+RELATIVES = (
+    "sister brother cousin aunt uncle niece nephew colleague neighbour friend boss mother father daughter son".split()
+)
 ITEMS = """bicycle laptop camera kettle blender backpack umbrella guitar telescope jacket sofa lamp printer
 headphones tent keyboard monitor watch sneakers suitcase vacuum toaster microwave drone tablet scarf
 mattress bookshelf desk chair rug mirror painting vase plant aquarium skateboard violin piano""".split()
-STORES = [f"{a} {b}" for a in "Corner Central Village Harbor Maple Golden Union Riverside".split()
-          for b in "Market Outlet Store Emporium Bazaar Mall".split()]
+STORES = [
+    f"{a} {b}"
+    for a in "Corner Central Village Harbor Maple Golden Union Riverside".split()
+    for b in "Market Outlet Store Emporium Bazaar Mall".split()
+]
 HOBBIES = """pottery salsa chess climbing yoga painting fencing archery sailing knitting baking photography
 swimming surfing karate tennis badminton calligraphy origami gardening birdwatching kayaking""".split()
 EVENTS = """wedding conference concert interview meeting workshop reunion exhibition marathon seminar
@@ -162,14 +170,31 @@ def _fill(template: str, rng: np.random.Generator) -> str:
         return seq[int(rng.integers(len(seq)))]
 
     slots = {
-        "p": f"{pick(FIRST)} {pick(LAST)}", "p2": f"{pick(FIRST)} {pick(LAST)}", "f": pick(FIRST),
-        "f2": pick(FIRST), "l": pick(LAST), "city": pick(CITIES), "city2": pick(CITIES), "job": pick(JOBS),
-        "co": pick(COMPANIES), "rel": pick(RELATIVES), "item": pick(ITEMS), "store": pick(STORES),
-        "hobby": pick(HOBBIES), "event": pick(EVENTS), "food": pick(FOODS), "month": pick(MONTHS),
-        "wday": pick(WEEKDAYS), "weather": pick(WEATHER), "adj": pick(ADJ), "noun": pick(NOUN),
+        "p": f"{pick(FIRST)} {pick(LAST)}",
+        "p2": f"{pick(FIRST)} {pick(LAST)}",
+        "f": pick(FIRST),
+        "f2": pick(FIRST),
+        "l": pick(LAST),
+        "city": pick(CITIES),
+        "city2": pick(CITIES),
+        "job": pick(JOBS),
+        "co": pick(COMPANIES),
+        "rel": pick(RELATIVES),
+        "item": pick(ITEMS),
+        "store": pick(STORES),
+        "hobby": pick(HOBBIES),
+        "event": pick(EVENTS),
+        "food": pick(FOODS),
+        "month": pick(MONTHS),
+        "wday": pick(WEEKDAYS),
+        "weather": pick(WEATHER),
+        "adj": pick(ADJ),
+        "noun": pick(NOUN),
         "date": f"{pick(MONTHS)} {int(rng.integers(1, 29))}, {int(rng.integers(2015, 2026))}",
-        "year": str(int(rng.integers(1950, 2025))), "hour": f"{int(rng.integers(7, 20))}:{pick(('00', '15', '30', '45'))}",
-        "price": str(int(rng.integers(5, 3000))), "num": str(int(rng.integers(2, 60))),
+        "year": str(int(rng.integers(1950, 2025))),
+        "hour": f"{int(rng.integers(7, 20))}:{pick(('00', '15', '30', '45'))}",
+        "price": str(int(rng.integers(5, 3000))),
+        "num": str(int(rng.integers(2, 60))),
     }
     return template.format(**slots)
 
@@ -183,10 +208,28 @@ def generate(n: int, seed: int = 0) -> list:
     rng = np.random.default_rng(seed)
     # draw every slot index in bulk (per-call rng.integers is slow at 1M messages)
     pools = {
-        "p": (FIRST, LAST), "p2": (FIRST, LAST), "f": (FIRST,), "f2": (FIRST,), "l": (LAST,), "city": (CITIES,),
-        "city2": (CITIES,), "job": (JOBS,), "ajob": (A_JOBS,), "aitem": (A_ITEMS,), "co": (COMPANIES,), "rel": (RELATIVES,), "item": (ITEMS,),
-        "store": (STORES,), "hobby": (HOBBIES,), "event": (EVENTS,), "food": (FOODS,), "month": (MONTHS,),
-        "wday": (WEEKDAYS,), "weather": (WEATHER,), "adj": (ADJ,), "noun": (NOUN,),
+        "p": (FIRST, LAST),
+        "p2": (FIRST, LAST),
+        "f": (FIRST,),
+        "f2": (FIRST,),
+        "l": (LAST,),
+        "city": (CITIES,),
+        "city2": (CITIES,),
+        "job": (JOBS,),
+        "ajob": (A_JOBS,),
+        "aitem": (A_ITEMS,),
+        "co": (COMPANIES,),
+        "rel": (RELATIVES,),
+        "item": (ITEMS,),
+        "store": (STORES,),
+        "hobby": (HOBBIES,),
+        "event": (EVENTS,),
+        "food": (FOODS,),
+        "month": (MONTHS,),
+        "wday": (WEEKDAYS,),
+        "weather": (WEATHER,),
+        "adj": (ADJ,),
+        "noun": (NOUN,),
     }
     drawn = {k: [rng.integers(len(seq), size=n) for seq in seqs] for k, seqs in pools.items()}
     tpl = rng.integers(len(TEMPLATES), size=n)
@@ -200,8 +243,10 @@ def generate(n: int, seed: int = 0) -> list:
     fields = [[f for _, f, _, _ in string.Formatter().parse(t) if f] for t in TEMPLATES]
     drawn_lists = {k: [idx.tolist() for idx in v] for k, v in drawn.items()}
     computed = {
-        "date": lambda i: f"{MONTHS[dmonth[i]]} {day[i]}, {dyear[i]}", "year": lambda i: str(year[i]),
-        "hour": lambda i: f"{hour[i]}:{('00', '15', '30', '45')[minute[i]]}", "price": lambda i: str(price[i]),
+        "date": lambda i: f"{MONTHS[dmonth[i]]} {day[i]}, {dyear[i]}",
+        "year": lambda i: str(year[i]),
+        "hour": lambda i: f"{hour[i]}:{('00', '15', '30', '45')[minute[i]]}",
+        "price": lambda i: str(price[i]),
         "num": lambda i: str(num[i]),
     }
     out = []
@@ -225,8 +270,7 @@ def questions(count: int, n_messages: int, seed: int = 1) -> list:
     rng = np.random.default_rng(seed)
     asked = (datetime(2020, 1, 1) + timedelta(minutes=n_messages)).isoformat()
     return [
-        AgentQuestion(f"q{j}", _fill(QUESTIONS[j % len(QUESTIONS)], rng), "bench", time=asked)
-        for j in range(count)
+        AgentQuestion(f"q{j}", _fill(QUESTIONS[j % len(QUESTIONS)], rng), "bench", time=asked) for j in range(count)
     ]
 
 
@@ -281,8 +325,9 @@ def _exact_recall(agent, asked: list, k: int) -> float | None:
     return round(found / max(total, 1), 4)
 
 
-def measure(name: str, n: int, n_questions: int, chunk_size: int, top_k: int, profile: str | None,
-            options: dict | None = None) -> dict:
+def measure(
+    name: str, n: int, n_questions: int, chunk_size: int, top_k: int, profile: str | None, options: dict | None = None
+) -> dict:
     """One agent at one size, in this process; see the module docstring for the fields."""
     from memplug.adapters.retrieval.embedders import get_embedder
     from memplug.chunking import chunk_messages
@@ -384,9 +429,17 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=512, help="tokens per chunk, as the runner's default")
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--profile", metavar="DIR", help="write a cProfile of each measurement to DIR")
-    parser.add_argument("--inline", action="store_true", help="measure in this process (for py-spy); peak memory is then shared")
-    parser.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="an agent option, as memplug eval's -o (e.g. ann_from=250000); given to every agent that has it")
+    parser.add_argument(
+        "--inline", action="store_true", help="measure in this process (for py-spy); peak memory is then shared"
+    )
+    parser.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an agent option, as memplug eval's -o (e.g. ann_from=250000); given to every agent that has it",
+    )
     args = parser.parse_args()
     names = [a for a in args.agents.split(",") if a]
     unknown = sorted(set(names) - set(AGENTS))
@@ -395,9 +448,11 @@ def main() -> None:
     sizes = [int(s.replace("_", "")) for s in args.messages.split(",") if s]
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
-    summary: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                     "targets": {"ingest_msgs_per_s": TARGET_MSGS_PER_S, "recall_p50_ms": TARGET_P50_MS},
-                     "results": {}}
+    summary: dict = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "targets": {"ingest_msgs_per_s": TARGET_MSGS_PER_S, "recall_p50_ms": TARGET_P50_MS},
+        "results": {},
+    }
     for name in names:
         for n in sizes:
             job = (name, n, args.questions, args.chunk_size, args.top_k, args.profile, _options_for(name, args.option))

@@ -55,9 +55,18 @@ AGENTS = ("bm25", "emg")
 #: README of BEAM, "Dataset Statistics", 10M row: user messages per conversation
 TURNS_10M = 10_435
 PLANS, BATCHES = 10, 10
-ABILITIES = ("abstention", "contradiction_resolution", "event_ordering", "information_extraction",
-             "instruction_following", "knowledge_update", "multi_session_reasoning", "preference_following",
-             "summarization", "temporal_reasoning")
+ABILITIES = (
+    "abstention",
+    "contradiction_resolution",
+    "event_ordering",
+    "information_extraction",
+    "instruction_following",
+    "knowledge_update",
+    "multi_session_reasoning",
+    "preference_following",
+    "summarization",
+    "temporal_reasoning",
+)
 
 
 def make_release(root: Path, tokens: int, turns: int, seed: int = 0) -> dict:
@@ -67,8 +76,7 @@ def make_release(root: Path, tokens: int, turns: int, seed: int = 0) -> dict:
     per_sentence = 13  # bench/agents_scale.py's sentences average about 13 cl100k tokens
     sentences = [m.text for m in agents_scale.generate(int(tokens / per_sentence * 1.05) + 3 * turns, seed)]
     # counted as they stand in a message, after a space
-    counts = np.cumsum([len(t) for t in encoding().encode_ordinary_batch([" " + s for s in sentences],
-                                                                          num_threads=2)])
+    counts = np.cumsum([len(t) for t in encoding().encode_ordinary_batch([" " + s for s in sentences], num_threads=2)])
     used = int(np.searchsorted(counts, tokens)) + 1  # the fewest sentences holding ``tokens`` tokens
     cuts = np.linspace(0, used, turns + 1).astype(int)
     plans: list[dict] = []
@@ -82,22 +90,39 @@ def make_release(root: Path, tokens: int, turns: int, seed: int = 0) -> dict:
                 lo, hi = int(cuts[t]), int(cuts[t + 1])
                 split = lo + max((hi - lo) // 3, 1)
                 anchor = f"{agents_scale.MONTHS[(p * BATCHES + b) % 12]}-{1 + b}-{2024 + p // 4}"
-                user = {"role": "user", "id": mid, "time_anchor": anchor, "index": f"{b + 1},{len(turn_list) + 1}",
-                        "question_type": "main_question", "content": " ".join(sentences[lo:split])}
+                user = {
+                    "role": "user",
+                    "id": mid,
+                    "time_anchor": anchor,
+                    "index": f"{b + 1},{len(turn_list) + 1}",
+                    "question_type": "main_question",
+                    "content": " ".join(sentences[lo:split]),
+                }
                 reply = {"role": "assistant", "id": mid + 1, "content": " ".join(sentences[split:hi])}
                 turn_list.append([user, reply])
                 mid += 2
             if turn_list:
-                batches.append({"batch_number": b + 1, "turns": turn_list, "time_anchor": turn_list[0][0]["time_anchor"]})
+                batches.append(
+                    {"batch_number": b + 1, "turns": turn_list, "time_anchor": turn_list[0][0]["time_anchor"]}
+                )
         plans.append({f"plan-{p + 1}": batches})
     folder = root / "chats" / "10M" / "1"
     (folder / "probing_questions").mkdir(parents=True)
     (folder / "chat.json").write_text(json.dumps(plans))
     rng = np.random.default_rng(seed + 1)
     asked = agents_scale.questions(2 * len(ABILITIES), mid)
-    probing = {a: [{"question": asked[2 * i + j].text, "answer": "", "rubric": ["(synthetic)"],
-                    "source_chat_ids": sorted(int(x) for x in rng.choice(mid, size=3, replace=False))}
-                   for j in range(2)] for i, a in enumerate(ABILITIES)}
+    probing = {
+        a: [
+            {
+                "question": asked[2 * i + j].text,
+                "answer": "",
+                "rubric": ["(synthetic)"],
+                "source_chat_ids": sorted(int(x) for x in rng.choice(mid, size=3, replace=False)),
+            }
+            for j in range(2)
+        ]
+        for i, a in enumerate(ABILITIES)
+    }
     (folder / "probing_questions" / "probing_questions.json").write_text(json.dumps(probing))
     return {"folder": str(folder), "chat_json_mb": round((folder / "chat.json").stat().st_size / 2**20, 1)}
 
@@ -111,8 +136,7 @@ def measure(name: str, folder: str, top_k: int, repeat: int) -> dict:
     t = time.perf_counter()
     (sample,) = load_release(Path(folder))
     load_s = time.perf_counter() - t
-    tokens = sum(len(ids) for ids in encoding().encode_ordinary_batch([m.text for m in sample.messages],
-                                                                       num_threads=2))
+    tokens = sum(len(ids) for ids in encoding().encode_ordinary_batch([m.text for m in sample.messages], num_threads=2))
     chunks = [Chunk(i, (m,)) for i, m in enumerate(sample.messages)]
     asked = [AgentQuestion.of(q) for q in sample.questions]
     gc.collect()
@@ -136,14 +160,23 @@ def measure(name: str, folder: str, top_k: int, repeat: int) -> dict:
     agent.close()
     n = len(sample.messages)
     return {
-        "agent": name, "messages": n, "tokens": tokens, "questions": len(asked),
-        "load_s": round(load_s, 2), "ingest_s": round(t1 - t0, 2), "build_s": round(t2 - t1, 2),
-        "ingest_msgs_per_s": round(n / (t2 - t0), 1), "ingest_tokens_per_s": round(tokens / (t2 - t0)),
+        "agent": name,
+        "messages": n,
+        "tokens": tokens,
+        "questions": len(asked),
+        "load_s": round(load_s, 2),
+        "ingest_s": round(t1 - t0, 2),
+        "build_s": round(t2 - t1, 2),
+        "ingest_msgs_per_s": round(n / (t2 - t0), 1),
+        "ingest_tokens_per_s": round(tokens / (t2 - t0)),
         "recall_p50_ms": round(float(np.percentile(latencies, 50)) * 1000, 2),
         "recall_p95_ms": round(float(np.percentile(latencies, 95)) * 1000, 2),
-        "recalled_first": len(first.items), "top_k": top_k,
-        "peak_rss_mb": round(peak_kb / 1024, 1), "agent_peak_mb": round(max(peak_kb - baseline_kb, 0) / 1024, 1),
-        "baseline_mb": round(baseline_kb / 1024, 1), "peak_since": "agent" if reset else "start",
+        "recalled_first": len(first.items),
+        "top_k": top_k,
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "agent_peak_mb": round(max(peak_kb - baseline_kb, 0) / 1024, 1),
+        "baseline_mb": round(baseline_kb / 1024, 1),
+        "peak_since": "agent" if reset else "start",
         "load_avg": round(os.getloadavg()[0], 1),
     }
 

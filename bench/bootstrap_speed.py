@@ -31,8 +31,15 @@ def main() -> None:
         start = time.perf_counter()
         bootstrap_ci(values)
         times.append(time.perf_counter() - start)
-    print(json.dumps({"questions": args.questions, "best_ms": round(1000 * min(times), 2),
-                      "all_ms": [round(1000 * t, 2) for t in times]}))
+    print(
+        json.dumps(
+            {
+                "questions": args.questions,
+                "best_ms": round(1000 * min(times), 2),
+                "all_ms": [round(1000 * t, 2) for t in times],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -51,12 +51,32 @@ from openai_stub import OpenAIStub  # noqa: E402  (the tests' loopback server)
 SDK_FIRST = "import openai, httpx_aiohttp, runpy; runpy.run_module('memplug.cli', run_name='__main__')"
 
 
-def run_eval(agent: str, base_url: str, concurrency: int, n: int, out: Path, cache: Path,
-             sdk_imported: bool = False) -> tuple[dict, float]:
+def run_eval(
+    agent: str, base_url: str, concurrency: int, n: int, out: Path, cache: Path, sdk_imported: bool = False
+) -> tuple[dict, float]:
     env = {**os.environ, "MEMPLUG_CACHE_DIR": str(cache), "OPENAI_API_KEY": "sk-bench"}
-    cmd = [sys.executable, *(["-c", SDK_FIRST] if sdk_imported else ["-m", "memplug.cli"]), "eval", "--agent", agent, "--dataset", "memsim",
-           "-o", f"n={n}", "--reader", "llm", "--llm", "openai/bench-model", "--api-base", base_url,
-           "--concurrency", str(concurrency), "--output", str(out), "--quiet"]
+    cmd = [
+        sys.executable,
+        *(["-c", SDK_FIRST] if sdk_imported else ["-m", "memplug.cli"]),
+        "eval",
+        "--agent",
+        agent,
+        "--dataset",
+        "memsim",
+        "-o",
+        f"n={n}",
+        "--reader",
+        "llm",
+        "--llm",
+        "openai/bench-model",
+        "--api-base",
+        base_url,
+        "--concurrency",
+        str(concurrency),
+        "--output",
+        str(out),
+        "--quiet",
+    ]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     process_s = time.perf_counter() - t0
@@ -71,15 +91,36 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="injected seconds per chat completion")
     parser.add_argument("--seconds", type=float, default=4.0, help="ideal wall time per run (sets n)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 256])
-    parser.add_argument("--warm-runs", type=int, default=5, help="warm reruns per concurrency (the fastest is reported)")
-    parser.add_argument("--sdk-imported", action="store_true",
-                        help="import the openai SDK before the eval starts (the figures without its import)")
-    parser.add_argument("--agent", default="recent", help="memory agent (default recent: it costs next to nothing, "
-                        "so the figures are memplug's own overhead; agents' costs are in bench/agents_scale.py)")
+    parser.add_argument(
+        "--warm-runs", type=int, default=5, help="warm reruns per concurrency (the fastest is reported)"
+    )
+    parser.add_argument(
+        "--sdk-imported",
+        action="store_true",
+        help="import the openai SDK before the eval starts (the figures without its import)",
+    )
+    parser.add_argument(
+        "--agent",
+        default="recent",
+        help="memory agent (default recent: it costs next to nothing, "
+        "so the figures are memplug's own overhead; agents' costs are in bench/agents_scale.py)",
+    )
     args = parser.parse_args()
 
-    result: dict = {"agent": args.agent, "latency_s": args.latency, "sdk_imported": args.sdk_imported, "efficiency": {}, "wall_s": {}, "process_s": {}, "calls": 0,
-                    "warm_calls": 0, "warm_wall_s": {}, "warm_walls_s": {}, "warm_wall_ratio": {}, "warm_process_s": {}}
+    result: dict = {
+        "agent": args.agent,
+        "latency_s": args.latency,
+        "sdk_imported": args.sdk_imported,
+        "efficiency": {},
+        "wall_s": {},
+        "process_s": {},
+        "calls": 0,
+        "warm_calls": 0,
+        "warm_wall_s": {},
+        "warm_walls_s": {},
+        "warm_wall_ratio": {},
+        "warm_process_s": {},
+    }
     with tempfile.TemporaryDirectory() as tmp, OpenAIStub(latency=args.latency) as stub:
         tmp_path = Path(tmp)
         for c in args.concurrency:
@@ -88,8 +129,10 @@ def main() -> None:
             summary, process_s = run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache, args.sdk_imported)
             calls, wall = summary["llm"]["calls"], summary["efficiency"]["wall_s"]
             eff = calls * args.latency / c / wall
-            warms = [run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache, args.sdk_imported)
-                     for _ in range(args.warm_runs)]
+            warms = [
+                run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache, args.sdk_imported)
+                for _ in range(args.warm_runs)
+            ]
             warm_walls = [w["efficiency"]["wall_s"] for w, _ in warms]
             warm_wall = min(warm_walls)
             key = str(c)
@@ -102,12 +145,15 @@ def main() -> None:
             result["warm_walls_s"][key] = warm_walls
             result["warm_wall_ratio"][key] = round(warm_wall / wall, 4)
             result["warm_process_s"][key] = round(min(p for _, p in warms), 2)
-            print(f"concurrency {c:>3}: {calls} calls in {wall:.2f} s (process {process_s:.2f} s), "
-                  f"efficiency {eff:.3f}, errors {summary['n_errors']}; warm reruns: "
-                  f"{sum(w['llm']['calls'] for w, _ in warms)} calls, {warms[0][0]['llm']['cache_hits']} cache hits each, "
-                  f"{', '.join(f'{t:.3f}' for t in warm_walls)} s (fastest {warm_wall / wall:.1%} of cold, median "
-                  f"{statistics.median(warm_walls) / wall:.1%}; "
-                  f"process {', '.join(f'{p:.2f}' for _, p in warms)} s)", flush=True)
+            print(
+                f"concurrency {c:>3}: {calls} calls in {wall:.2f} s (process {process_s:.2f} s), "
+                f"efficiency {eff:.3f}, errors {summary['n_errors']}; warm reruns: "
+                f"{sum(w['llm']['calls'] for w, _ in warms)} calls, {warms[0][0]['llm']['cache_hits']} cache hits each, "
+                f"{', '.join(f'{t:.3f}' for t in warm_walls)} s (fastest {warm_wall / wall:.1%} of cold, median "
+                f"{statistics.median(warm_walls) / wall:.1%}; "
+                f"process {', '.join(f'{p:.2f}' for _, p in warms)} s)",
+                flush=True,
+            )
     result["load_avg"] = [round(x, 1) for x in os.getloadavg()[:2]]
     print(json.dumps(result))
 

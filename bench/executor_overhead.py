@@ -48,15 +48,27 @@ def main() -> None:
                 t0 = time.perf_counter()
                 paths[label] = evaluation.run(output=out / label, executor=ex)
                 walls[label] = round(time.perf_counter() - t0, 3)
-            same = (comparable_records(paths["local"]) == comparable_records(paths["ray_cold"])
-                    == comparable_records(paths["ray_warm"]))
-            print(json.dumps({
-                "n_questions": RunDir(paths["local"]).summary().n_questions, "workers": args.workers,
-                "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
-                "ray_init_s": round(ray_init_s, 2), "workers_start_s": round(workers_start_s, 2),
-                "local_wall_s": walls["local"], "ray_cold_wall_s": walls["ray_cold"],
-                "ray_warm_wall_s": walls["ray_warm"], "same_records": same,
-            }))
+            same = (
+                comparable_records(paths["local"])
+                == comparable_records(paths["ray_cold"])
+                == comparable_records(paths["ray_warm"])
+            )
+            print(
+                json.dumps(
+                    {
+                        "n_questions": RunDir(paths["local"]).summary().n_questions,
+                        "workers": args.workers,
+                        "cpus": os.cpu_count(),
+                        "load_avg_1m": round(os.getloadavg()[0], 2),
+                        "ray_init_s": round(ray_init_s, 2),
+                        "workers_start_s": round(workers_start_s, 2),
+                        "local_wall_s": walls["local"],
+                        "ray_cold_wall_s": walls["ray_cold"],
+                        "ray_warm_wall_s": walls["ray_warm"],
+                        "same_records": same,
+                    }
+                )
+            )
     finally:
         executor.close()
 

@@ -60,12 +60,18 @@ _IO_PROFILES: list[cProfile.Profile] = []
 
 def _messages(i: int) -> list[dict[str, Any]]:
     """A reader-like prompt, different per call (so every memplug call misses the cache)."""
-    return [{"role": "system", "content": "Answer the question from the memories below in a few words."},
-            {"role": "user", "content": f"Memories:\n- item one about the {i}th day\n- item two\n\nQuestion {i}: when?"}]
+    return [
+        {"role": "system", "content": "Answer the question from the memories below in a few words."},
+        {"role": "user", "content": f"Memories:\n- item one about the {i}th day\n- item two\n\nQuestion {i}: when?"},
+    ]
 
 
-async def _drive(call: Callable[[int], Awaitable[Any]], calls: int, concurrency: int,
-                 io_loop: asyncio.AbstractEventLoop | None = None) -> tuple[float, float]:
+async def _drive(
+    call: Callable[[int], Awaitable[Any]],
+    calls: int,
+    concurrency: int,
+    io_loop: asyncio.AbstractEventLoop | None = None,
+) -> tuple[float, float]:
     """``calls`` calls, ``concurrency`` at a time, after a warm-up; (CPU s, wall s) of them.
 
     ``io_loop``: the loop of memplug's I/O thread, profiled too when a profile is asked for
@@ -104,13 +110,20 @@ async def _run_mode(mode: str, base_url: str, calls: int, concurrency: int) -> t
         from memplug.llm import LLM
 
         with tempfile.TemporaryDirectory() as tmp:
-            llm = LLM("openai/bench-model", api_base=base_url, api_key="sk-bench", concurrency=concurrency,
-                      cache_path=Path(tmp) / "llm.sqlite3", use_cache=mode == "memplug")
+            llm = LLM(
+                "openai/bench-model",
+                api_base=base_url,
+                api_key="sk-bench",
+                concurrency=concurrency,
+                cache_path=Path(tmp) / "llm.sqlite3",
+                use_cache=mode == "memplug",
+            )
             try:
                 await llm.acomplete(_messages(-1000), temperature=0)  # the I/O thread started
                 assert llm._io is not None
-                return await _drive(lambda i: llm.acomplete(_messages(i), temperature=0), calls, concurrency,
-                                    llm._io.loop)
+                return await _drive(
+                    lambda i: llm.acomplete(_messages(i), temperature=0), calls, concurrency, llm._io.loop
+                )
             finally:
                 llm.close()
     if mode.startswith("sdk"):
@@ -119,19 +132,26 @@ async def _run_mode(mode: str, base_url: str, calls: int, concurrency: int) -> t
 
         if mode == "sdk-thread":
             return await _sdk_in_thread(base_url, calls, concurrency)
-        http = openai.DefaultAioHttpClient(limits=httpx.Limits(max_connections=concurrency,
-                                                               max_keepalive_connections=concurrency))
+        http = openai.DefaultAioHttpClient(
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        )
         client = openai.AsyncOpenAI(api_key="sk-bench", base_url=base_url, max_retries=0, http_client=http)
         try:
             if mode == "sdk":
+
                 async def post(i: int) -> Any:
                     body = {"temperature": 0, "messages": _messages(i), "model": "bench-model"}
                     return await client.post("/chat/completions", body=body, cast_to=object)  # type: ignore[call-overload]
+
                 return await _drive(post, calls, concurrency)
 
             async def create(i: int) -> Any:
-                return await client.chat.completions.create(model="bench-model", messages=_messages(i),  # type: ignore[arg-type]
-                                                            temperature=0)
+                return await client.chat.completions.create(
+                    model="bench-model",
+                    messages=_messages(i),  # type: ignore[arg-type]
+                    temperature=0,
+                )
+
             return await _drive(create, calls, concurrency)
         finally:
             await client.close()
@@ -140,12 +160,16 @@ async def _run_mode(mode: str, base_url: str, calls: int, concurrency: int) -> t
 
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
+
         async def raw(i: int) -> Any:
             body = orjson.dumps({"temperature": 0, "messages": _messages(i), "model": "bench-model"})
-            async with session.post(f"{base_url}/chat/completions", data=body,
-                                    headers={"Content-Type": "application/json",
-                                             "Authorization": "Bearer sk-bench"}) as response:
+            async with session.post(
+                f"{base_url}/chat/completions",
+                data=body,
+                headers={"Content-Type": "application/json", "Authorization": "Bearer sk-bench"},
+            ) as response:
                 return orjson.loads(await response.read())
+
         return await _drive(raw, calls, concurrency)
 
 
@@ -161,8 +185,9 @@ async def _sdk_in_thread(base_url: str, calls: int, concurrency: int) -> tuple[f
     thread.start()
 
     async def make() -> openai.AsyncOpenAI:
-        http = openai.DefaultAioHttpClient(limits=httpx.Limits(max_connections=concurrency,
-                                                               max_keepalive_connections=concurrency))
+        http = openai.DefaultAioHttpClient(
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        )
         return openai.AsyncOpenAI(api_key="sk-bench", base_url=base_url, max_retries=0, http_client=http)
 
     client = asyncio.run_coroutine_threadsafe(make(), loop).result()
@@ -172,8 +197,9 @@ async def _sdk_in_thread(base_url: str, calls: int, concurrency: int) -> tuple[f
         return await client.post("/chat/completions", body=body, cast_to=object)
 
     try:
-        return await _drive(lambda i: asyncio.wrap_future(asyncio.run_coroutine_threadsafe(post(i), loop)),
-                            calls, concurrency, loop)
+        return await _drive(
+            lambda i: asyncio.wrap_future(asyncio.run_coroutine_threadsafe(post(i), loop)), calls, concurrency, loop
+        )
     finally:
         asyncio.run_coroutine_threadsafe(client.close(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
@@ -215,8 +241,11 @@ def main() -> None:
         child(args.child, args.base_url, args.calls, args.concurrency, args.profile is not None)
         return
 
-    stub = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_stub.py"), "--port", "0",
-                             "--latency", str(args.latency)], stdout=subprocess.PIPE, text=True)
+    stub = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "openai_stub.py"), "--port", "0", "--latency", str(args.latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert stub.stdout is not None
         base_url = stub.stdout.readline().split()[1]
@@ -229,8 +258,18 @@ def main() -> None:
         for _ in range(1 if args.profile else args.repeats):
             for mode in modes:
                 tree, _, own = mode.rpartition(":")
-                cmd = [sys.executable, __file__, "--child", own, "--base-url", base_url, "--calls", str(args.calls),
-                       "--concurrency", str(args.concurrency)] + (["--profile", own] if args.profile else [])
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    own,
+                    "--base-url",
+                    base_url,
+                    "--calls",
+                    str(args.calls),
+                    "--concurrency",
+                    str(args.concurrency),
+                ] + (["--profile", own] if args.profile else [])
                 env = {**os.environ, "OPENAI_API_KEY": "sk-bench"}
                 if tree:
                     env["PYTHONPATH"] = str(args.before.resolve() / "src")
@@ -247,17 +286,29 @@ def main() -> None:
                 figures[mode].append(line["cpu_ms_per_call"])
                 efficiency[mode].append(round(args.calls * args.latency / args.concurrency / line["wall_s"], 3))
                 stub_cpu[mode].append(round(stub_ms, 3))
-                print(f"{mode:>16}: {line['cpu_ms_per_call']:.3f} ms CPU a call, {args.calls} calls in {line['wall_s']:.2f} s "
-                      f"(efficiency {efficiency[mode][-1]:.3f}; the stub's CPU {stub_ms:.3f} ms a request)", flush=True)
+                print(
+                    f"{mode:>16}: {line['cpu_ms_per_call']:.3f} ms CPU a call, {args.calls} calls in {line['wall_s']:.2f} s "
+                    f"(efficiency {efficiency[mode][-1]:.3f}; the stub's CPU {stub_ms:.3f} ms a request)",
+                    flush=True,
+                )
     finally:
         stub.terminate()
         stub.wait()
-    print(json.dumps({"calls": args.calls, "concurrency": args.concurrency, "latency_s": args.latency,
-                      "before": str(args.before) if args.before else None,
-                      "cpu_ms_per_call": {m: round(statistics.median(v), 3) for m, v in figures.items()},
-                      "efficiency": {m: round(statistics.median(v), 3) for m, v in efficiency.items()},
-                      "stub_cpu_ms_per_call": {m: round(statistics.median(v), 3) for m, v in stub_cpu.items()},
-                      "runs": figures, "load_avg": [round(x, 1) for x in os.getloadavg()[:2]]}))
+    print(
+        json.dumps(
+            {
+                "calls": args.calls,
+                "concurrency": args.concurrency,
+                "latency_s": args.latency,
+                "before": str(args.before) if args.before else None,
+                "cpu_ms_per_call": {m: round(statistics.median(v), 3) for m, v in figures.items()},
+                "efficiency": {m: round(statistics.median(v), 3) for m, v in efficiency.items()},
+                "stub_cpu_ms_per_call": {m: round(statistics.median(v), 3) for m, v in stub_cpu.items()},
+                "runs": figures,
+                "load_avg": [round(x, 1) for x in os.getloadavg()[:2]],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,10 @@ def prompt_speed(server: local.LocalServer, tokens: int, repeats: int) -> float:
     rates = []
     for r in range(repeats):
         # a first line of its own: no earlier prompt's state in the server's cache helps
-        lines = [f"Run {time.time_ns()} {r}."] + [f"Note {i}: the parcel for room {i * 37 % 101} left at "
-                                                  f"{i % 24:02d}:{i * 7 % 60:02d}." for i in range(tokens // 22)]
+        lines = [f"Run {time.time_ns()} {r}."] + [
+            f"Note {i}: the parcel for room {i * 37 % 101} left at {i % 24:02d}:{i * 7 % 60:02d}."
+            for i in range(tokens // 22)
+        ]
         t0 = time.perf_counter()
         reply = server.chat([{"role": "user", "content": "\n".join(lines)}], 1, 600)
         rates.append(reply["usage"]["prompt_tokens"] / (time.perf_counter() - t0))
@@ -52,8 +54,17 @@ def generation_speed(server: local.LocalServer, prompt_tps: float, repeats: int)
     rates, produced = [], 0
     for r in range(repeats):
         t0 = time.perf_counter()
-        reply = server.chat([{"role": "user", "content": f"Story {r}: write a long story about a lighthouse keeper "
-                                                         "and a storm, in many paragraphs."}], 256, 600)
+        reply = server.chat(
+            [
+                {
+                    "role": "user",
+                    "content": f"Story {r}: write a long story about a lighthouse keeper "
+                    "and a storm, in many paragraphs.",
+                }
+            ],
+            256,
+            600,
+        )
         usage = reply["usage"]
         produced = usage["completion_tokens"]
         rates.append(produced / (time.perf_counter() - t0 - usage["prompt_tokens"] / prompt_tps))
@@ -61,8 +72,25 @@ def generation_speed(server: local.LocalServer, prompt_tps: float, repeats: int)
 
 
 def headline(n: int, out: Path, cache: Path) -> dict:
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "bm25", "--dataset", "memsim", "-o", f"n={n}",
-           "--reader", "llm", "--llm", "local", "--output", str(out), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        "bm25",
+        "--dataset",
+        "memsim",
+        "-o",
+        f"n={n}",
+        "--reader",
+        "llm",
+        "--llm",
+        "local",
+        "--output",
+        str(out),
+        "--quiet",
+    ]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, env={**os.environ, "MEMPLUG_CACHE_DIR": str(cache)}, capture_output=True, text=True)
     process_s = time.perf_counter() - t0
@@ -71,10 +99,15 @@ def headline(n: int, out: Path, cache: Path) -> dict:
     run_dir = Path(res.stdout.strip().splitlines()[-1])
     summary = json.loads((run_dir / "summary.json").read_text())
     run = json.loads((run_dir / "run.json").read_text())
-    return {"process_s": round(process_s, 2), "wall_s": summary["efficiency"]["wall_s"],
-            "calls": summary["llm"]["calls"], "cache_hits": summary["llm"]["cache_hits"],
-            "errors": summary["n_errors"], "metrics": summary["metrics"]["overall"],
-            "timeout_s": run["resolved"]["local_models"]["llm"]["timeout_s"]}
+    return {
+        "process_s": round(process_s, 2),
+        "wall_s": summary["efficiency"]["wall_s"],
+        "calls": summary["llm"]["calls"],
+        "cache_hits": summary["llm"]["cache_hits"],
+        "errors": summary["n_errors"],
+        "metrics": summary["metrics"]["overall"],
+        "timeout_s": run["resolved"]["local_models"]["llm"]["timeout_s"],
+    }
 
 
 def main() -> None:
@@ -87,12 +120,20 @@ def main() -> None:
     server = local.LocalServer(model)
     server.start()
     try:
-        result: dict = {"gguf": model.gguf.name, "threads": model.threads, "cpus": os.cpu_count(),
-                        "window": server.info["window"], "load_s": server.info["load_s"],
-                        "llama_cpp": server.info["llama_cpp"], "llama_cpp_python": server.info["llama_cpp_python"],
-                        "at_start": {"prompt_tps": server.speed.prompt_tps if server.speed else None,
-                                     "generation_tps": server.speed.generation_tps if server.speed else None},
-                        "prompt_tps": {}}
+        result: dict = {
+            "gguf": model.gguf.name,
+            "threads": model.threads,
+            "cpus": os.cpu_count(),
+            "window": server.info["window"],
+            "load_s": server.info["load_s"],
+            "llama_cpp": server.info["llama_cpp"],
+            "llama_cpp_python": server.info["llama_cpp_python"],
+            "at_start": {
+                "prompt_tps": server.speed.prompt_tps if server.speed else None,
+                "generation_tps": server.speed.generation_tps if server.speed else None,
+            },
+            "prompt_tps": {},
+        }
         for tokens in (500, 2000, 4000):
             rate = prompt_speed(server, tokens, args.repeats)
             result["prompt_tps"][str(tokens)] = round(rate, 1)
@@ -105,10 +146,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cold = headline(args.n, Path(tmp) / "runs", Path(tmp) / "cache")
         warm = headline(args.n, Path(tmp) / "runs", Path(tmp) / "cache")
-    result["headline"] = {"command": f"memplug eval --agent bm25 --dataset memsim -o n={args.n} --reader llm --llm local",
-                          "cold": cold, "warm": warm}
-    print(f"headline, cold cache: {cold['process_s']} s ({cold['calls']} calls, eval wall {cold['wall_s']} s); "
-          f"warm: {warm['process_s']} s ({warm['cache_hits']} cache hits)", flush=True)
+    result["headline"] = {
+        "command": f"memplug eval --agent bm25 --dataset memsim -o n={args.n} --reader llm --llm local",
+        "cold": cold,
+        "warm": warm,
+    }
+    print(
+        f"headline, cold cache: {cold['process_s']} s ({cold['calls']} calls, eval wall {cold['wall_s']} s); "
+        f"warm: {warm['process_s']} s ({warm['cache_hits']} cache hits)",
+        flush=True,
+    )
     print(json.dumps(result))
 
 

@@ -83,14 +83,24 @@ def main(argv: list[str] | None = None) -> int:
     agent.close()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     total = t2 - t0
-    print(json.dumps({
-        "tokens": args.tokens, "chunk": args.chunk, "chunks": len(sample.messages),
-        "context_chars": sum(len(m.text) for m in sample.messages),
-        "build_sample_s": round(t1 - t0, 2), "ingest_s": round(t2 - t1, 2), "total_s": round(total, 2),
-        "recall_p50_ms": round(statistics.median(latencies[1:] or latencies), 2),
-        "hit_rate": hits / len(sample.questions), "peak_rss_mb": round(peak_mb, 1),
-        "under_60s": total < TARGET_S, "under_2gb": peak_mb < TARGET_MB,
-    }))
+    print(
+        json.dumps(
+            {
+                "tokens": args.tokens,
+                "chunk": args.chunk,
+                "chunks": len(sample.messages),
+                "context_chars": sum(len(m.text) for m in sample.messages),
+                "build_sample_s": round(t1 - t0, 2),
+                "ingest_s": round(t2 - t1, 2),
+                "total_s": round(total, 2),
+                "recall_p50_ms": round(statistics.median(latencies[1:] or latencies), 2),
+                "hit_rate": hits / len(sample.questions),
+                "peak_rss_mb": round(peak_mb, 1),
+                "under_60s": total < TARGET_S,
+                "under_2gb": peak_mb < TARGET_MB,
+            }
+        )
+    )
     return 0 if total < TARGET_S and peak_mb < TARGET_MB else 1
 
 

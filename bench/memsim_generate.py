@@ -32,9 +32,14 @@ def main() -> None:
     start = time.perf_counter()
     samples = list(builder.build(options))
     build_s = time.perf_counter() - start
-    result = {"n": len(samples), "lang": args.lang, "eta": args.eta, "build_s": round(build_s, 3),
-              "trajectories_per_s": round(len(samples) / build_s, 1),
-              "messages": sum(len(s.messages) for s in samples)}
+    result = {
+        "n": len(samples),
+        "lang": args.lang,
+        "eta": args.eta,
+        "build_s": round(build_s, 3),
+        "trajectories_per_s": round(len(samples) / build_s, 1),
+        "messages": sum(len(s.messages) for s in samples),
+    }
     if args.check:
         start = time.perf_counter()
         report = builder.check(samples)

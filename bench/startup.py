@@ -38,8 +38,13 @@ def run_once(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """(wall s, CPU s, exit code) of one ``memplug ARGS``."""
     before = os.times()
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "memplug.cli", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wall = time.perf_counter() - start
     after = os.times()
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
@@ -67,13 +72,21 @@ def main() -> None:
                 cpus[tree][name].append(cpu)
     result: dict = {"runs": args.runs, "load_avg": [round(x, 1) for x in os.getloadavg()[:2]]}
     for tree in trees:
-        result[tree] = {name: {"wall_min_s": round(min(walls[tree][name]), 3),
-                               "wall_median_s": round(statistics.median(walls[tree][name]), 3),
-                               "cpu_min_s": round(min(cpus[tree][name]), 3),
-                               "cpu_median_s": round(statistics.median(cpus[tree][name]), 3)} for name in COMMANDS}
+        result[tree] = {
+            name: {
+                "wall_min_s": round(min(walls[tree][name]), 3),
+                "wall_median_s": round(statistics.median(walls[tree][name]), 3),
+                "cpu_min_s": round(min(cpus[tree][name]), 3),
+                "cpu_median_s": round(statistics.median(cpus[tree][name]), 3),
+            }
+            for name in COMMANDS
+        }
         for name, figures in result[tree].items():
-            print(f"{tree:>6} {name:>12}: wall {figures['wall_min_s']:.3f} s fastest, {figures['wall_median_s']:.3f} "
-                  f"median; CPU {figures['cpu_min_s']:.3f} / {figures['cpu_median_s']:.3f} s", flush=True)
+            print(
+                f"{tree:>6} {name:>12}: wall {figures['wall_min_s']:.3f} s fastest, {figures['wall_median_s']:.3f} "
+                f"median; CPU {figures['cpu_min_s']:.3f} / {figures['cpu_median_s']:.3f} s",
+                flush=True,
+            )
     print(json.dumps(result))
 
 

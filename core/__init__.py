@@ -45,13 +45,31 @@ if TYPE_CHECKING:
 #: memplug` costs nothing: the `memplug` command's first moments (when a Ctrl-C must
 #: still end in one line, not a traceback) do not build attrs classes.
 _EXPORTS = {
-    "DataError": "memplug.errors", "MemplugError": "memplug.errors", "MissingExtra": "memplug.errors",
-    "hookimpl": "memplug.hookspecs", "Option": "memplug.options",
+    "DataError": "memplug.errors",
+    "MemplugError": "memplug.errors",
+    "MissingExtra": "memplug.errors",
+    "hookimpl": "memplug.hookspecs",
+    "Option": "memplug.options",
     **dict.fromkeys(("Run", "Runs", "evaluate", "read_run", "read_runs"), "memplug.api"),
-    **dict.fromkeys(("AgentQuestion", "Chunk", "DatasetInfo", "Message", "Question", "Recall", "Recalled",
-                     "Sample", "StoredItem"), "memplug.models"),
-    **dict.fromkeys(("AgentConfig", "BuildOptions", "DatasetBuilder", "MemoryAgent", "Metric", "MetricConfig",
-                     "Reader", "ReaderConfig", "ReferenceChannel", "ScoreContext"), "memplug.protocols"),
+    **dict.fromkeys(
+        ("AgentQuestion", "Chunk", "DatasetInfo", "Message", "Question", "Recall", "Recalled", "Sample", "StoredItem"),
+        "memplug.models",
+    ),
+    **dict.fromkeys(
+        (
+            "AgentConfig",
+            "BuildOptions",
+            "DatasetBuilder",
+            "MemoryAgent",
+            "Metric",
+            "MetricConfig",
+            "Reader",
+            "ReaderConfig",
+            "ReferenceChannel",
+            "ScoreContext",
+        ),
+        "memplug.protocols",
+    ),
 }
 
 
@@ -70,6 +88,7 @@ def __getattr__(name: str) -> object:
         value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
 
 __all__ = [
     "AgentConfig",

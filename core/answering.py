@@ -20,6 +20,7 @@ import attrs
 
 from memplug.models import AgentQuestion, DatasetInfo, Recalled
 
+
 #: memplug's own reply clean-up: surrounding white space
 def _strip(reply: str) -> str:
     return reply.strip()
@@ -144,8 +145,9 @@ class AnswerProtocol:
         )
 
     def choice_text(self, choices: Mapping[str, str] | None) -> str:
-        return self.choice_join.join(self.choice_item.replace("{letter}", k).replace("{text}", v)
-                                     for k, v in (choices or {}).items())
+        return self.choice_join.join(
+            self.choice_item.replace("{letter}", k).replace("{text}", v) for k, v in (choices or {}).items()
+        )
 
     def messages(self, question: AgentQuestion, items: Sequence[Recalled]) -> list[dict[str, str]]:
         """The chat messages the reader sends: the system message (when there is one), then the user's.
@@ -154,8 +156,13 @@ class AnswerProtocol:
         release writes it ("2024年04月05日 周五 11:59") when the loader kept that.
         """
         when = question.time_text or question.time or ""
-        values = {**question.slots, "memory": self.memory(items), "question": question.text,
-                  "choices": self.choice_text(question.choices), "time": str(when)}
+        values = {
+            **question.slots,
+            "memory": self.memory(items),
+            "question": question.text,
+            "choices": self.choice_text(question.choices),
+            "time": str(when),
+        }
         out = [{"role": "system", "content": fill(self.system, values)}] if self.system is not None else []
         user = self.user_by_category.get(question.category, self.user)
         return out + [{"role": "user", "content": fill(user, values)}]
@@ -173,16 +180,25 @@ class AnswerProtocol:
     def describe(self) -> dict[str, Any]:
         """For run.json: what the protocol is, what deviates, and a sha256 per template."""
         return {
-            "name": self.name, "version": self.version, "source": self.source,
-            "official": self.official and not self.variations, "variations": list(self.variations),
-            "parse": self.parse, "score_raw_too": self.score_raw_too, "choices": self.choices, "unit": self.unit,
+            "name": self.name,
+            "version": self.version,
+            "source": self.source,
+            "official": self.official and not self.variations,
+            "variations": list(self.variations),
+            "parse": self.parse,
+            "score_raw_too": self.score_raw_too,
+            "choices": self.choices,
+            "unit": self.unit,
             "chunk_size": self.chunk_size,
             "top_k": self.top_k,
-            "sha256": {"system": _sha256(self.system), "user": _sha256(self.user),
-                       "memory_item": _sha256(self.memory_item + self.memory_join),
-                       "choice_item": _sha256(self.choice_item + self.choice_join),
-                       # only where a protocol has them: older run.json files stay as they were
-                       **{f"user[{c}]": _sha256(t) for c, t in sorted(self.user_by_category.items())}},
+            "sha256": {
+                "system": _sha256(self.system),
+                "user": _sha256(self.user),
+                "memory_item": _sha256(self.memory_item + self.memory_join),
+                "choice_item": _sha256(self.choice_item + self.choice_join),
+                # only where a protocol has them: older run.json files stay as they were
+                **{f"user[{c}]": _sha256(t) for c, t in sorted(self.user_by_category.items())},
+            },
             **({"parse_by_category": dict(self.parse_by_category)} if self.parse_by_category else {}),
         }
 
@@ -190,14 +206,36 @@ class AnswerProtocol:
     def key(self) -> str:
         """What two runs must share to be compared: name, version, variations and templates."""
         d = self.describe()
-        return _sha256(repr((d["name"], d["version"], d["variations"], d["parse"], d["choices"], d["unit"],
-                             d["chunk_size"], d["top_k"], sorted(d["sha256"].items()),
-                             *([sorted(d["parse_by_category"].items())] if "parse_by_category" in d else [])))) or ""
+        return (
+            _sha256(
+                repr(
+                    (
+                        d["name"],
+                        d["version"],
+                        d["variations"],
+                        d["parse"],
+                        d["choices"],
+                        d["unit"],
+                        d["chunk_size"],
+                        d["top_k"],
+                        sorted(d["sha256"].items()),
+                        *([sorted(d["parse_by_category"].items())] if "parse_by_category" in d else []),
+                    )
+                )
+            )
+            or ""
+        )
 
 
 def protocol_of(info: DatasetInfo) -> AnswerProtocol:
     """The dataset's protocol, or one made of its answer prompt (for datasets that declare none)."""
     if info.protocol is not None:
         return cast(AnswerProtocol, info.protocol)
-    return AnswerProtocol(name=f"{info.name}-memplug", version="1", source=info.answer_prompt_source,
-                          user=info.answer_prompt, one_line_items=True, official=False)
+    return AnswerProtocol(
+        name=f"{info.name}-memplug",
+        version="1",
+        source=info.answer_prompt_source,
+        user=info.answer_prompt,
+        one_line_items=True,
+        official=False,
+    )

@@ -32,9 +32,14 @@ if TYPE_CHECKING:
     from memplug.specs import RunSpec
 
 
-def resolve_spec(fields: Mapping[str, Any], options: Mapping[str, str] | None = None, *,
-                 explicit: Iterable[str] = (), resume: Path | None = None,
-                 from_run: Path | None = None) -> RunSpec:
+def resolve_spec(
+    fields: Mapping[str, Any],
+    options: Mapping[str, str] | None = None,
+    *,
+    explicit: Iterable[str] = (),
+    resume: Path | None = None,
+    from_run: Path | None = None,
+) -> RunSpec:
     """The :class:`~memplug.specs.RunSpec` of an evaluation, as `memplug eval` builds it.
 
     ``fields``: RunSpec fields (``agent``, ``dataset``, ``data``, ``llm`` ...; ``no_cache``
@@ -60,13 +65,23 @@ def resolve_spec(fields: Mapping[str, Any], options: Mapping[str, str] | None = 
     # resumed without -o: the run's own agent and dataset options
     spec = specs.spec_fields(fields, raw if resume is None or raw else None, stored=stored, explicit=explicit)
     if resume is not None and is_redacted(spec.get("api_base")) and "api_base" not in explicit:
-        raise MemplugError(f"{resume}: run.json keeps --api-base without its password "
-                           f"({spec['api_base']}): pass --api-base again to resume")
+        raise MemplugError(
+            f"{resume}: run.json keeps --api-base without its password "
+            f"({spec['api_base']}): pass --api-base again to resume"
+        )
     return specs.build(spec)
 
 
-def run_spec(spec: RunSpec, *, output: Path, resume: Path | None = None, progress: bool = False,
-             verbose: bool = False, executor: Any = None, say: Callable[[str], None] | None = None) -> Path:
+def run_spec(
+    spec: RunSpec,
+    *,
+    output: Path,
+    resume: Path | None = None,
+    progress: bool = False,
+    verbose: bool = False,
+    executor: Any = None,
+    say: Callable[[str], None] | None = None,
+) -> Path:
     """Run (or resume) one spec and return its run directory: the agent's note and what the
     loader skipped are said (one line each, through ``say``) before the first question;
     ``progress``: a rich progress bar on stderr (a live widget in a notebook)."""
@@ -81,8 +96,9 @@ def run_spec(spec: RunSpec, *, output: Path, resume: Path | None = None, progres
         return evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose, executor=executor)
     bar, start = progress_bar()
     with bar:
-        return evaluation.run(output=output, resume=resume, progress=start, capture_logs=True, verbose=verbose,
-                              executor=executor)
+        return evaluation.run(
+            output=output, resume=resume, progress=start, capture_logs=True, verbose=verbose, executor=executor
+        )
 
 
 def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
@@ -92,16 +108,30 @@ def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
     for, so that a run held up by a rate limit does not look stuck. In Jupyter, rich draws
     the same bar as a notebook widget.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from memplug.display import console, visible
     from memplug.llm import on_wait
 
     # the reason is a provider's error text: shown as text, never read as markup
-    bar = Progress(TextColumn("questions"), BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("eta"), TimeRemainingColumn(),
-                   TextColumn("{task.fields[waiting]}", style="yellow", markup=False),
-                   console=console(stderr=True), transient=False)
+    bar = Progress(
+        TextColumn("questions"),
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[waiting]}", style="yellow", markup=False),
+        console=console(stderr=True),
+        transient=False,
+    )
 
     def start(total: int, finished: int) -> Callable[[], None]:
         task = bar.add_task("eval", total=total, completed=finished, waiting="")
@@ -135,11 +165,19 @@ def _interactive() -> bool:
     return "ipykernel" in sys.modules
 
 
-def evaluate(agent: str | None = None, dataset: str | None = None, *,
-             options: Mapping[str, Any] | None = None, output: str | Path = "runs",
-             resume: str | Path | None = None, from_run: str | Path | None = None,
-             progress: bool | None = None, verbose: bool = False, executor: str | None = None,
-             **settings: Any) -> Run:
+def evaluate(
+    agent: str | None = None,
+    dataset: str | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
+    output: str | Path = "runs",
+    resume: str | Path | None = None,
+    from_run: str | Path | None = None,
+    progress: bool | None = None,
+    verbose: bool = False,
+    executor: str | None = None,
+    **settings: Any,
+) -> Run:
     """Evaluate a memory agent on a dataset, exactly as `memplug eval` does, and return the run.
 
     ``options`` are the command line's ``-o`` pairs (``{"n": 50}``; ``agent.KEY`` or
@@ -164,8 +202,9 @@ def evaluate(agent: str | None = None, dataset: str | None = None, *,
         fields["dataset"] = dataset
     pairs = {str(k): _option_text(v) for k, v in (options or {}).items()}
     resume_path = Path(resume) if resume is not None else None
-    spec = resolve_spec(fields, pairs, explicit=fields, resume=resume_path,
-                        from_run=Path(from_run) if from_run is not None else None)
+    spec = resolve_spec(
+        fields, pairs, explicit=fields, resume=resume_path, from_run=Path(from_run) if from_run is not None else None
+    )
     runner = None
     if executor is not None:
         from memplug.executors import make_executor
@@ -176,8 +215,9 @@ def evaluate(agent: str | None = None, dataset: str | None = None, *,
         path = run_spec(spec, output=Path(output), resume=resume_path, progress=show, verbose=verbose)
     else:
         with runner:
-            path = run_spec(spec, output=Path(output), resume=resume_path, progress=show, verbose=verbose,
-                            executor=runner)
+            path = run_spec(
+                spec, output=Path(output), resume=resume_path, progress=show, verbose=verbose, executor=runner
+            )
     return read_run(path)
 
 
@@ -241,14 +281,18 @@ class Run:
         for name, values in blocks:
             n = counts.get(None if name == "overall" else name) if counts is not None else {}
             cells = "".join(
-                f"<td>{values[m]:.3f}</td>" if isinstance(values.get(m), (int, float)) else "<td></td>"
-                for m in metrics)
+                f"<td>{values[m]:.3f}</td>" if isinstance(values.get(m), (int, float)) else "<td></td>" for m in metrics
+            )
             size = max(n.values()) if n else ""
             rows.append(f"<tr><td>{escape(name)}</td><td>{size}</td>{cells}</tr>")
-        title = (f"<p><b>{escape(self.run_id)}</b>: {escape(self.summary.agent)} on "
-                 f"{escape(self.summary.dataset)}, {escape(self.status)}</p>")
-        return (f"{title}<table><thead><tr><th>category</th><th>n</th>{head}</tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table>")
+        title = (
+            f"<p><b>{escape(self.run_id)}</b>: {escape(self.summary.agent)} on "
+            f"{escape(self.summary.dataset)}, {escape(self.status)}</p>"
+        )
+        return (
+            f"{title}<table><thead><tr><th>category</th><th>n</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
 
 
 @attrs.define
@@ -312,28 +356,46 @@ def _pandas() -> Any:
 
 def _spec_columns(run: Run) -> dict[str, Any]:
     spec = run.spec
-    return {"run_id": run.run_id, "agent": spec.get("agent", run.summary.agent),
-            "dataset": spec.get("dataset", run.summary.dataset),
-            **{k: v for k, v in spec.items() if k not in ("agent", "dataset") and not isinstance(v, dict)},
-            **{f"agent.{k}": v for k, v in (spec.get("agent_options") or {}).items()},
-            **{f"dataset.{k}": v for k, v in (spec.get("dataset_options") or {}).items()}}
+    return {
+        "run_id": run.run_id,
+        "agent": spec.get("agent", run.summary.agent),
+        "dataset": spec.get("dataset", run.summary.dataset),
+        **{k: v for k, v in spec.items() if k not in ("agent", "dataset") and not isinstance(v, dict)},
+        **{f"agent.{k}": v for k, v in (spec.get("agent_options") or {}).items()},
+        **{f"dataset.{k}": v for k, v in (spec.get("dataset_options") or {}).items()},
+    }
 
 
 def _run_row(run: Run) -> dict[str, Any]:
     llm = run.summary.llm
-    return {**_spec_columns(run), "status": run.status, "path": str(run.path),
-            "n_questions": run.summary.n_questions, "n_errors": run.summary.n_errors,
-            "cost_usd": llm.cost_usd, "prompt_tokens": llm.prompt_tokens, "completion_tokens": llm.completion_tokens,
-            **run.overall}
+    return {
+        **_spec_columns(run),
+        "status": run.status,
+        "path": str(run.path),
+        "n_questions": run.summary.n_questions,
+        "n_errors": run.summary.n_errors,
+        "cost_usd": llm.cost_usd,
+        "prompt_tokens": llm.prompt_tokens,
+        "completion_tokens": llm.completion_tokens,
+        **run.overall,
+    }
 
 
 def _question_rows(run: Run) -> Iterator[dict[str, Any]]:
     base = _spec_columns(run)
     metrics = sorted({m for r in run.records for m in r.scores})
     for r in run.records:
-        yield {**base, "sample_id": r.sample_id, "question_id": r.question_id, "category": r.category,
-               "question": r.question, "gold": r.gold[0] if len(r.gold) == 1 else r.gold,
-               "prediction": r.prediction, "error": r.error,
-               **{m: (float("nan") if r.scores.get(m) is None else r.scores[m]) for m in metrics},
-               "recall_s": r.timings.recall_s, "read_s": r.timings.read_s,
-               "cost_usd": r.usage.cost_usd if r.usage is not None else None}
+        yield {
+            **base,
+            "sample_id": r.sample_id,
+            "question_id": r.question_id,
+            "category": r.category,
+            "question": r.question,
+            "gold": r.gold[0] if len(r.gold) == 1 else r.gold,
+            "prediction": r.prediction,
+            "error": r.error,
+            **{m: (float("nan") if r.scores.get(m) is None else r.scores[m]) for m in metrics},
+            "recall_s": r.timings.recall_s,
+            "read_s": r.timings.read_s,
+            "cost_usd": r.usage.cost_usd if r.usage is not None else None,
+        }

@@ -41,5 +41,10 @@ def cut(items: Sequence[Recalled], budget: int | None) -> tuple[tuple[Recalled, 
             break
         used += size
         kept += 1
-    return tuple(items[:kept]), {"budget": budget, "tokens": used, "kept": kept, "recalled": len(items),
-                                 "recalled_tokens": sum(sizes)}
+    return tuple(items[:kept]), {
+        "budget": budget,
+        "tokens": used,
+        "kept": kept,
+        "recalled": len(items),
+        "recalled_tokens": sum(sizes),
+    }

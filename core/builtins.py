@@ -11,8 +11,11 @@ from memplug.hookspecs import Register, hookimpl
 
 @hookimpl
 def register_readers(register: Register) -> None:
-    register("extractive", "memplug.readers:ExtractiveReader",
-             description="offline, deterministic: best-supported choice or shortest answering span")
+    register(
+        "extractive",
+        "memplug.readers:ExtractiveReader",
+        description="offline, deterministic: best-supported choice or shortest answering span",
+    )
     register("llm", "memplug.readers:LLMReader", description="litellm model with the dataset's answer prompt")
 
 
@@ -25,12 +28,20 @@ def register_metrics(register: Register) -> None:
     register("rouge_l", "memplug.metrics:RougeL", description="ROUGE-L F-measure")
     register("bleu", "memplug.metrics:Bleu", description="sentence BLEU-4 with smoothing")
     register("recall@K", "memplug.metrics:RecallAtK", description="share of target messages among recalled ids")
-    register("session_hit@K", "memplug.metrics:SessionHitAtK",
-             description="any target session among the first K distinct sessions recalled (ids 'session:turn')")
-    register("judge", "memplug.judge:Judge", needs_judge=True,
-             description="LLM-as-judge correctness (only with --judge)")
-    register("judge_coherence", "memplug.judge:JudgeCoherence", needs_judge=True,
-             description="PerLTQA coherence from the same judge call (only with --judge)")
+    register(
+        "session_hit@K",
+        "memplug.metrics:SessionHitAtK",
+        description="any target session among the first K distinct sessions recalled (ids 'session:turn')",
+    )
+    register(
+        "judge", "memplug.judge:Judge", needs_judge=True, description="LLM-as-judge correctness (only with --judge)"
+    )
+    register(
+        "judge_coherence",
+        "memplug.judge:JudgeCoherence",
+        needs_judge=True,
+        description="PerLTQA coherence from the same judge call (only with --judge)",
+    )
 
 
 @hookimpl

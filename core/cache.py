@@ -101,7 +101,8 @@ class ResponseCache:
         # one statement in autocommit mode is one transaction: a single round through
         # SQLite (and one GIL release) instead of BEGIN, INSERT, COMMIT
         self._connect().execute(
-            "INSERT OR REPLACE INTO responses (key, value, created) VALUES (?, ?, ?)", (key, sqlite3.Binary(value), time.time())
+            "INSERT OR REPLACE INTO responses (key, value, created) VALUES (?, ?, ?)",
+            (key, sqlite3.Binary(value), time.time()),
         )
 
     def put_many(self, items: Mapping[str, bytes]) -> None:
@@ -168,8 +169,10 @@ def merge(into: Path | str, sources: Iterable[Path | str]) -> int:
         try:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.execute("INSERT OR IGNORE INTO main.responses (key, value, created) "
-                             "SELECT key, value, created FROM source.responses")
+                conn.execute(
+                    "INSERT OR IGNORE INTO main.responses (key, value, created) "
+                    "SELECT key, value, created FROM source.responses"
+                )
         finally:
             conn.execute("DETACH DATABASE source")
     added = len(target) - before

@@ -25,13 +25,19 @@ def split_message(message: Message, chunk_size: int, tokens: list[int]) -> list[
     enc = encoding()
     pieces = [tokens[i : i + chunk_size] for i in range(0, len(tokens), chunk_size)]
     return [
-        attrs.evolve(message, text=enc.decode(piece), meta={**message.meta, "part": [i, len(pieces)]},
-                     shows=message.shows if i == 0 else ())
+        attrs.evolve(
+            message,
+            text=enc.decode(piece),
+            meta={**message.meta, "part": [i, len(pieces)]},
+            shows=message.shows if i == 0 else (),
+        )
         for i, piece in enumerate(pieces)
     ]
 
 
-def chunk_messages(messages: Sequence[Message], chunk_size: int, counts: Sequence[int] | None = None) -> Iterator[Chunk]:
+def chunk_messages(
+    messages: Sequence[Message], chunk_size: int, counts: Sequence[int] | None = None
+) -> Iterator[Chunk]:
     """Yield chunks of whole messages in dataset order, each at most ``chunk_size`` tokens.
 
     Messages are joined by a newline inside a chunk; the newline is counted, so a
@@ -47,7 +53,8 @@ def chunk_messages(messages: Sequence[Message], chunk_size: int, counts: Sequenc
     for i, message in enumerate(messages):
         n = counts[i] if counts is not None else count_tokens(message.text)
         parts = (
-            [message] if n <= chunk_size
+            [message]
+            if n <= chunk_size
             else split_message(message, chunk_size, enc.encode(message.text, disallowed_special=()))
         )
         for part in parts:

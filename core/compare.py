@@ -42,8 +42,11 @@ def protocol_label(path: Path) -> str:
     protocol = RunDir(path).info().protocol
     if not protocol:
         return "unrecorded (a run from before protocols)"
-    kind = ("official" if protocol.get("official") else "; ".join(protocol.get("variations") or [])
-            or "memplug's own, no official code")
+    kind = (
+        "official"
+        if protocol.get("official")
+        else "; ".join(protocol.get("variations") or []) or "memplug's own, no official code"
+    )
     return f"{protocol.get('name')} v{protocol.get('version')} ({kind})"
 
 
@@ -62,9 +65,15 @@ def run_caveats(path: Path) -> list[str]:
 
 def _protocol_key(path: Path) -> Any:
     protocol = RunDir(path).info().protocol or {}
-    return (protocol.get("name"), protocol.get("version"), tuple(protocol.get("variations") or ()),
-            tuple(sorted((protocol.get("sha256") or {}).items())), protocol.get("parse"), protocol.get("unit"),
-            protocol.get("top_k"))
+    return (
+        protocol.get("name"),
+        protocol.get("version"),
+        tuple(protocol.get("variations") or ()),
+        tuple(sorted((protocol.get("sha256") or {}).items())),
+        protocol.get("parse"),
+        protocol.get("unit"),
+        protocol.get("top_k"),
+    )
 
 
 #: the metrics a judge scores: two judges' numbers never share one of these columns
@@ -79,8 +88,11 @@ def judge_identity(path: Path) -> tuple[str, str, str] | None:
     info = RunDir(path).info()
     judge, model = info.judge, info.judge_model
     if isinstance(judge, dict):
-        return (str(judge.get("name") or "unnamed"), str(judge.get("model") or model or "?"),
-                str(judge.get("prompt_sha256") or ""))
+        return (
+            str(judge.get("name") or "unnamed"),
+            str(judge.get("model") or model or "?"),
+            str(judge.get("prompt_sha256") or ""),
+        )
     return ("unrecorded", str(model), "") if model else None
 
 
@@ -162,13 +174,22 @@ def comparisons(paths: list[Path]) -> list[dict[str, Any]]:
         if summary.dataset != base_summary.dataset:
             continue
         if _protocol_key(path) != _protocol_key(paths[0]):
-            out.append({"a": base_summary.run_id, "b": summary.run_id, "metrics": {},
-                        "skipped": f"different answer protocols: {protocol_label(paths[0])} vs {protocol_label(path)}"})
+            out.append(
+                {
+                    "a": base_summary.run_id,
+                    "b": summary.run_id,
+                    "metrics": {},
+                    "skipped": f"different answer protocols: {protocol_label(paths[0])} vs {protocol_label(path)}",
+                }
+            )
             continue
         if base_records is None:
             base_records = base.records()
-        entry: dict[str, Any] = {"a": base_summary.run_id, "b": summary.run_id,
-                 "metrics": paired_records(base_records, other.records())}
+        entry: dict[str, Any] = {
+            "a": base_summary.run_id,
+            "b": summary.run_id,
+            "metrics": paired_records(base_records, other.records()),
+        }
         judge_a, judge_b = judge_identity(paths[0]), judge_identity(path)
         # one judge's verdicts against another's: no test
         if judge_a is not None and judge_b is not None and judge_a != judge_b:

@@ -111,7 +111,8 @@ JUDGE_PROMPT_SHA256 = hashlib.sha256(JUDGE_PROMPT.encode("utf-8")).hexdigest()
 JUDGE_STORED = 3
 
 #: words too common to tell one message from another (English; CJK particles by character)
-FUNCTION_WORDS = frozenset("""
+FUNCTION_WORDS = frozenset(
+    """
 i me my mine myself we us our ours you your yours he him his she her hers it its they them
 their theirs this that these those am is are was were be been being have has had do does
 did done will would shall should can could may might must to of in on at by for with from
@@ -119,7 +120,8 @@ about into over after before than then so as or and but if not no nor too very j
 there here what which who whom whose when where why how all any both each some such only
 own same other again up down out off s t don now yes yeah oh hey hi ok okay really so
 的 了 是 我 你 他 她 它 们 在 和 有 也 就 都 这 那 个 吗 呢 啊 吧 着 过 与 及
-""".split())
+""".split()
+)
 
 
 def headline_metric(metrics: Sequence[str]) -> str | None:
@@ -185,8 +187,9 @@ class Evidence:
 
     __slots__ = ("targets", "language", "_texts", "_gold", "_question", "_messages", "_golds", "_question_words")
 
-    def __init__(self, targets: Iterable[str], texts: Iterable[str], gold: Iterable[str], question: str,
-                 language: str) -> None:
+    def __init__(
+        self, targets: Iterable[str], texts: Iterable[str], gold: Iterable[str], question: str, language: str
+    ) -> None:
         self.targets = frozenset(targets)
         self.language = language
         self._texts, self._gold, self._question = tuple(texts), tuple(gold), question
@@ -195,8 +198,9 @@ class Evidence:
         self._question_words: frozenset[str] | None = None
 
     @classmethod
-    def of(cls, targets: Iterable[str], texts: Iterable[str], gold: Iterable[str], question: str,
-           language: str) -> "Evidence":
+    def of(
+        cls, targets: Iterable[str], texts: Iterable[str], gold: Iterable[str], question: str, language: str
+    ) -> "Evidence":
         return cls(targets, texts, gold, question, language)
 
     @property
@@ -290,8 +294,15 @@ class Store:
     def of(cls, listed: Iterable[Mapping[str, Any]], language: str, total: int | None = None) -> "Store":
         """From items as stored.jsonl writes them ({"text", "id", "message_ids"}); ``total``: how
         many the agent listed, when more than these."""
-        items = tuple(Item.of(str(i.get("text", "")), i.get("message_ids") or (), language,
-                              None if i.get("id") is None else str(i.get("id"))) for i in listed)
+        items = tuple(
+            Item.of(
+                str(i.get("text", "")),
+                i.get("message_ids") or (),
+                language,
+                None if i.get("id") is None else str(i.get("id")),
+            )
+            for i in listed
+        )
         return cls(items, total is None or total <= len(items))
 
 
@@ -327,9 +338,18 @@ class Diagnosis:
     points: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {"stage": self.stage, "rule": self.rule, "metric": self.metric, "score": self.score,
-               "stored": self.stored, "recalled": self.recalled, "why": self.why, "evidence": self.evidence,
-               "stored_items": self.stored_items, "n_stored": self.n_stored}
+        out = {
+            "stage": self.stage,
+            "rule": self.rule,
+            "metric": self.metric,
+            "score": self.score,
+            "stored": self.stored,
+            "recalled": self.recalled,
+            "why": self.why,
+            "evidence": self.evidence,
+            "stored_items": self.stored_items,
+            "n_stored": self.n_stored,
+        }
         if self.update is not None:
             out["update"] = self.update
         if self.points is not None:
@@ -338,10 +358,20 @@ class Diagnosis:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "Diagnosis":
-        return cls(str(obj["stage"]), str(obj.get("rule") or "none"), str(obj.get("metric") or ""),
-                   float(obj.get("score") or 0.0), obj.get("stored"), obj.get("recalled"), obj.get("why"),
-                   list(obj.get("evidence") or []), list(obj.get("stored_items") or []), obj.get("n_stored"),
-                   obj.get("update"), obj.get("points"))
+        return cls(
+            str(obj["stage"]),
+            str(obj.get("rule") or "none"),
+            str(obj.get("metric") or ""),
+            float(obj.get("score") or 0.0),
+            obj.get("stored"),
+            obj.get("recalled"),
+            obj.get("why"),
+            list(obj.get("evidence") or []),
+            list(obj.get("stored_items") or []),
+            obj.get("n_stored"),
+            obj.get("update"),
+            obj.get("points"),
+        )
 
 
 def stage_of(correct: bool, stored: bool | None, recalled: bool | None) -> str:
@@ -486,8 +516,14 @@ def sample_points(points: Any, store: Store | None, conversation: Conversation) 
     return out
 
 
-def diagnose(record: QuestionRecord, metric: str | None, conversation: Conversation | None, store: Store | None,
-             language: str, points: dict[str, int] | None = None) -> Diagnosis | None:
+def diagnose(
+    record: QuestionRecord,
+    metric: str | None,
+    conversation: Conversation | None,
+    store: Store | None,
+    language: str,
+    points: dict[str, int] | None = None,
+) -> Diagnosis | None:
     """The diagnosis of a scored record, or None when it has no ``metric`` score (an error,
     a question the reader could not answer).
 
@@ -500,8 +536,11 @@ def diagnose(record: QuestionRecord, metric: str | None, conversation: Conversat
     messages = conversation.texts if conversation is not None else {}
     texts = [messages[t] for t in record.targets if t in messages]
     evidence = Evidence.of(record.targets, texts, record.gold, record.question, language)
-    shown_evidence = [{"id": str(t), "text": _clip(messages[t], MAX_EVIDENCE_CHARS)}
-                      for t in record.targets[:MAX_EVIDENCE] if t in messages]
+    shown_evidence = [
+        {"id": str(t), "text": _clip(messages[t], MAX_EVIDENCE_CHARS)}
+        for t in record.targets[:MAX_EVIDENCE]
+        if t in messages
+    ]
     rules: set[str] = set()
     stored: bool | None = None
     recalled: bool | None = None
@@ -531,8 +570,12 @@ def diagnose(record: QuestionRecord, metric: str | None, conversation: Conversat
     why: str | None = None
     if not evidence.exists:
         why = "the question names no evidence and has no gold answer to look for"
-    elif (not evidence.targets and conversation is not None and conversation.texts
-          and not evidence.holds_gold(conversation.parts)):
+    elif (
+        not evidence.targets
+        and conversation is not None
+        and conversation.texts
+        and not evidence.holds_gold(conversation.parts)
+    ):
         # FactConsolidation's release has questions whose answer the context never states: whether
         # a store holds it says nothing, and the question is left out of the memory measures
         stored = recalled = None
@@ -540,20 +583,34 @@ def diagnose(record: QuestionRecord, metric: str | None, conversation: Conversat
     elif recalled:
         pass  # recalled, so stored: both known
     elif stored is None:
-        why = ("the evidence is not among the stored items kept, and the agent listed more" if store is not None
-               else "the agent does not list what it stored, and the evidence was not recalled")
+        why = (
+            "the evidence is not among the stored items kept, and the agent listed more"
+            if store is not None
+            else "the agent does not list what it stored, and the evidence was not recalled"
+        )
     elif recalled is None:
         why = "the agent answered itself without returning what it recalled"
     if not rules and store is not None and not store.items:
         rules.add("empty")  # nothing stored, nothing recalled: no item to match
-    return Diagnosis(stage_of(score >= CORRECT_AT, stored, recalled), "+".join(sorted(rules)) or "none",
-                     metric or "", float(score), stored, recalled, why, shown_evidence, stored_items,
-                     len(store.items) if store is not None else None,
-                     update_of(record, score >= CORRECT_AT, store, language), points)
+    return Diagnosis(
+        stage_of(score >= CORRECT_AT, stored, recalled),
+        "+".join(sorted(rules)) or "none",
+        metric or "",
+        float(score),
+        stored,
+        recalled,
+        why,
+        shown_evidence,
+        stored_items,
+        len(store.items) if store is not None else None,
+        update_of(record, score >= CORRECT_AT, store, language),
+        points,
+    )
 
 
-async def judged(record: QuestionRecord, conversation: Conversation, store: Store | None, llm: LLM,
-                 language: str) -> Diagnosis | None:
+async def judged(
+    record: QuestionRecord, conversation: Conversation, store: Store | None, llm: LLM, language: str
+) -> Diagnosis | None:
     """The record's diagnosis with the judge deciding, for every item that names no source
     message, whether it holds the evidence (:data:`JUDGE_PROMPT`, at temperature 0) instead
     of the overlap rule: the recalled items, and the :data:`JUDGE_STORED` stored items
@@ -569,16 +626,18 @@ async def judged(record: QuestionRecord, conversation: Conversation, store: Stor
     async def holds(item: Item) -> bool:
         if item.message_ids:
             return evidence.held_by(item)[0]
-        prompt = JUDGE_PROMPT.format(question=record.question, gold=" | ".join(record.gold), evidence=shown,
-                                     item=item.text)
+        prompt = JUDGE_PROMPT.format(
+            question=record.question, gold=" | ".join(record.gold), evidence=shown, item=item.text
+        )
         reply = await llm.acomplete([{"role": "user", "content": prompt}], temperature=0)
         return reply.text.strip().lower().startswith("yes")
 
     stored, stored_items = d.stored, d.stored_items
     if store is not None and store.items:
         by_ids = [i for i in store.items if i.message_ids and evidence.held_by(i)[0]]
-        candidates = sorted((i for i in store.items if not i.message_ids),
-                            key=lambda i: -evidence.nearness(i.words))[:JUDGE_STORED]
+        candidates = sorted((i for i in store.items if not i.message_ids), key=lambda i: -evidence.nearness(i.words))[
+            :JUDGE_STORED
+        ]
         verdicts = await asyncio.gather(*(holds(i) for i in candidates))
         holding = [*by_ids, *(i for i, v in zip(candidates, verdicts) if v)]
         stored = bool(holding)
@@ -588,9 +647,15 @@ async def judged(record: QuestionRecord, conversation: Conversation, store: Stor
         items = [Item.of(r.text, r.message_ids, language) for r in record.recalled]
         recalled = any(await asyncio.gather(*(holds(i) for i in items)))
     rule = "+".join(sorted({r if r != "overlap" else "judge" for r in d.rule.split("+")}))
-    return attrs.evolve(d, stage=stage_of(d.score >= CORRECT_AT, stored, recalled), rule=rule, stored=stored,
-                        recalled=recalled, stored_items=stored_items,
-                        why=None if recalled or (stored is not None and recalled is not None) else d.why)
+    return attrs.evolve(
+        d,
+        stage=stage_of(d.score >= CORRECT_AT, stored, recalled),
+        rule=rule,
+        stored=stored,
+        recalled=recalled,
+        stored_items=stored_items,
+        why=None if recalled or (stored is not None and recalled is not None) else d.why,
+    )
 
 
 def carried(d: Diagnosis | None, source: Diagnosis | None) -> Diagnosis | None:
@@ -605,9 +670,17 @@ def carried(d: Diagnosis | None, source: Diagnosis | None) -> Diagnosis | None:
         update = {**update, "stale_stored": source.update.get("stale_stored")}
     rule = "+".join(sorted((set(d.rule.split("+")) | set(source.rule.split("+"))) - {"none"})) or "none"
     known = d.recalled or (stored is not None and d.recalled is not None)
-    return attrs.evolve(d, stage=stage_of(d.score >= CORRECT_AT, stored, d.recalled), rule=rule, stored=stored,
-                        stored_items=source.stored_items, n_stored=source.n_stored, points=source.points,
-                        update=update, why=None if known else source.why or d.why)
+    return attrs.evolve(
+        d,
+        stage=stage_of(d.score >= CORRECT_AT, stored, d.recalled),
+        rule=rule,
+        stored=stored,
+        stored_items=source.stored_items,
+        n_stored=source.n_stored,
+        points=source.points,
+        update=update,
+        why=None if known else source.why or d.why,
+    )
 
 
 def restage(record: QuestionRecord, metric: str | None, store: Store | None, language: str) -> Diagnosis | None:
@@ -623,8 +696,13 @@ def restage(record: QuestionRecord, metric: str | None, store: Store | None, lan
     update = old.update
     if update is not None and (stale := stale_value(record)) is not None:
         update = {**update, "answer": answer_value(record, score >= CORRECT_AT, stale, language)}
-    return attrs.evolve(old, stage=stage_of(score >= CORRECT_AT, old.stored, old.recalled), metric=metric or "",
-                        score=float(score), update=update)
+    return attrs.evolve(
+        old,
+        stage=stage_of(score >= CORRECT_AT, old.stored, old.recalled),
+        metric=metric or "",
+        score=float(score),
+        update=update,
+    )
 
 
 def _measures(records: Sequence[QuestionRecord], level: float, resamples: int) -> dict[str, dict[str, Any]]:
@@ -670,11 +748,20 @@ def _measures(records: Sequence[QuestionRecord], level: float, resamples: int) -
         if p.get("points"):
             rows["points_recall"] += [(1.0, r.sample_id)] * p["held"] + [(0.0, r.sample_id)] * (p["points"] - p["held"])
         if p.get("items"):
-            rows["store_precision"] += ([(1.0, r.sample_id)] * p["supported"]
-                                        + [(0.0, r.sample_id)] * (p["items"] - p["supported"]))
+            rows["store_precision"] += [(1.0, r.sample_id)] * p["supported"] + [(0.0, r.sample_id)] * (
+                p["items"] - p["supported"]
+            )
     out: dict[str, dict[str, Any]] = {}
-    for name in ("extraction", "retrieval", "reading", "points_recall", "store_precision", "update_accuracy",
-                 "stale_answer", "stale_kept"):
+    for name in (
+        "extraction",
+        "retrieval",
+        "reading",
+        "points_recall",
+        "store_precision",
+        "update_accuracy",
+        "stale_answer",
+        "stale_kept",
+    ):
         pairs = rows.get(name)
         if not pairs:
             continue
@@ -713,9 +800,14 @@ def tally(records: Iterable[QuestionRecord], level: float = 0.95, resamples: int
     def counts(c: Counter[str]) -> dict[str, int]:
         return {s: c[s] for s in STAGES}
 
-    return {"metric": metrics.most_common(1)[0][0], "correct_at": CORRECT_AT, "rules": dict(rules.most_common()),
-            "overall": counts(overall), "by_category": {k: counts(v) for k, v in sorted(by_category.items())},
-            "memory": _measures(diagnosed, level, resamples)}
+    return {
+        "metric": metrics.most_common(1)[0][0],
+        "correct_at": CORRECT_AT,
+        "rules": dict(rules.most_common()),
+        "overall": counts(overall),
+        "by_category": {k: counts(v) for k, v in sorted(by_category.items())},
+        "memory": _measures(diagnosed, level, resamples),
+    }
 
 
 def memory_line(tallied: Mapping[str, Any]) -> str | None:
@@ -729,8 +821,13 @@ def memory_line(tallied: Mapping[str, Any]) -> str | None:
     one = next(iter(reasons)) if len(reasons) == 1 and all(not m.get("ci") for m in measures.values()) else None
     parts = []
     for name, m in measures.items():
-        ci = (f" [{m['ci'][0]:.2f}, {m['ci'][1]:.2f}]" if m.get("ci")
-              else f" n/a ({m['na']})" if m.get("na") and one is None else "")
+        ci = (
+            f" [{m['ci'][0]:.2f}, {m['ci'][1]:.2f}]"
+            if m.get("ci")
+            else f" n/a ({m['na']})"
+            if m.get("na") and one is None
+            else ""
+        )
         parts.append(f"{name.replace('_', ' ')} {m['value']:.3f}{ci} (n {m['n']})")
     return f"memory{f' (no interval: {one})' if one else ''}: " + ", ".join(parts)
 

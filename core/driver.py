@@ -50,8 +50,15 @@ from memplug.plan import Plan
 from memplug.plugins import Plugins
 from memplug.protocols import Describes, PlansQuestions
 from memplug.record import SCHEMA, Outcome, QuestionRecord, RunInfo, RunSummary
-from memplug.results import (RunDir, RunLock, keep_complete_samples, safe_name, summarize, write_json_atomic,
-                             write_status_in_place)
+from memplug.results import (
+    RunDir,
+    RunLock,
+    keep_complete_samples,
+    safe_name,
+    summarize,
+    write_json_atomic,
+    write_status_in_place,
+)
 from memplug.samplerun import SampleRunner, SetupFailed
 from memplug.secrets import scrub, scrub_all
 from memplug.specs import RunSpec
@@ -145,8 +152,9 @@ class Driver:
             staging = output / f".{run_id}.{os.getpid()}.tmp"
             try:
                 staging.mkdir()
-                write_json_atomic(staging / "run.json",
-                                  self.run_json(run_id, started or _now(), "running", 0.0).to_json())
+                write_json_atomic(
+                    staging / "run.json", self.run_json(run_id, started or _now(), "running", 0.0).to_json()
+                )
                 os.replace(staging, path)  # replaces the empty directory in one step
             except BaseException as exc:  # a full disk, or Ctrl-C half way: leave no empty run directory
                 shutil.rmtree(staging, ignore_errors=True)
@@ -158,8 +166,15 @@ class Driver:
             return run_id, path
         raise MemplugError(f"--output {output}: too many runs named {base}")
 
-    def run_json(self, run_id: str, started: str, status: str, wall_s: float, ended: str | None = None,
-                 outcome: Outcome | None = None) -> RunInfo:
+    def run_json(
+        self,
+        run_id: str,
+        started: str,
+        status: str,
+        wall_s: float,
+        ended: str | None = None,
+        outcome: Outcome | None = None,
+    ) -> RunInfo:
         """The content of run.json: the spec, what it resolved to, versions, git commit, status
         and the ``outcome`` counts; every string scrubbed of secrets."""
         plan = self.plan
@@ -169,48 +184,68 @@ class Driver:
         if isinstance(judge, Describes):
             extra["judge"] = judge.describe()
         # what decides the stage of each miss: the overlap rule, or the judge with a pinned prompt
-        extra["diagnosis"] = {"items_without_sources": "judge" if plan.judge_llm is not None else "overlap",
-                              **({"judge_prompt_sha256": diagnosis.JUDGE_PROMPT_SHA256} if plan.judge_llm else {})}
+        extra["diagnosis"] = {
+            "items_without_sources": "judge" if plan.judge_llm is not None else "overlap",
+            **({"judge_prompt_sha256": diagnosis.JUDGE_PROMPT_SHA256} if plan.judge_llm else {}),
+        }
         #: what ran the samples: this process (local), or e.g. Ray workers with their address
         extra["executor"] = self.executor.describe() if self.executor is not None else {"name": "local"}
         #: --llm/--judge local: the GGUF's sha256, llama.cpp's version, window, threads, speed, timeout
-        local_models = {role: llm.local_info for role, llm in (("llm", plan.llm), ("judge", plan.judge_llm))
-                        if llm is not None and llm.local_info}
+        local_models = {
+            role: llm.local_info
+            for role, llm in (("llm", plan.llm), ("judge", plan.judge_llm))
+            if llm is not None and llm.local_info
+        }
         if local_models:
             extra["local_models"] = local_models
         #: --concurrency auto: each model's limit of calls in flight, where it went and why
-        adaptive = {role: llm.adaptive.describe() for role, llm in (("llm", plan.llm), ("judge", plan.judge_llm))
-                    if llm is not None and llm.adaptive is not None}
+        adaptive = {
+            role: llm.adaptive.describe()
+            for role, llm in (("llm", plan.llm), ("judge", plan.judge_llm))
+            if llm is not None and llm.adaptive is not None
+        }
         if adaptive:
             extra["concurrency_auto"] = adaptive
-        return RunInfo.from_json(scrub_all({
-            "schema": SCHEMA,
-            "run_id": run_id,
-            "spec": spec,
-            "resolved": {
-                **plan.resolved.to_json(),  # the resolved spec, as the runner uses it
-                "metrics": [m.name for m in plan.metrics],
-                "answer_prompt_source": plan.info.answer_prompt_source,
-                "protocol": plan.protocol.describe(),
-                "data_sha256": plan.data_sha256(),
-                "from_run": _from_run_id(plan.spec.from_run),
-                "data_warnings": {"count": len(plan.data_warnings), "first": plan.data_warnings[:20]},
-                "limit": plan.drawn,
-                **extra,
-            },
-            "versions": plan.versions(),
-            "git": _git_hash(),
-            "started": started,
-            "ended": ended,
-            "wall_s": round(wall_s, 3),
-            "status": status,
-            **(outcome.to_json() if outcome is not None else {}),
-        }), "run.json")
+        return RunInfo.from_json(
+            scrub_all(
+                {
+                    "schema": SCHEMA,
+                    "run_id": run_id,
+                    "spec": spec,
+                    "resolved": {
+                        **plan.resolved.to_json(),  # the resolved spec, as the runner uses it
+                        "metrics": [m.name for m in plan.metrics],
+                        "answer_prompt_source": plan.info.answer_prompt_source,
+                        "protocol": plan.protocol.describe(),
+                        "data_sha256": plan.data_sha256(),
+                        "from_run": _from_run_id(plan.spec.from_run),
+                        "data_warnings": {"count": len(plan.data_warnings), "first": plan.data_warnings[:20]},
+                        "limit": plan.drawn,
+                        **extra,
+                    },
+                    "versions": plan.versions(),
+                    "git": _git_hash(),
+                    "started": started,
+                    "ended": ended,
+                    "wall_s": round(wall_s, 3),
+                    "status": status,
+                    **(outcome.to_json() if outcome is not None else {}),
+                }
+            ),
+            "run.json",
+        )
 
     # -- running --------------------------------------------------------------
-    def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable[..., Any] | None = None,
-            capture_logs: bool = False, verbose: bool = False, executor: Executor | None = None,
-            name: str | None = None) -> Path:
+    def run(
+        self,
+        output: Path | None = None,
+        resume: Path | None = None,
+        progress: Callable[..., Any] | None = None,
+        capture_logs: bool = False,
+        verbose: bool = False,
+        executor: Executor | None = None,
+        name: str | None = None,
+    ) -> Path:
         """Run (or resume) and return the run directory.
 
         Raises :class:`RunStopped` when a failure stopped the run (the directory is kept
@@ -225,8 +260,11 @@ class Driver:
         plan = self.plan
         samples = plan.samples()
         # --fail-under names a metric the run scores and a category it asks: a typo fails now, not after the run
-        gates.check_names(gates.thresholds(plan.spec.fail_under), [m.name for m in plan.metrics],
-                          {q.category for s in samples for q in s.questions})
+        gates.check_names(
+            gates.thresholds(plan.spec.fail_under),
+            [m.name for m in plan.metrics],
+            {q.category for s in samples for q in s.questions},
+        )
         for metric in plan.metrics:  # the judges of these questions, named in run.json from the start
             if isinstance(metric, PlansQuestions):
                 metric.plan(q for s in samples for q in s.questions)
@@ -250,8 +288,9 @@ class Driver:
             if lock is not None:
                 lock.release()
 
-    def _run_in(self, run_dir: RunDir, samples: list[Sample], resuming: bool,
-                progress: Callable[..., Any] | None) -> Path:
+    def _run_in(
+        self, run_dir: RunDir, samples: list[Sample], resuming: bool, progress: Callable[..., Any] | None
+    ) -> Path:
         plan, spec = self.plan, self.plan.spec
         path = run_dir.path
         stored = run_dir.info()
@@ -273,9 +312,14 @@ class Driver:
         pending = [s for s in samples if s.id not in done]
         n_expected = sum(len(s.questions) for s in samples)
         run = Run(spec, run_id, path, plan.info)
-        log.info("run %s %s: %d of %d questions to ask; spec %s", run_id, "resumed" if resuming else "started",
-                 n_expected - sum(len(s.questions) for s in samples if s.id in done), n_expected,
-                 json.dumps(scrub_all(attrs.asdict(spec))))
+        log.info(
+            "run %s %s: %d of %d questions to ask; spec %s",
+            run_id,
+            "resumed" if resuming else "started",
+            n_expected - sum(len(s.questions) for s in samples if s.id in done),
+            n_expected,
+            json.dumps(scrub_all(attrs.asdict(spec))),
+        )
         t0 = time.perf_counter()
         try:
             write_json_atomic(run_dir.run_json, self.run_json(run_id, started, "running", prior_wall).to_json())
@@ -373,13 +417,16 @@ def _check_same_protocol(path: Path, stored: Mapping[str, Any] | None, now: Mapp
         return
     keys = ("name", "version", "variations", "sha256", "parse", "parse_by_category")
     if any(stored.get(k) != now.get(k) for k in keys):
+
         def label(d: Mapping[str, Any]) -> str:
             variations = f" ({', '.join(d['variations'])})" if d.get("variations") else ""
             return f"{d.get('name')} v{d.get('version')}{variations}"
 
-        raise MemplugError(f"cannot resume {path}: it was asked under the answer protocol {label(stored)}, this "
-                           f"memplug asks under {label(now)}; finish it with the memplug that began it, or "
-                           "start a new run")
+        raise MemplugError(
+            f"cannot resume {path}: it was asked under the answer protocol {label(stored)}, this "
+            f"memplug asks under {label(now)}; finish it with the memplug that began it, or "
+            "start a new run"
+        )
 
 
 def _exit_on_second_interrupt(run_dir: Path) -> Any:
@@ -388,22 +435,26 @@ def _exit_on_second_interrupt(run_dir: Path) -> Any:
     the interpreter's exit that waits for an agent's hung thread, it was a traceback).
     Returns the handler replaced, to put back; None where none was replaced (not the main
     thread, or a handler of the caller's own, which keeps its say)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         return None
 
     def now(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(Exception):
-            sys.stderr.write(f"memplug: interrupted again: stopped at once; finish the run with: "
-                             f"memplug eval --resume {run_dir}\n")
+            sys.stderr.write(
+                f"memplug: interrupted again: stopped at once; finish the run with: memplug eval --resume {run_dir}\n"
+            )
             sys.stderr.flush()
         os._exit(130)
 
     return signal.signal(signal.SIGINT, now)
 
 
-def _outcome(records: Sequence[QuestionRecord], n_expected: int, stop: BaseException | None,
-             interrupted: bool = False) -> Outcome:
+def _outcome(
+    records: Sequence[QuestionRecord], n_expected: int, stop: BaseException | None, interrupted: bool = False
+) -> Outcome:
     """The run's status and what it rests on: ``interrupted`` after a Ctrl-C (the records
     so far are summed up all the same); else ``finished`` only when every expected
     question has a record without an error; ``failed`` when none has; else ``partial``."""
@@ -416,5 +467,6 @@ def _outcome(records: Sequence[QuestionRecord], n_expected: int, stop: BaseExcep
         status = "failed"
     if interrupted:
         return Outcome("interrupted", n_expected, answered, n_expected - answered, first, "interrupted (Ctrl-C)")
-    return Outcome(status, n_expected, answered, n_expected - answered, first,
-                   scrub(str(stop)) if stop is not None else None)
+    return Outcome(
+        status, n_expected, answered, n_expected - answered, first, scrub(str(stop)) if stop is not None else None
+    )

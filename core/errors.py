@@ -57,8 +57,9 @@ class RunStopped(MemplugError):
 
     def __init__(self, message: str, run_dir: object) -> None:
         self.run_dir = str(run_dir)
-        super().__init__(f"{message}; the run is kept: fix this, then finish it with "
-                         f"memplug eval --resume {self.run_dir}")
+        super().__init__(
+            f"{message}; the run is kept: fix this, then finish it with memplug eval --resume {self.run_dir}"
+        )
 
 
 class RunInterrupted(KeyboardInterrupt):

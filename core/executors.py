@@ -60,10 +60,25 @@ START_TIMEOUT_S = float(os.environ.get("MEMPLUG_RAY_START_TIMEOUT", "180"))
 #: what the driver hands to workers through Ray's runtime environment: memplug's own
 #: settings (plugins to load, cache folder, default model) and the providers' keys
 FORWARDED_PREFIXES = ("MEMPLUG_",)
-FORWARDED_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HOSTED_VLLM_API_KEY", "ANTHROPIC_API_KEY",
-                  "GEMINI_API_KEY", "TOGETHER_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY", "MISTRAL_API_KEY",
-                  "DEEPSEEK_API_KEY", "HF_TOKEN", "NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy",
-                  "HTTP_PROXY", "http_proxy")
+FORWARDED_KEYS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "HOSTED_VLLM_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "TOGETHER_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "HF_TOKEN",
+    "NO_PROXY",
+    "no_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+)
 
 
 def forwarded_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -84,8 +99,9 @@ def parse_llm_tpm(text: Any, source: str = "--llm-tpm") -> dict[str, int]:
     """``--llm-tpm``: tokens per minute (prompt and completion), ``200000`` (each model) or
     ``openai/gpt-4o-mini=200000,*=30000``; a sweep file may give an int or a table.
     Returns {model or "*": tokens a minute}."""
-    return parse_per_model(text, source, "a number of tokens a minute (e.g. 200000 or openai/gpt-4o=30000)",
-                           "token a minute")
+    return parse_per_model(
+        text, source, "a number of tokens a minute (e.g. 200000 or openai/gpt-4o=30000)", "token a minute"
+    )
 
 
 def parse_per_model(text: Any, source: str, what: str, unit: str) -> dict[str, int]:
@@ -121,8 +137,9 @@ def parse_per_model(text: Any, source: str, what: str, unit: str) -> dict[str, i
             raise MemplugError(f"{source}: {given!r} has no model before '=' (MODEL=N, or N for every model)")
         if isinstance(value, str) and not value:
             raise MemplugError(f"{source}: {given!r} has no number after '='")
-        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit()
-                                                                      and value.isascii())):
+        if isinstance(value, bool) or not (
+            isinstance(value, int) or (isinstance(value, str) and value.isdigit() and value.isascii())
+        ):
             raise MemplugError(f"{source}: {_shown(value)} is not {what}")
         n = int(value)
         if n < 1:
@@ -151,8 +168,9 @@ class Executor:
         ``results`` (the driver's: :meth:`memplug.driver.Driver.run` calls this)."""
         raise NotImplementedError
 
-    def map_cells(self, cells: list[Any], run_cell: Callable[[Any, "Executor | None"], Any],
-                  on_done: Callable[[Any, Any], None]) -> None:
+    def map_cells(
+        self, cells: list[Any], run_cell: Callable[[Any, "Executor | None"], Any], on_done: Callable[[Any, Any], None]
+    ) -> None:
         """Run ``run_cell(cell, executor)`` for each cell, calling ``on_done(cell, result)``
         in this process as each finishes."""
         for cell in cells:
@@ -203,8 +221,9 @@ class LocalExecutor(Executor):
         with self._token_budgets():
             run_here(runner, samples, results)
 
-    def map_cells(self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any],
-                  on_done: Callable[[Any, Any], None]) -> None:
+    def map_cells(
+        self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any], on_done: Callable[[Any, Any], None]
+    ) -> None:
         if self.workers <= 1 or len(cells) <= 1:
             with self._token_budgets():  # one budget for the cells one after another
                 for cell in cells:
@@ -217,8 +236,12 @@ class LocalExecutor(Executor):
         processes = min(self.workers, len(cells))
         # --llm-tpm: each process spends its share of the budget
         share = {model: max(n // processes, 1) for model, n in self.llm_tpm.items()}
-        pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_start_pool_process, initargs=(share, os.getpid()))
+        pool = ProcessPoolExecutor(
+            max_workers=processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_pool_process,
+            initargs=(share, os.getpid()),
+        )
         try:
             futures = {pool.submit(_pool_cell, run_cell, cell): cell for cell in cells}
             for future in as_completed(futures):
@@ -311,19 +334,32 @@ def _stop_pool(pool: Any) -> None:
     pool.shutdown(wait=True)  # its processes ended: the pool's own thread ends at once
 
 
-def make_executor(name: str | None, address: str | None = None, workers: int | None = None,
-                  llm_limit: Mapping[str, int] | None = None, runtime_env: Mapping[str, Any] | None = None,
-                  num_cpus: int | None = None, llm_tpm: Mapping[str, int] | None = None) -> Executor:
+def make_executor(
+    name: str | None,
+    address: str | None = None,
+    workers: int | None = None,
+    llm_limit: Mapping[str, int] | None = None,
+    runtime_env: Mapping[str, Any] | None = None,
+    num_cpus: int | None = None,
+    llm_tpm: Mapping[str, int] | None = None,
+) -> Executor:
     """The executor called ``name`` (``local`` or ``ray``)."""
     name = name or "local"
     if name == "local":
         if address or llm_limit:
-            raise MemplugError("--address and --llm-limit are for --executor ray (locally, --concurrency "
-                               "bounds the LLM calls)")
+            raise MemplugError(
+                "--address and --llm-limit are for --executor ray (locally, --concurrency bounds the LLM calls)"
+            )
         return LocalExecutor(workers or 1, llm_tpm=llm_tpm)
     if name == "ray":
-        return RayExecutor(address=address, workers=workers, llm_limit=llm_limit, runtime_env=runtime_env,
-                           num_cpus=num_cpus, llm_tpm=llm_tpm)
+        return RayExecutor(
+            address=address,
+            workers=workers,
+            llm_limit=llm_limit,
+            runtime_env=runtime_env,
+            num_cpus=num_cpus,
+            llm_tpm=llm_tpm,
+        )
     raise MemplugError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
 
 
@@ -338,8 +374,9 @@ def _ray() -> Any:
     return ray
 
 
-def ray_init(address: str | None = None, num_cpus: int | None = None,
-             runtime_env: Mapping[str, Any] | None = None) -> Any:
+def ray_init(
+    address: str | None = None, num_cpus: int | None = None, runtime_env: Mapping[str, Any] | None = None
+) -> Any:
     """Connect to Ray: the cluster at ``address`` (or ``RAY_ADDRESS``), else a local instance
     on loopback only (no dashboard, ``num_cpus`` CPUs), whose processes end with this one
     even if it is killed (:mod:`memplug.ray_reaper`). An instance already started in this
@@ -353,8 +390,11 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
     ray_logs_to_memplug_log()
     if ray.is_initialized():
         return ray
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": bool(os.environ.get("MEMPLUG_RAY_LOGS")),
-                              "configure_logging": False}
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": bool(os.environ.get("MEMPLUG_RAY_LOGS")),
+        "configure_logging": False,
+    }
     if runtime_env:
         kwargs["runtime_env"] = dict(runtime_env)
     if local:  # (a `ray start` on this machine's loopback too: Ray would turn 127.0.0.1 into the host's address)
@@ -377,8 +417,7 @@ def ray_init(address: str | None = None, num_cpus: int | None = None,
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        raise MemplugError(f"cannot start or reach {where}: {str(exc).splitlines()[0] if str(exc) else exc}") \
-            from None
+        raise MemplugError(f"cannot start or reach {where}: {str(exc).splitlines()[0] if str(exc) else exc}") from None
     if before is not None:
         _start_reaper(sorted(_ray_children(ray) - before))
     return ray
@@ -413,13 +452,20 @@ def _start_reaper(roots: list[int]) -> None:
         return
     read, write = os.pipe()  # neither end is inherited by processes started later
     try:
-        process = subprocess.Popen([sys.executable, "-I", "-S", ray_reaper.__file__, *map(str, roots)],
-                                   stdin=read, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   start_new_session=True)  # (a Ctrl-C at the terminal does not reach it)
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", ray_reaper.__file__, *map(str, roots)],
+            stdin=read,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # (a Ctrl-C at the terminal does not reach it)
     except OSError as exc:
         os.close(write)
-        log.warning("the reaper of the local Ray session did not start (%s): if this process is killed, "
-                    "Ray's agents may outlive it by minutes", exc)
+        log.warning(
+            "the reaper of the local Ray session did not start (%s): if this process is killed, "
+            "Ray's agents may outlive it by minutes",
+            exc,
+        )
         return
     finally:
         os.close(read)
@@ -516,8 +562,13 @@ class _Limiter:
                 self.held[(model, who)] = 0
 
     def stats(self) -> dict[str, Any]:
-        return {"limits": self.limits, "peak": self.peak, "tpm": self.tokens.budgets,
-                "tokens_used": self.tokens.used, "tokens_waited_s": self.tokens.waited}
+        return {
+            "limits": self.limits,
+            "peak": self.peak,
+            "tpm": self.tokens.budgets,
+            "tokens_used": self.tokens.used,
+            "tokens_waited_s": self.tokens.waited,
+        }
 
 
 class _RemoteLimit:
@@ -617,8 +668,9 @@ class _SampleWorker:
         with contextlib.suppress(Exception):
             runner.plan.token_counts.save()
 
-    async def run_sample(self, spec_fields: dict[str, Any], resolved: ResolvedSpec, work: str,
-                         sample: Sample) -> SampleResult:
+    async def run_sample(
+        self, spec_fields: dict[str, Any], resolved: ResolvedSpec, work: str, sample: Sample
+    ) -> SampleResult:
         """The sample's records and its line of stored.jsonl. ``resolved``: the driver's
         :class:`memplug.specs.ResolvedSpec`, which the worker uses as it is."""
         runner, pool = await self._runner(spec_fields, resolved)
@@ -648,10 +700,16 @@ class RayExecutor(Executor):
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, workers: int | None = None,
-                 llm_limit: Mapping[str, int] | None = None, runtime_env: Mapping[str, Any] | None = None,
-                 num_cpus: int | None = None, sample_retries: int = SAMPLE_RETRIES,
-                 llm_tpm: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        llm_limit: Mapping[str, int] | None = None,
+        runtime_env: Mapping[str, Any] | None = None,
+        num_cpus: int | None = None,
+        sample_retries: int = SAMPLE_RETRIES,
+        llm_tpm: Mapping[str, int] | None = None,
+    ) -> None:
         self.address = address
         self.workers = workers
         self.llm_limit = dict(llm_limit or {})
@@ -693,8 +751,9 @@ class RayExecutor(Executor):
         env["env_vars"] = forwarded_env(self.runtime_env.get("env_vars"))
         self._env = env
         if self.llm_limit or self.llm_tpm:
-            self.limiter = ray.remote(_Limiter).options(max_concurrency=100_000, num_cpus=0).remote(
-                self.llm_limit, self.llm_tpm)
+            self.limiter = (
+                ray.remote(_Limiter).options(max_concurrency=100_000, num_cpus=0).remote(self.llm_limit, self.llm_tpm)
+            )
         self._actor_cls = ray.remote(_SampleWorker)
         for _ in range(n):
             self._add_actor()
@@ -704,15 +763,18 @@ class RayExecutor(Executor):
         except ray.exceptions.GetTimeoutError:
             free = ray.available_resources().get("CPU", 0)
             self.close()
-            raise MemplugError(f"Ray could not start {n} workers in {START_TIMEOUT_S:g} s ({free:g} of {cpus} CPUs "
-                               "free: other jobs may hold them); try fewer --workers") from None
+            raise MemplugError(
+                f"Ray could not start {n} workers in {START_TIMEOUT_S:g} s ({free:g} of {cpus} CPUs "
+                "free: other jobs may hold them); try fewer --workers"
+            ) from None
         log.info("ray executor: %d workers on %d CPUs", n, cpus)
 
     def _add_actor(self, index: int | None = None) -> None:
         holder = uuid.uuid4().hex[:12]
         # max_concurrency: the asyncio tasks of one actor; the spec's --concurrency bounds them per run below
-        actor = self._actor_cls.options(num_cpus=1, max_concurrency=1024, max_restarts=0,
-                                        runtime_env=self._env).remote(holder, self.limiter, self.llm_tpm)
+        actor = self._actor_cls.options(num_cpus=1, max_concurrency=1024, max_restarts=0, runtime_env=self._env).remote(
+            holder, self.limiter, self.llm_tpm
+        )
         if index is None:
             self.actors.append(actor)
             self.holders.append(holder)
@@ -762,9 +824,13 @@ class RayExecutor(Executor):
         self.ray = None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "address": self.address or os.environ.get("RAY_ADDRESS") or "local",
-                "workers": len(self.actors) or self.workers, "llm_limit": self.llm_limit,
-                **({"llm_tpm": self.llm_tpm} if self.llm_tpm else {})}
+        return {
+            "name": self.name,
+            "address": self.address or os.environ.get("RAY_ADDRESS") or "local",
+            "workers": len(self.actors) or self.workers,
+            "llm_limit": self.llm_limit,
+            **({"llm_tpm": self.llm_tpm} if self.llm_tpm else {}),
+        }
 
     # -- a sharded run ------------------------------------------------------------------
     def run_samples(self, runner: SampleRunner, samples: list[Sample], results: RunResults) -> None:
@@ -816,9 +882,12 @@ class RayExecutor(Executor):
                             pending.appendleft(sample)
                             pending = deque(sorted(pending, key=lambda s: order[s.id]))
                             continue
-                        result = SampleResult(runner.failed_records(
-                            sample, f"worker died {deaths[sample.id]} times running this sample "
-                            f"({type(exc).__name__})"))
+                        result = SampleResult(
+                            runner.failed_records(
+                                sample,
+                                f"worker died {deaths[sample.id]} times running this sample ({type(exc).__name__})",
+                            )
+                        )
                     except RayTaskError as exc:  # the run's own stop (a bad key, a set-up failure): as locally
                         cause = getattr(exc, "cause", None)
                         raise (cause if isinstance(cause, Exception) else exc) from None
@@ -846,8 +915,9 @@ class RayExecutor(Executor):
                         self._replace(i)
 
     # -- a sweep -------------------------------------------------------------------------
-    def map_cells(self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any],
-                  on_done: Callable[[Any, Any], None]) -> None:
+    def map_cells(
+        self, cells: list[Any], run_cell: Callable[[Any, Executor | None], Any], on_done: Callable[[Any, Any], None]
+    ) -> None:
         """One cell after another, each spread over the whole pool (the driver writes every
         record, so the sweep directory needs no filesystem shared with the workers)."""
         self.start()

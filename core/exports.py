@@ -53,12 +53,16 @@ def _exporter(dataset: str, plugins: Plugins) -> tuple[Exporter, str]:
     entry = plugins.registry("exports").get(dataset)
     suffix = entry.info.get("suffix")
     if not isinstance(suffix, str) or not _SUFFIX.fullmatch(suffix):
-        raise MemplugError(f"export {dataset!r} from plugin {entry.plugin!r}: suffix={suffix!r} is not a "
-                           "file name's ending such as '.hypotheses.jsonl'")
+        raise MemplugError(
+            f"export {dataset!r} from plugin {entry.plugin!r}: suffix={suffix!r} is not a "
+            "file name's ending such as '.hypotheses.jsonl'"
+        )
     function = entry.load()
     if not callable(function):
-        raise MemplugError(f"export {dataset!r} from plugin {entry.plugin!r}: {entry.target} is a "
-                           f"{type(function).__name__}, not a function of the run's records")
+        raise MemplugError(
+            f"export {dataset!r} from plugin {entry.plugin!r}: {entry.target} is a "
+            f"{type(function).__name__}, not a function of the run's records"
+        )
     return function, suffix
 
 
@@ -72,8 +76,10 @@ def export(paths: Iterable[Path], folder: Path, plugins: Plugins | None = None) 
     datasets = [str(run.info().dataset) for run in runs]
     for run, dataset in zip(runs, datasets):
         if dataset not in registry:
-            raise MemplugError(f"--export: run {run.path} is on dataset {dataset}, which has no official "
-                               f"export (those with one: {', '.join(registry.names()) or 'none'})")
+            raise MemplugError(
+                f"--export: run {run.path} is on dataset {dataset}, which has no official "
+                f"export (those with one: {', '.join(registry.names()) or 'none'})"
+            )
     exporters = {dataset: _exporter(dataset, plugins) for dataset in dict.fromkeys(datasets)}
     try:
         folder.mkdir(parents=True, exist_ok=True)

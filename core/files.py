@@ -18,8 +18,12 @@ from memplug.errors import DataError
 
 #: byte-order marks of the encodings JSON must not come in (RFC 8259 §8.1: UTF-8 only);
 #: UTF-32 first, as its little-endian mark starts with UTF-16's
-_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-              (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 _SHORT = reprlib.Repr()  # keyword arguments to Repr() need Python 3.12
 _SHORT.maxstring = _SHORT.maxother = 60
 _SHORT.maxlist = _SHORT.maxdict = 6
@@ -44,8 +48,12 @@ def decode_utf8(data: bytes, path: Path | str, line: int = 1) -> str:
     if line == 1:
         for bom, name in _WIDE_BOMS:
             if data.startswith(bom):
-                raise DataError(path, f"{name} text (it starts with a {name} byte-order mark); "
-                                      "memplug reads UTF-8: save the file as UTF-8", "byte 0")
+                raise DataError(
+                    path,
+                    f"{name} text (it starts with a {name} byte-order mark); "
+                    "memplug reads UTF-8: save the file as UTF-8",
+                    "byte 0",
+                )
     try:
         return data.decode("utf-8-sig" if line == 1 else "utf-8")
     except UnicodeDecodeError as exc:
@@ -105,8 +113,11 @@ def loads(text: str) -> Any:
     except ValueError as exc:  # the C scanner's int(): more digits than sys.get_int_max_str_digits()
         if "digits" not in str(exc):
             raise
-        raise BadNumber("an integer of more than 4,300 digits (no dataset holds one: a damaged file?)", "",
-                        _place(text, r"-?\d{4300,}")) from None
+        raise BadNumber(
+            "an integer of more than 4,300 digits (no dataset holds one: a damaged file?)",
+            "",
+            _place(text, r"-?\d{4300,}"),
+        ) from None
 
 
 def read_json(path: Path) -> Any:

@@ -110,8 +110,10 @@ class Threshold:
         except ValueError:
             value = math.nan
         if found is None or not math.isfinite(value):
-            raise MemplugError(f"--fail-under {text!r}: expected METRIC=VALUE or METRIC[CATEGORY]=VALUE, "
-                               "e.g. accuracy=0.7 or f1[multi-hop]=0.4")
+            raise MemplugError(
+                f"--fail-under {text!r}: expected METRIC=VALUE or METRIC[CATEGORY]=VALUE, "
+                "e.g. accuracy=0.7 or f1[multi-hop]=0.4"
+            )
         return cls(found.group("metric"), value, found.group("category"))
 
     @property
@@ -144,11 +146,15 @@ def check_names(found: Sequence[Threshold], metrics: Iterable[str], categories: 
     metrics, categories = list(metrics), list(categories)
     for t in found:
         if t.metric not in metrics:
-            raise MemplugError(f"--fail-under {t.label}: the run scores no metric {t.metric!r}"
-                               f"{did_you_mean(t.metric, metrics)} (it scores {', '.join(metrics)})")
+            raise MemplugError(
+                f"--fail-under {t.label}: the run scores no metric {t.metric!r}"
+                f"{did_you_mean(t.metric, metrics)} (it scores {', '.join(metrics)})"
+            )
         if t.category is not None and t.category not in categories:
-            raise MemplugError(f"--fail-under {t.label}: the questions have no category {t.category!r}"
-                               f"{did_you_mean(t.category, categories)}")
+            raise MemplugError(
+                f"--fail-under {t.label}: the questions have no category {t.category!r}"
+                f"{did_you_mean(t.category, categories)}"
+            )
 
 
 def below(found: Sequence[Threshold], summary: RunSummary) -> list[str]:

@@ -36,6 +36,7 @@ from markupsafe import Markup
 import memplug
 from memplug import compare, stats
 from memplug import stored as stored_file
+
 # the metric a run is judged by, on the page as in each question's diagnosis
 from memplug.diagnosis import headline_metric
 from memplug.display import visible
@@ -126,8 +127,14 @@ class LoadedRun:
 def load_run(path: Path) -> LoadedRun:
     """Read run.json, summary.json and samples.jsonl of one run directory."""
     rd = RunDir(Path(path)).check()
-    return LoadedRun(path=rd.path, run=rd.info(), summary=rd.summary(), records=rd.records(),
-                     judge_checks=rd.judge_checks(), stored=stored_file.read(rd.path))
+    return LoadedRun(
+        path=rd.path,
+        run=rd.info(),
+        summary=rd.summary(),
+        records=rd.records(),
+        judge_checks=rd.judge_checks(),
+        stored=stored_file.read(rd.path),
+    )
 
 
 def _flat_spec(run: LoadedRun) -> dict[str, Any]:
@@ -181,31 +188,33 @@ def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
         if not is_wrong(rec, headline):
             continue
         recalled = rec.recalled
-        rows.append({
-            "sample_id": str(rec.sample_id),
-            "targets": [str(t) for t in rec.targets],
-            "category": rec.category or "(none)",
-            "question_id": rec.question_id,
-            "question": rec.question,
-            "gold": rec.gold,
-            "choices": rec.choices or {},
-            "correct_choice": rec.correct_choice,
-            "prediction": rec.prediction,
-            "score": rec.scores.get(headline) if headline else None,
-            "error": rec.error,
-            # where the answer was lost (memplug.diagnosis); None: an error, or a run from before diagnoses
-            "stage": rec.diagnosis.stage if rec.diagnosis is not None else None,
-            "recalled": [
-                {
-                    "text": _clip(str(item.text), MAX_RECALLED_CHARS),
-                    "score": item.score,
-                    "message_ids": list(item.message_ids),
-                    "target": bool(set(item.message_ids) & set(rec.targets)),
-                }
-                for item in recalled[:MAX_RECALLED_SHOWN]
-            ],
-            "recalled_more": max(0, len(recalled) - MAX_RECALLED_SHOWN),
-        })
+        rows.append(
+            {
+                "sample_id": str(rec.sample_id),
+                "targets": [str(t) for t in rec.targets],
+                "category": rec.category or "(none)",
+                "question_id": rec.question_id,
+                "question": rec.question,
+                "gold": rec.gold,
+                "choices": rec.choices or {},
+                "correct_choice": rec.correct_choice,
+                "prediction": rec.prediction,
+                "score": rec.scores.get(headline) if headline else None,
+                "error": rec.error,
+                # where the answer was lost (memplug.diagnosis); None: an error, or a run from before diagnoses
+                "stage": rec.diagnosis.stage if rec.diagnosis is not None else None,
+                "recalled": [
+                    {
+                        "text": _clip(str(item.text), MAX_RECALLED_CHARS),
+                        "score": item.score,
+                        "message_ids": list(item.message_ids),
+                        "target": bool(set(item.message_ids) & set(rec.targets)),
+                    }
+                    for item in recalled[:MAX_RECALLED_SHOWN]
+                ],
+                "recalled_more": max(0, len(recalled) - MAX_RECALLED_SHOWN),
+            }
+        )
     return rows
 
 
@@ -223,16 +232,24 @@ def _stored_lists(run: LoadedRun, rows: list[dict[str, Any]], n_run: int) -> lis
             lists[row["sample_id"]] = {
                 "id": f"stored-{n_run}-{len(lists)}",
                 "total": int(line.get("total") or len(items)),
-                "items": [{"text": _clip(str(i.get("text", "")), MAX_STORED_CHARS),
-                           "id": i.get("id"), "message_ids": [str(m) for m in i.get("message_ids") or []]}
-                          for i in items[:MAX_STORED_SHOWN]],
+                "items": [
+                    {
+                        "text": _clip(str(i.get("text", "")), MAX_STORED_CHARS),
+                        "id": i.get("id"),
+                        "message_ids": [str(m) for m in i.get("message_ids") or []],
+                    }
+                    for i in items[:MAX_STORED_SHOWN]
+                ],
                 "in_file": len(items),
             }
         row["stored"] = lists[row["sample_id"]]
         # did the system keep the evidence at all? items (of those in the file) holding a target
         targets = set(row["targets"])
-        row["stored_hits"] = (sum(1 for i in line.get("items") or [] if targets & set(map(str, i.get("message_ids") or [])))
-                              if targets else None)
+        row["stored_hits"] = (
+            sum(1 for i in line.get("items") or [] if targets & set(map(str, i.get("message_ids") or [])))
+            if targets
+            else None
+        )
     return list(lists.values())
 
 
@@ -347,7 +364,7 @@ def _svg(fig: Any, prefix: str) -> Markup:
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buf.getvalue()
-    text = text[text.index("<svg"):]
+    text = text[text.index("<svg") :]
 
     def tag(match: re.Match[str]) -> str:  # ids only inside tags, never in chart text
         t = _ID_ATTR.sub(lambda m: f'id="{prefix}-{m.group(1)}"', match.group(0))
@@ -368,8 +385,9 @@ def _error_bars(values: list[float], intervals: list[list[float] | None]) -> lis
     return [[max(0.0, x) for x in low], [max(0.0, x) for x in high]]
 
 
-def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun],
-                    categories: Sequence[str], prefix: str) -> Markup:
+def _category_chart(
+    plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], categories: Sequence[str], prefix: str
+) -> Markup:
     """MemSim Table 6/7 as bars: one group per run, one bar per category and one for overall."""
     import numpy as np
 
@@ -391,10 +409,15 @@ def _category_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRu
         values = [math.nan if v is None else float(v) for v in given]
         intervals = [r.interval(metric, None if overall else cat) for r in runs]
         top = max([top, *(v for v in values if not math.isnan(v)), *(i[1] for i in intervals if i)])
-        drawn = ax.bar(x - 0.4 + width * (i + 0.5), values, width * 0.92, label=visible(cat),
-                       color=_OVERALL_COLOR if overall else colors[i % len(colors)],
-                       yerr=_error_bars(values, intervals),
-                       error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "#222"})
+        drawn = ax.bar(
+            x - 0.4 + width * (i + 0.5),
+            values,
+            width * 0.92,
+            label=visible(cat),
+            color=_OVERALL_COLOR if overall else colors[i % len(colors)],
+            yerr=_error_bars(values, intervals),
+            error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "#222"},
+        )
         for j, bar in enumerate(drawn.patches):
             if not math.isnan(values[j]):
                 bar.set_gid(f"{MARK}-{i}-{j}")
@@ -481,8 +504,18 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
         spot = (round(per_k, 6), round(value, 6))
         nth = taken[spot] = taken.get(spot, -1) + 1
         shift = offset_copy(ax.transData, fig=fig, x=8 * nth, y=0, units="points")
-        point = ax.errorbar([per_k], [value], yerr=yerr, fmt="o", color=colors[i % len(colors)], markersize=6,
-                            elinewidth=0.8, capsize=2, label=wrap_label(r.label, 60, max_lines=2), transform=shift)
+        point = ax.errorbar(
+            [per_k],
+            [value],
+            yerr=yerr,
+            fmt="o",
+            color=colors[i % len(colors)],
+            markersize=6,
+            elinewidth=0.8,
+            capsize=2,
+            label=wrap_label(r.label, 60, max_lines=2),
+            transform=shift,
+        )
         point.lines[0].set_gid(f"{MARK}-{i}")
     ax.set_ylabel(visible(metric))
     ax.margins(x=0.3, y=0.15)
@@ -505,12 +538,18 @@ def _cost_chart(plt: Any, metric: str, dataset: str, runs: Sequence[LoadedRun], 
 
 
 #: a colour per stage of memplug.diagnosis: correct in green, the three losses warm to cool, unknown grey
-_STAGE_COLORS = {"correct": "#59a14f", "not_stored": "#e15759", "not_recalled": "#f28e2b", "misread": "#b07aa1",
-                 "unknown": "#bab0ac"}
+_STAGE_COLORS = {
+    "correct": "#59a14f",
+    "not_stored": "#e15759",
+    "not_recalled": "#f28e2b",
+    "misread": "#b07aa1",
+    "unknown": "#bab0ac",
+}
 
 
-def _stage_chart(plt: Any, dataset: str, runs: Sequence[LoadedRun], categories: Sequence[str],
-                 prefix: str) -> Markup | None:
+def _stage_chart(
+    plt: Any, dataset: str, runs: Sequence[LoadedRun], categories: Sequence[str], prefix: str
+) -> Markup | None:
     """Where each run's answers were lost (summary.json's ``diagnosis``): a stacked bar per run
     and category, its segments the shares of its answers correct, not stored, not recalled,
     misread and unknown. None when no run of the group has diagnoses (runs from before them)."""
@@ -546,8 +585,9 @@ def _stage_chart(plt: Any, dataset: str, runs: Sequence[LoadedRun], categories: 
     return _svg(fig, prefix)
 
 
-def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metrics: Sequence[str],
-                  prefix: str) -> Markup:
+def _paired_chart(
+    plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metrics: Sequence[str], prefix: str
+) -> Markup:
     """A forest plot of the paired comparisons: one panel per metric, one row per run B.
 
     Each row is A − B with its paired bootstrap interval, left of the dashed zero line
@@ -559,21 +599,34 @@ def _paired_chart(plt: Any, dataset: str, pairs: Sequence[dict[str, Any]], metri
     reach = max(0.05, reach) * 1.3  # zero in the middle, room for the value printed beside each interval
     names = {k: wrap_label(f"{p['a'].label} − {p['b'].label}", 40) for k, p in enumerate(pairs, start=1)}
     row_h = 0.28 + 0.15 * (_label_lines(list(names.values())) - 1)  # a wrapped name never meets the next row's
-    fig, axes = plt.subplots(len(metrics), 1, sharex=True, squeeze=False,
-                             figsize=(6.4, 0.6 + sum(0.45 + row_h * len(rows) for rows in rows_per_panel)),
-                             gridspec_kw={"height_ratios": [len(rows) + 0.6 for rows in rows_per_panel]},
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        len(metrics),
+        1,
+        sharex=True,
+        squeeze=False,
+        figsize=(6.4, 0.6 + sum(0.45 + row_h * len(rows) for rows in rows_per_panel)),
+        gridspec_kw={"height_ratios": [len(rows) + 0.6 for rows in rows_per_panel]},
+        layout="constrained",
+    )
     for i, (ax, metric, rows) in enumerate(zip(axes[:, 0], metrics, rows_per_panel)):
         for y, (k, pair) in enumerate(rows):
             c = pair["metrics"][metric]
             low, high = c.get("ci") or (c["diff"], c["diff"])  # no interval (one sample): the point alone
-            drawn = ax.errorbar([c["diff"]], [y], xerr=None if c.get("ci") is None else
-                                [[c["diff"] - low], [high - c["diff"]]],
-                                fmt="o", color=colors[k % len(colors)], markersize=5, elinewidth=1.2, capsize=2.5)
+            drawn = ax.errorbar(
+                [c["diff"]],
+                [y],
+                xerr=None if c.get("ci") is None else [[c["diff"] - low], [high - c["diff"]]],
+                fmt="o",
+                color=colors[k % len(colors)],
+                markersize=5,
+                elinewidth=1.2,
+                capsize=2.5,
+            )
             drawn.lines[0].set_gid(f"{MARK}-{i}-{y}")
             label = fmt_signed(c["diff"]) + ("" if c.get("ci") else f" (no interval: {c.get('ci_na', 'n/a')})")
-            ax.annotate(label, (high, y), xytext=(5, 0), textcoords="offset points",
-                        va="center", fontsize=7.5, color="#444")
+            ax.annotate(
+                label, (high, y), xytext=(5, 0), textcoords="offset points", va="center", fontsize=7.5, color="#444"
+            )
         ax.axvline(0, color="#888", linewidth=0.8, linestyle="--", zorder=0)
         ax.set_yticks(range(len(rows)), [names[k] for k, _ in rows])
         ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -597,8 +650,10 @@ def paired_comparisons(members: Sequence[LoadedRun]) -> list[dict[str, Any]]:
     found = compare.comparisons([r.path for r in members])
     # comparisons() pairs the first path with each later one on its dataset, in order, and
     # every member shares one dataset: the k-th comparison is members[k + 1]
-    return [{"a": members[0], "b": b, "metrics": c["metrics"], "skipped": c.get("skipped")}
-            for b, c in zip(members[1:], found, strict=True)]
+    return [
+        {"a": members[0], "b": b, "metrics": c["metrics"], "skipped": c.get("skipped")}
+        for b, c in zip(members[1:], found, strict=True)
+    ]
 
 
 def repeat_groups(runs: Sequence[LoadedRun], option_keys: Sequence[str]) -> list[dict[str, Any]]:
@@ -621,9 +676,15 @@ def repeat_groups(runs: Sequence[LoadedRun], option_keys: Sequence[str]) -> list
             values = [v for r in g if (v := r.overall(metric)) is not None]
             if values:
                 summaries[metric] = stats.repeat_summary(values)
-        out.append({"label": _with_options(g[0], keys) if per_agent[g[0].agent] > 1 else g[0].agent,
-                    "dataset": g[0].dataset, "runs": g, "seeds": [r.run.seed for r in g],
-                    "metrics": summaries})
+        out.append(
+            {
+                "label": _with_options(g[0], keys) if per_agent[g[0].agent] > 1 else g[0].agent,
+                "dataset": g[0].dataset,
+                "runs": g,
+                "seeds": [r.run.seed for r in g],
+                "metrics": summaries,
+            }
+        )
     return out
 
 
@@ -649,8 +710,11 @@ def _ci_note(runs: Sequence[LoadedRun]) -> str | None:
         ci = r.summary.ci
         if ci is not None:
             level = ci.level
-            parts = [f"{level:.0%} intervals" if isinstance(level, (int, float)) else "intervals",
-                     ci.method, f"{ci.resamples} resamples" if ci.resamples else None]
+            parts = [
+                f"{level:.0%} intervals" if isinstance(level, (int, float)) else "intervals",
+                ci.method,
+                f"{ci.resamples} resamples" if ci.resamples else None,
+            ]
             return ", ".join(p for p in parts if p)
     return None
 
@@ -671,8 +735,15 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(score=fmt_score, seconds=fmt_seconds, cost=fmt_cost, value=fmt_value, signed=fmt_signed,
-                       p=fmt_p, breakable=fmt_breakable)
+    env.filters.update(
+        score=fmt_score,
+        seconds=fmt_seconds,
+        cost=fmt_cost,
+        value=fmt_value,
+        signed=fmt_signed,
+        p=fmt_p,
+        breakable=fmt_breakable,
+    )
     return env
 
 
@@ -688,12 +759,22 @@ def render_html(run_dirs: Sequence[Path]) -> str:
     loaded = [load_run(Path(p)) for p in run_dirs]
     # runs judged by different judges: each judge's numbers are a metric of their own (judge[name])
     columns = compare.judge_columns([r.path for r in loaded])
-    loaded = [r if i not in columns else attrs.evolve(
-        r, summary=compare.judged_summary(r.summary, columns[i]),
-        run=attrs.evolve(r.run, resolved={**r.run.resolved, "metrics": [
-            compare.judged_name(m, columns[i]) for m in r.run.metrics]}),
-        records=[attrs.evolve(rec, scores=compare.rename_judge_metrics(rec.scores, columns[i]))
-                 for rec in r.records]) for i, r in enumerate(loaded)]
+    loaded = [
+        r
+        if i not in columns
+        else attrs.evolve(
+            r,
+            summary=compare.judged_summary(r.summary, columns[i]),
+            run=attrs.evolve(
+                r.run,
+                resolved={**r.run.resolved, "metrics": [compare.judged_name(m, columns[i]) for m in r.run.metrics]},
+            ),
+            records=[
+                attrs.evolve(rec, scores=compare.rename_judge_metrics(rec.scores, columns[i])) for rec in r.records
+            ],
+        )
+        for i, r in enumerate(loaded)
+    ]
     option_keys = differing_options(loaded)
     runs = _labelled(loaded, option_keys)
     groups: list[dict[str, Any]] = []
@@ -707,8 +788,9 @@ def render_html(run_dirs: Sequence[Path]) -> str:
             charts = []
             for metric in metrics:
                 n_chart += 1
-                charts.append({"metric": metric, "svg": _category_chart(plt, metric, dataset, members, categories,
-                                                                        f"c{n_chart}")})
+                charts.append(
+                    {"metric": metric, "svg": _category_chart(plt, metric, dataset, members, categories, f"c{n_chart}")}
+                )
             cost_svg = None
             if headline is not None:
                 n_chart += 1
@@ -716,16 +798,31 @@ def render_html(run_dirs: Sequence[Path]) -> str:
             n_chart += 1
             stage_svg = _stage_chart(plt, dataset, members, categories, f"c{n_chart}")
             pairs = paired_comparisons(members)
-            paired_metrics = [m for m in _ordered_union([metrics, *(p["metrics"] for p in pairs)])
-                              if any(m in p["metrics"] for p in pairs)]
+            paired_metrics = [
+                m
+                for m in _ordered_union([metrics, *(p["metrics"] for p in pairs)])
+                if any(m in p["metrics"] for p in pairs)
+            ]
             paired_svg = None
             if paired_metrics:
                 n_chart += 1
                 paired_svg = _paired_chart(plt, dataset, pairs, paired_metrics, f"c{n_chart}")
-            groups.append({"dataset": dataset, "runs": members, "metrics": metrics, "categories": categories,
-                           "headline": headline, "charts": charts, "cost_svg": cost_svg, "stage_svg": stage_svg,
-                           "pairs": pairs, "paired_metrics": paired_metrics, "paired_svg": paired_svg,
-                           "best": {m: _best(members, m) for m in metrics}})
+            groups.append(
+                {
+                    "dataset": dataset,
+                    "runs": members,
+                    "metrics": metrics,
+                    "categories": categories,
+                    "headline": headline,
+                    "charts": charts,
+                    "cost_svg": cost_svg,
+                    "stage_svg": stage_svg,
+                    "pairs": pairs,
+                    "paired_metrics": paired_metrics,
+                    "paired_svg": paired_svg,
+                    "best": {m: _best(members, m) for m in metrics},
+                }
+            )
         efficiency_svg = _efficiency_chart(plt, runs, "eff")
 
     wrong: list[dict[str, Any]] = []
@@ -733,29 +830,33 @@ def render_html(run_dirs: Sequence[Path]) -> str:
         rows = _wrong_rows(r)
         shown = rows[:MAX_WRONG_PER_RUN]
         wrong.append({"run": r, "rows": shown, "total": len(rows), "stored": _stored_lists(r, shown, n_run)})
-    return _environment().get_template(_TEMPLATE).render(
-        title="memplug report: " + ", ".join(r.label for r in runs),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        memplug_version=memplug.__version__,
-        runs=runs,
-        option_keys=option_keys,
-        all_metrics=_ordered_union(g["metrics"] for g in groups),
-        flat_specs={r.run_id: _flat_spec(r) for r in runs},
-        groups=groups,
-        paired=any(g["paired_svg"] for g in groups),
-        paired_level=stats.DEFAULT_LEVEL,  # memplug.compare uses paired_comparison's default
-        repeats=repeat_groups(runs, option_keys),
-        checks_without_judge=[r for r in runs if r.judge_checks and r.overall("judge") is None],
-        efficiency_svg=efficiency_svg,
-        ci_note=_ci_note(runs),
-        wrong=wrong,
-        # the memory measures any run has (memplug.diagnosis), in their order there
-        memory_measures=_ordered_union(list(((r.summary.diagnosis or {}).get("memory") or {})) for r in runs),
-        wrong_categories=_ordered_union([row["category"] for row in w["rows"]] for w in wrong),
-        max_wrong=MAX_WRONG_PER_RUN,
-        recalled_open=RECALLED_OPEN,
-        run_json={r.run_id: json.dumps(r.run.to_json(), indent=2, ensure_ascii=False) for r in runs},
-        competency_table=_competency_table([Path(p) for p in run_dirs]),
+    return (
+        _environment()
+        .get_template(_TEMPLATE)
+        .render(
+            title="memplug report: " + ", ".join(r.label for r in runs),
+            generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            memplug_version=memplug.__version__,
+            runs=runs,
+            option_keys=option_keys,
+            all_metrics=_ordered_union(g["metrics"] for g in groups),
+            flat_specs={r.run_id: _flat_spec(r) for r in runs},
+            groups=groups,
+            paired=any(g["paired_svg"] for g in groups),
+            paired_level=stats.DEFAULT_LEVEL,  # memplug.compare uses paired_comparison's default
+            repeats=repeat_groups(runs, option_keys),
+            checks_without_judge=[r for r in runs if r.judge_checks and r.overall("judge") is None],
+            efficiency_svg=efficiency_svg,
+            ci_note=_ci_note(runs),
+            wrong=wrong,
+            # the memory measures any run has (memplug.diagnosis), in their order there
+            memory_measures=_ordered_union(list(((r.summary.diagnosis or {}).get("memory") or {})) for r in runs),
+            wrong_categories=_ordered_union([row["category"] for row in w["rows"]] for w in wrong),
+            max_wrong=MAX_WRONG_PER_RUN,
+            recalled_open=RECALLED_OPEN,
+            run_json={r.run_id: json.dumps(r.run.to_json(), indent=2, ensure_ascii=False) for r in runs},
+            competency_table=_competency_table([Path(p) for p in run_dirs]),
+        )
     )
 
 

@@ -235,7 +235,6 @@ def parse_verdict(reply: str, field: str, text_fallback: bool = True) -> float |
     return verdicts.pop() if len(verdicts) == 1 else None
 
 
-
 def extract_json(text: str) -> str:
     """Mem0's ``mem0.memory.utils.extract_json`` (mem0ai/mem0@aae5989): the inside of a ```
     fence, else the text from the first "{" to the last "}", else the text as it is."""
@@ -245,7 +244,7 @@ def extract_json(text: str) -> str:
         return match.group(1)
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end != -1 and end > start:
-        return text[start:end + 1]
+        return text[start : end + 1]
     return text
 
 
@@ -263,8 +262,9 @@ def read_label(reply: str) -> float | None:
 
 #: llm_as_judge.py LABEL_TO_SCORE (xjtuleeyf/Locomo-Plus)
 LOCOMO_PLUS_SCORES = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
-_LOCOMO_PLUS_JSON = re.compile(r'\{[^{}]*"label"\s*:\s*["\']([^"\']+)["\'][^{}]*"reason"\s*:\s*["\']([^"\']*)["\']',
-                               re.DOTALL)
+_LOCOMO_PLUS_JSON = re.compile(
+    r'\{[^{}]*"label"\s*:\s*["\']([^"\']+)["\'][^{}]*"reason"\s*:\s*["\']([^"\']*)["\']', re.DOTALL
+)
 
 
 def locomo_plus_label(reply: str) -> str:
@@ -288,8 +288,9 @@ def read_locomo_plus(reply: str) -> float:
     (the official summary counts an unreadable reply as 0, so memplug does too, and logs it)."""
     label = locomo_plus_label(reply)
     if label.lower() not in LOCOMO_PLUS_SCORES:
-        log.warning("LoCoMo-Plus judge reply without a known label, scored 0 as the official code does: %r",
-                    reply[:200])
+        log.warning(
+            "LoCoMo-Plus judge reply without a known label, scored 0 as the official code does: %r", reply[:200]
+        )
     return LOCOMO_PLUS_SCORES.get(label.lower(), 0.0)
 
 
@@ -333,14 +334,21 @@ class JudgeSet:
     def sha256(self) -> str:
         """sha256 of every prompt's name and verbatim text and of the call parameters: two
         judges with this hash ask the same thing the same way."""
-        payload = json.dumps({"prompts": {p.name: p.template for p in self.prompts}, "params": dict(self.params)},
-                             sort_keys=True, ensure_ascii=False)
+        payload = json.dumps(
+            {"prompts": {p.name: p.template for p in self.prompts}, "params": dict(self.params)},
+            sort_keys=True,
+            ensure_ascii=False,
+        )
         return sha256_text(payload)
 
     def describe(self) -> dict[str, Any]:
-        return {"version": self.version, "source": self.source, "sha256": self.sha256, "params": dict(self.params),
-                "prompts": {p.name: {"version": p.version, "source": p.source, "sha256": p.sha256}
-                            for p in self.prompts}}
+        return {
+            "version": self.version,
+            "source": self.source,
+            "sha256": self.sha256,
+            "params": dict(self.params),
+            "prompts": {p.name: {"version": p.version, "source": p.source, "sha256": p.sha256} for p in self.prompts},
+        }
 
 
 def _memplug_choice(question: Question) -> str:
@@ -454,7 +462,7 @@ class Judge:
 
     @property
     def prompt_version(self) -> str:
-        """"name@version" of every prompt this judge may use, e.g. "strict@1,perltqa@1"."""
+        """ "name@version" of every prompt this judge may use, e.g. "strict@1,perltqa@1"."""
         return ",".join(f"{p.name}@{p.version}" for p in self.prompts_used())
 
     @property
@@ -477,8 +485,11 @@ class Judge:
             "prompt_sha256": self.prompt_sha256,
             "metric": self.name,
             "version": self.version,
-            "selected_by": ("Judge(prompt=...)" if self.fixed_prompt else self.selected_by
-                            or "the dataset: question.meta['judge'], LoCoMo -> locomo-j, else memplug"),
+            "selected_by": (
+                "Judge(prompt=...)"
+                if self.fixed_prompt
+                else self.selected_by or "the dataset: question.meta['judge'], LoCoMo -> locomo-j, else memplug"
+            ),
             "judges": {s.name: s.describe() for s in self.sets_in_play()},
             "prompt": self.fixed_prompt or f"question.meta['family'], default {DEFAULT_PROMPT!r}",
             "prompt_version": self.prompt_version,
@@ -508,15 +519,24 @@ class Judge:
         if judge.scorer is not None:
             return await judge.scorer(self.llm, q, ctx.prediction)
         choices = format_choices(q.choices)
-        text = prompt.render(q.text, gold, ctx.prediction or "(no answer)" if prompt.style == "memplug"
-                             else ctx.prediction, f"Choices:\n{choices}\n" if choices else "", evidence)
+        text = prompt.render(
+            q.text,
+            gold,
+            ctx.prediction or "(no answer)" if prompt.style == "memplug" else ctx.prediction,
+            f"Choices:\n{choices}\n" if choices else "",
+            evidence,
+        )
         completion = await self.llm.acomplete(
             [{"role": "user", "content": text}], temperature=0, seed=JUDGE_SEED, **judge.params
         )
         verdict = prompt.read(completion.text, self.field_index)
         if verdict is None:
-            log.warning("judge reply for question %s has no readable %r: %r", q.id, prompt.fields[self.field_index],
-                        completion.text[:200])
+            log.warning(
+                "judge reply for question %s has no readable %r: %r",
+                q.id,
+                prompt.fields[self.field_index],
+                completion.text[:200],
+            )
         return verdict
 
 

@@ -42,7 +42,7 @@ VERDICT_THRESHOLD = 0.5
 
 
 def question_kind(record: QuestionRecord, language: str, max_answer_words: int) -> str | None:
-    """"multiple_choice", "exact_answer" (every gold answer is short), or None (open-ended)."""
+    """ "multiple_choice", "exact_answer" (every gold answer is short), or None (open-ended)."""
     if record.choices and record.correct_choice is not None:
         return "multiple_choice"
     gold = record.gold
@@ -67,9 +67,16 @@ def judge_llms(judges: list[str], api_base: str | None, cache: bool) -> dict[str
     return {model: make_llm(model, api_base, cache) for model in judges}
 
 
-def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words: int = 5,
-              api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None,
-              judge_prompt: str | None = None) -> dict[str, Any]:
+def check_run(
+    path: Path,
+    judges: list[str],
+    exact: str = "em",
+    max_answer_words: int = 5,
+    api_base: str | None = None,
+    cache: bool = True,
+    plugins: Plugins | None = None,
+    judge_prompt: str | None = None,
+) -> dict[str, Any]:
     """Judge the run's answers with each model and compare with exact scoring (and each other)."""
     if not judges:
         raise MemplugError("judge-check needs at least one --judge MODEL")
@@ -91,21 +98,28 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
     config = MetricConfig(top_k=stored.top_k, language=info.language)
     accuracy, exact_metric = build_metrics(["accuracy", exact], config, plugins)
     exact_scores = asyncio.run(score_records(objective, [accuracy, exact_metric], info.language))
-    truth = {r.key: s["accuracy"] if kinds[r.key] == "multiple_choice" else s[exact_metric.name]
-             for r, s in zip(objective, exact_scores) if s is not None}  # all are: answered
+    truth = {
+        r.key: s["accuracy"] if kinds[r.key] == "multiple_choice" else s[exact_metric.name]
+        for r, s in zip(objective, exact_scores)
+        if s is not None
+    }  # all are: answered
 
     verdicts: dict[str, dict[tuple[str, str], int]] = {}
     described: dict[str, Any] = {}
     usage: dict[str, Any] = {}
     for model in judges:
         llm = llms[model]
-        (judge,) = build_metrics(["judge"], MetricConfig(top_k=config.top_k, language=info.language, judge=llm),
-                                 plugins)
+        (judge,) = build_metrics(
+            ["judge"], MetricConfig(top_k=config.top_k, language=info.language, judge=llm), plugins
+        )
         if judge_prompt:
             judge.force(judge_prompt, "--judge-prompt")
         scores = asyncio.run(score_records(to_judge, [judge], info.language))
-        verdicts[model] = {r.key: int(s["judge"] >= VERDICT_THRESHOLD)
-                           for r, s in zip(to_judge, scores) if s is not None and s["judge"] is not None}
+        verdicts[model] = {
+            r.key: int(s["judge"] >= VERDICT_THRESHOLD)
+            for r, s in zip(to_judge, scores)
+            if s is not None and s["judge"] is not None
+        }
         described[model] = judge.describe()
         usage[model] = llm.usage.as_dict()
 
@@ -114,8 +128,11 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         "exact_metric": exact_metric.name,
         "max_answer_words": max_answer_words,
         "verdict_threshold": VERDICT_THRESHOLD,
-        "questions": {"answered": len(answered), "multiple_choice": sum(v == "multiple_choice" for v in kinds.values()),
-                      "exact_answer": sum(v == "exact_answer" for v in kinds.values())},
+        "questions": {
+            "answered": len(answered),
+            "multiple_choice": sum(v == "multiple_choice" for v in kinds.values()),
+            "exact_answer": sum(v == "exact_answer" for v in kinds.values()),
+        },
         "judges": {},
         "between_judges": [],
     }
@@ -134,8 +151,9 @@ def check_run(path: Path, judges: list[str], exact: str = "em", max_answer_words
         }
     for a, b in combinations(judges, 2):
         ids = [k for k in verdicts[a] if k in verdicts[b]]
-        result["between_judges"].append({"judges": [a, b], **compare([verdicts[a][k] for k in ids],
-                                                                      [verdicts[b][k] for k in ids])})
+        result["between_judges"].append(
+            {"judges": [a, b], **compare([verdicts[a][k] for k in ids], [verdicts[b][k] for k in ids])}
+        )
     merge_into_run(run.judge_check, result)
     return result
 
@@ -159,15 +177,21 @@ def leniency_questions(block: dict[str, Any]) -> list[tuple[dict[str, Any], Any]
     out = []
     for item in block["items"]:
         meta = {"answer": item["gold"], "question_type": item.get("question_type", "")}
-        question = Question(item["id"], item["question"], (item["gold"],), category=item.get("question_type", "default"),
-                            meta=meta)
+        question = Question(
+            item["id"], item["question"], (item["gold"],), category=item.get("question_type", "default"), meta=meta
+        )
         out.append((item, ScoreContext(question, item["answer"], ())))
     return out
 
 
-def check_leniency(judges: list[str], benchmarks: list[str] | None = None, judge_prompt: str | None = None,
-                   api_base: str | None = None, cache: bool = True,
-                   llms: Mapping[str, "LLM"] | None = None) -> dict[str, Any]:
+def check_leniency(
+    judges: list[str],
+    benchmarks: list[str] | None = None,
+    judge_prompt: str | None = None,
+    api_base: str | None = None,
+    cache: bool = True,
+    llms: Mapping[str, "LLM"] | None = None,
+) -> dict[str, Any]:
     """Per judge model and benchmark: the share of vague, hedged and wrong answers the judge
     accepts (its leniency), per kind, and the share of correct controls it accepts.
     ``llms``: the judges' clients from :func:`judge_llms`, when the caller checked them earlier."""
@@ -204,8 +228,10 @@ def check_leniency(judges: list[str], benchmarks: list[str] | None = None, judge
                 rate[kind] = sum(accepted[i] for i in ids) / len(ids) if ids else None
             bad = [item["id"] for item, _ in pairs if item["kind"] in REJECT and item["id"] in accepted]
             per[bench] = {
-                "judge": judge.judge_name, "prompt_sha256": judge.prompt_sha256,
-                "n": len(pairs), "unreadable": sum(s is None for s in scores),
+                "judge": judge.judge_name,
+                "prompt_sha256": judge.prompt_sha256,
+                "n": len(pairs),
+                "unreadable": sum(s is None for s in scores),
                 "leniency": sum(accepted[i] for i in bad) / len(bad) if bad else None,
                 "control_acceptance": rate.get("correct"),
                 "accepted": rate,

@@ -140,8 +140,15 @@ class AgentQuestion:
     def of(cls, question: Question) -> "AgentQuestion":
         when = question.meta.get("time_text")
         slots = question.meta.get("slots") or {}
-        return cls(question.id, question.text, question.category, question.choices, question.time,
-                   None if when is None else str(when), {str(k): str(v) for k, v in slots.items()})
+        return cls(
+            question.id,
+            question.text,
+            question.category,
+            question.choices,
+            question.time,
+            None if when is None else str(when),
+            {str(k): str(v) for k, v in slots.items()},
+        )
 
 
 @attrs.frozen

@@ -52,19 +52,19 @@ class Option:
             else:
                 value = self.type(raw)
         except (TypeError, ValueError):
-            raise MemplugError(
-                f"option {self.name}={raw!r}: expected {self.type.__name__}"
-            ) from None
+            raise MemplugError(f"option {self.name}={raw!r}: expected {self.type.__name__}") from None
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(map(str, self.choices))
             raise MemplugError(f"option {self.name}={raw!r}: must be one of {allowed}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-                raise MemplugError(f"option {self.name}={raw!r}: must be from {self.low:g} to {self.high:g}"
-                                   if self.low is not None and self.high is not None else
-                                   f"option {self.name}={raw!r}: must be at least {self.low:g}"
-                                   if self.low is not None else f"option {self.name}={raw!r}: must be at most "
-                                   f"{self.high:g}")
+                raise MemplugError(
+                    f"option {self.name}={raw!r}: must be from {self.low:g} to {self.high:g}"
+                    if self.low is not None and self.high is not None
+                    else f"option {self.name}={raw!r}: must be at least {self.low:g}"
+                    if self.low is not None
+                    else f"option {self.name}={raw!r}: must be at most {self.high:g}"
+                )
         return value
 
     def describe(self) -> dict[str, Any]:
@@ -93,9 +93,7 @@ def resolve(declared: Sequence[Option], raw: Mapping[str, Any], owner: str) -> d
     for key in raw:
         if key not in by_name:
             known = ", ".join(sorted(by_name)) or "none"
-            raise MemplugError(
-                f"{owner} has no option {key!r}{did_you_mean(key, by_name)}; it accepts: {known}"
-            )
+            raise MemplugError(f"{owner} has no option {key!r}{did_you_mean(key, by_name)}; it accepts: {known}")
     return {name: (opt.parse(raw[name]) if name in raw else opt.default) for name, opt in by_name.items()}
 
 
@@ -116,7 +114,9 @@ def split_for(
         if dot and owner in ("agent", "dataset"):
             (to_agent if owner == "agent" else to_dataset)[bare] = value
         elif key in agent_names and key in dataset_names:
-            raise MemplugError(f"-o {key}: both the agent and the dataset accept it; write agent.{key} or dataset.{key}")
+            raise MemplugError(
+                f"-o {key}: both the agent and the dataset accept it; write agent.{key} or dataset.{key}"
+            )
         elif key in agent_names:
             to_agent[key] = value
         elif key in dataset_names:

@@ -31,8 +31,15 @@ from memplug.errors import MemplugError
 from memplug.llm import LLM
 from memplug.models import DEFAULT_TOP_K, DatasetInfo, Sample
 from memplug.plugins import Plugins, get_plugins
-from memplug.protocols import (BuildOptions, MetricConfig, ReaderConfig, dataset_info, default_chunk_size,
-                               is_blocking, options_of)
+from memplug.protocols import (
+    BuildOptions,
+    MetricConfig,
+    ReaderConfig,
+    dataset_info,
+    default_chunk_size,
+    is_blocking,
+    options_of,
+)
 from memplug.record import QuestionRecord
 from memplug.results import RunDir
 from memplug.secrets import scrub
@@ -44,8 +51,9 @@ from memplug.tokens import encoding
 class Plan:
     """A spec resolved: its plugins loaded, its options and protocol resolved, its LLMs made."""
 
-    def __init__(self, spec: RunSpec, plugins: Plugins | None = None, check: bool = True,
-                 resolved: ResolvedSpec | None = None) -> None:
+    def __init__(
+        self, spec: RunSpec, plugins: Plugins | None = None, check: bool = True, resolved: ResolvedSpec | None = None
+    ) -> None:
         """Resolve every name and option of ``spec`` into :attr:`resolved` (or take ``resolved``
         as given: an executor's worker gets the driver's, and resolves nothing again); with
         ``check``, also the preflight of :mod:`memplug.preflight` (models, keys, endpoint,
@@ -68,8 +76,11 @@ class Plan:
             preflight.plugin(self.agent_factory, f"agent {spec.agent!r}")
         preflight.plugin(self.builder, f"dataset {spec.dataset!r}")
         if resolved is None:
-            agent_values = (opts.resolve(options_of(self.agent_factory), spec.agent_options, f"agent {spec.agent!r}")
-                            if spec.from_run is None else dict(spec.agent_options))
+            agent_values = (
+                opts.resolve(options_of(self.agent_factory), spec.agent_options, f"agent {spec.agent!r}")
+                if spec.from_run is None
+                else dict(spec.agent_options)
+            )
             dataset_values = opts.resolve(options_of(self.builder), spec.dataset_options, f"dataset {spec.dataset!r}")
         else:
             agent_values, dataset_values = dict(resolved.agent_options), dict(resolved.dataset_options)
@@ -86,8 +97,12 @@ class Plan:
         #: the dataset's answer protocol: prompt, reply parsing, memory unit, depth (memplug.answering)
         self.protocol = protocol_of(self.info)
         top_k = spec.top_k or self.protocol.top_k or DEFAULT_TOP_K
-        chunk_size = (spec.chunk_size or self.protocol.chunk_size or default_chunk_size(self.agent_factory)
-                      or self.info.default_chunk_size)
+        chunk_size = (
+            spec.chunk_size
+            or self.protocol.chunk_size
+            or default_chunk_size(self.agent_factory)
+            or self.info.default_chunk_size
+        )
         # one whole message per chunk, as the benchmark's official code feeds its memories
         per_message = spec.chunk_size is None and self.protocol.unit == "message"
         memory_unit = "message" if per_message else f"{chunk_size} tokens"
@@ -99,10 +114,12 @@ class Plan:
         if resolved is None:
             agent_note = None
             if spec.from_run is None:  # the agent's preflight may change its values and say so
-                agent_values, agent_note = preflight.agent(self.agent_factory, spec.agent, agent_values,
-                                                           spec.agent_options, self.llm)
-            resolved = ResolvedSpec(reader_name, agent_values, dataset_values, top_k, chunk_size, memory_unit,
-                                    agent_note)
+                agent_values, agent_note = preflight.agent(
+                    self.agent_factory, spec.agent, agent_values, spec.agent_options, self.llm
+                )
+            resolved = ResolvedSpec(
+                reader_name, agent_values, dataset_values, top_k, chunk_size, memory_unit, agent_note
+            )
         #: the spec resolved, once: what the runner uses and run.json records as is
         self.resolved: ResolvedSpec = resolved
         if spec.from_run is not None:
@@ -117,8 +134,13 @@ class Plan:
         preflight.plugin(reader_factory, f"reader {self.reader_name!r}")
         self.reader = reader_factory(ReaderConfig(llm=self.llm, language=self.info.language))
         metric_names = list(dict.fromkeys([*self.info.metrics, "recall@K", *(["judge"] if spec.judge else [])]))
-        mconfig = MetricConfig(top_k=self.top_k, language=self.info.language, judge=self.judge_llm,
-                               judge_name=spec.judge_prompt, choices=self.protocol.choices)
+        mconfig = MetricConfig(
+            top_k=self.top_k,
+            language=self.info.language,
+            judge=self.judge_llm,
+            judge_name=spec.judge_prompt,
+            choices=self.protocol.choices,
+        )
         entries = [reg("metrics").get(n) for n in metric_names]
         self.metric_entries = [e for e in entries if spec.judge or not e.info.get("needs_judge")]
         self.metrics = [e.load()(mconfig) for e in self.metric_entries]
@@ -160,10 +182,16 @@ class Plan:
         return is_blocking(self.agent_factory)
 
     def _make_llm(self, model: str) -> LLM:
-        return LLM(model, api_base=self.spec.api_base, use_cache=self.spec.cache,
-                   concurrency=max(self.spec.concurrency, 1), timeout=self.spec.llm_timeout,
-                   max_retries=self.spec.llm_retries, deadline=self.spec.llm_deadline,
-                   adaptive=self.spec.concurrency_auto)
+        return LLM(
+            model,
+            api_base=self.spec.api_base,
+            use_cache=self.spec.cache,
+            concurrency=max(self.spec.concurrency, 1),
+            timeout=self.spec.llm_timeout,
+            max_retries=self.spec.llm_retries,
+            deadline=self.spec.llm_deadline,
+            adaptive=self.spec.concurrency_auto,
+        )
 
     def metrics_by_name(self) -> dict[str, Any]:
         return {e.name: m for e, m in zip(self.metric_entries, self.metrics)}
@@ -255,6 +283,7 @@ def select_questions(samples: Iterable[Sample], limit: int | None) -> list[Sampl
 
 def files_sha256(path: Path) -> dict[str, str]:
     """sha256 of a file, or of every file under a folder (hidden ones left out), by name."""
+
     def visible(p: Path) -> bool:
         return p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
 
@@ -274,12 +303,14 @@ def _stored_recalls(path: Path, top_k: int) -> dict[tuple[str, str], QuestionRec
     run = RunDir(path).check()
     stored = run.info()
     if stored.status not in ("finished", "partial"):
-        raise MemplugError(f"--from {path}: the run is {stored.status!r}; finish it first "
-                           f"(memplug eval --resume {path})")
+        raise MemplugError(
+            f"--from {path}: the run is {stored.status!r}; finish it first (memplug eval --resume {path})"
+        )
     recalled = stored.top_k
     if top_k > recalled:
-        raise MemplugError(f"--from {path}: it recalled {recalled} items per question; --top-k {top_k} "
-                           "cannot be answered from them")
+        raise MemplugError(
+            f"--from {path}: it recalled {recalled} items per question; --top-k {top_k} cannot be answered from them"
+        )
     return {r.key: r for r in run.records()}
 
 

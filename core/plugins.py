@@ -70,9 +70,7 @@ class Entry:
         if self._loaded is not None:
             return self._loaded
         if self.missing:
-            raise MissingExtra(
-                f"{self.kind[:-1]} {self.name!r} needs {', '.join(self.missing)}: {self.install_hint}"
-            )
+            raise MissingExtra(f"{self.kind[:-1]} {self.name!r} needs {', '.join(self.missing)}: {self.install_hint}")
         target = self.target
         if isinstance(target, str):
             module_name, _, attr = target.partition(":")
@@ -82,8 +80,7 @@ class Entry:
                     obj = getattr(obj, part)
             except ImportError as exc:
                 raise MemplugError(
-                    f"{self.kind[:-1]} {self.name!r} from plugin {self.plugin!r} failed to import "
-                    f"{target}: {exc}"
+                    f"{self.kind[:-1]} {self.name!r} from plugin {self.plugin!r} failed to import {target}: {exc}"
                 ) from exc
             except AttributeError as exc:
                 raise MemplugError(f"{self.kind[:-1]} {self.name!r}: {target} not found ({exc})") from exc
@@ -140,8 +137,7 @@ class Registry:
             raise MemplugError(f"{self.kind[:-1]} name {entry.name!r} from {entry.plugin!r} is not a valid name")
         if isinstance(entry.target, str) and ":" not in entry.target:
             raise MemplugError(
-                f"{self.kind[:-1]} {entry.name!r} from {entry.plugin!r}: target {entry.target!r} "
-                "must be 'module:attr'"
+                f"{self.kind[:-1]} {entry.name!r} from {entry.plugin!r}: target {entry.target!r} must be 'module:attr'"
             )
         other = self._entries.get(entry.name)
         if other is None:
@@ -163,11 +159,12 @@ class Registry:
         if claimed:
             b = claimed[0]
             ep = f" (entry point {b.entry_point!r})" if b.entry_point not in (None, b.dist, name) else ""
-            raise MemplugError(f"{what} {name!r} is not available: it is installed by {b.label}{ep} but failed "
-                               f"to load: {b.short_error} (see `memplug list`)")
+            raise MemplugError(
+                f"{what} {name!r} is not available: it is installed by {b.label}{ep} but failed "
+                f"to load: {b.short_error} (see `memplug list`)"
+            )
         known = sorted(self._entries)
-        message = (f"unknown {what} {name!r}{did_you_mean(name, known)}; "
-                   f"installed: {', '.join(known) or 'none'}")
+        message = f"unknown {what} {name!r}{did_you_mean(name, known)}; installed: {', '.join(known) or 'none'}"
         if self.broken:
             shown = "; ".join(f"{b.label}: {b.short_error}" for b in self.broken[:3])
             more = f"; and {len(self.broken) - 3} more" if len(self.broken) > 3 else ""
@@ -270,8 +267,11 @@ class Plugins:
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not break the others
-                self.broken.append(Broken(f"{dist} ({ep.name})", version, f"{type(exc).__name__}: {exc}",
-                                          dist=dist, entry_point=ep.name))
+                self.broken.append(
+                    Broken(
+                        f"{dist} ({ep.name})", version, f"{type(exc).__name__}: {exc}", dist=dist, entry_point=ep.name
+                    )
+                )
                 continue
             if self.pm.is_registered(module):
                 continue
@@ -291,8 +291,12 @@ class Plugins:
             self.pm.register(plugin, name=name)
         except pluggy.PluginValidationError as exc:
             return f"invalid hook implementation: {exc}"
-        unknown = [impl.function.__name__ for impls in self.pm.get_hookcallers(plugin) or [] for impl in
-                   impls.get_hookimpls() if impl.plugin is plugin and not impls.has_spec()]
+        unknown = [
+            impl.function.__name__
+            for impls in self.pm.get_hookcallers(plugin) or []
+            for impl in impls.get_hookimpls()
+            if impl.plugin is plugin and not impls.has_spec()
+        ]
         if unknown:
             self.pm.unregister(plugin)
             return f"hook {unknown[0]!r} is not a memplug hook (misspelt? see docs/hooks.md)"
@@ -320,23 +324,47 @@ class Plugins:
                 ep = self._entry_points.get(id(impl.plugin))
                 shown = f"{dist} ({ep})" if ep and ep != dist else dist
 
-                def register(name: str, target: Any, _d: str = dist, _v: str | None = version, _k: str = kind,
-                             _s: str = shown, _ep: str | None = ep, **info: Any) -> None:
+                def register(
+                    name: str,
+                    target: Any,
+                    _d: str = dist,
+                    _v: str | None = version,
+                    _k: str = kind,
+                    _s: str = shown,
+                    _ep: str | None = ep,
+                    **info: Any,
+                ) -> None:
                     try:
                         clash = registries[_k].add(Entry(_k, name, target, _d, _v, info))
                     except MemplugError as exc:  # a bad name or target: that one is left out
-                        self.broken.append(Broken(_s, _v, f"register_{_k}: {exc}", f"register_{_k}", dist=_d,
-                                                  entry_point=_ep))
+                        self.broken.append(
+                            Broken(_s, _v, f"register_{_k}: {exc}", f"register_{_k}", dist=_d, entry_point=_ep)
+                        )
                         return
                     if clash:  # reported as the ignored side's problem; both are named
-                        self.broken.append(Broken(clash.dropped.plugin, clash.dropped.version,
-                                                  f"register_{_k}: {clash}", "clash", dist=clash.dropped.plugin))
+                        self.broken.append(
+                            Broken(
+                                clash.dropped.plugin,
+                                clash.dropped.version,
+                                f"register_{_k}: {clash}",
+                                "clash",
+                                dist=clash.dropped.plugin,
+                            )
+                        )
 
                 try:
                     impl.function(register=register)
                 except Exception as exc:  # the names it registered before raising stay
-                    self.broken.append(Broken(shown, version, f"register_{kind}: {type(exc).__name__}: {exc}",
-                                              f"register_{kind}", dist=dist, entry_point=ep))
+                    self.broken.append(
+                        Broken(
+                            shown,
+                            version,
+                            f"register_{kind}: {type(exc).__name__}: {exc}",
+                            f"register_{kind}",
+                            dist=dist,
+                            entry_point=ep,
+                        )
+                    )
         for kind, registry in registries.items():
             # an unknown name may belong to a plugin that failed to load, or whose hook for
             # this kind raised; a clash lost one name, which the kept entry answers

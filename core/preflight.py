@@ -74,8 +74,10 @@ def check_spec(spec: "RunSpec") -> None:
             flag = "--" + name.replace("_", "-")
             raise MemplugError(f"{flag} {value!r} is out of range: use a number from {low:g} to {high:g}")
     if spec.llm_deadline < spec.llm_timeout:
-        raise MemplugError(f"--llm-deadline {spec.llm_deadline:g} is shorter than --llm-timeout "
-                           f"{spec.llm_timeout:g}: no call could finish")
+        raise MemplugError(
+            f"--llm-deadline {spec.llm_deadline:g} is shorter than --llm-timeout "
+            f"{spec.llm_timeout:g}: no call could finish"
+        )
     from memplug import gates, sampling
 
     if spec.limit_by not in sampling.LIMIT_BY:
@@ -92,15 +94,17 @@ def check_judge(model: str | None, name: str | None, plugins: "Plugins | None" =
     if not str(name).strip():
         raise MemplugError("--judge-prompt: give a judge's name (see `memplug list --kind judges`)")
     if not model:
-        raise MemplugError(f"--judge-prompt {name} chooses the judge's prompts; it needs --judge MODEL, "
-                           "the model that judges")
+        raise MemplugError(
+            f"--judge-prompt {name} chooses the judge's prompts; it needs --judge MODEL, the model that judges"
+        )
     from memplug.judge import judge_set
 
     judge_set(name, plugins)
 
 
-def agent(factory: Any, name: str, values: Mapping[str, Any], given: Mapping[str, str],
-          llm: "LLM | None") -> tuple[dict[str, Any], str | None]:
+def agent(
+    factory: Any, name: str, values: Mapping[str, Any], given: Mapping[str, str], llm: "LLM | None"
+) -> tuple[dict[str, Any], str | None]:
     """The agent's option values after its own preflight, and its note for the user.
 
     An agent factory may define ``preflight(values, given, llm) -> AgentPlan``:
@@ -116,8 +120,9 @@ def agent(factory: Any, name: str, values: Mapping[str, Any], given: Mapping[str
         return dict(values), None
     plan = factory.preflight(values, given, llm)
     if not isinstance(plan, AgentPlan):
-        raise MemplugError(f"agent {name!r}: its preflight returned {type(plan).__name__}, "
-                           "not a memplug.preflight.AgentPlan")
+        raise MemplugError(
+            f"agent {name!r}: its preflight returned {type(plan).__name__}, not a memplug.preflight.AgentPlan"
+        )
     return dict(plan.values), plan.note
 
 
@@ -131,8 +136,9 @@ def plugin(obj: object, owner: str) -> None:
     problems = capability_problems(obj)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise MemplugError(f"{owner}: {problems[0]}{more}; see the table of optional capabilities "
-                           "in docs/writing-a-plugin.md")
+        raise MemplugError(
+            f"{owner}: {problems[0]}{more}; see the table of optional capabilities in docs/writing-a-plugin.md"
+        )
 
 
 def declared_options(obj: object, owner: str) -> "tuple[Option, ...]":
@@ -148,12 +154,23 @@ def declared_options(obj: object, owner: str) -> "tuple[Option, ...]":
 #: ``validate_environment`` reads them: a missing key is said before litellm is imported,
 #: which takes seconds (7-34 s were seen before the line came)
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "groq": ("GROQ_API_KEY",), "mistral": ("MISTRAL_API_KEY",),
-    "deepseek": ("DEEPSEEK_API_KEY",), "openrouter": ("OPENROUTER_API_KEY",), "cohere": ("COHERE_API_KEY",),
-    "together_ai": ("TOGETHERAI_API_KEY",), "xai": ("XAI_API_KEY",), "perplexity": ("PERPLEXITYAI_API_KEY",),
-    "deepinfra": ("DEEPINFRA_API_KEY",), "cerebras": ("CEREBRAS_API_KEY",), "replicate": ("REPLICATE_API_KEY",),
-    "huggingface": ("HUGGINGFACE_API_KEY",), "ai21": ("AI21_API_KEY",), "nvidia_nim": ("NVIDIA_NIM_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "groq": ("GROQ_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "cohere": ("COHERE_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "perplexity": ("PERPLEXITYAI_API_KEY",),
+    "deepinfra": ("DEEPINFRA_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "replicate": ("REPLICATE_API_KEY",),
+    "huggingface": ("HUGGINGFACE_API_KEY",),
+    "ai21": ("AI21_API_KEY",),
+    "nvidia_nim": ("NVIDIA_NIM_API_KEY",),
     "fireworks_ai": ("FIREWORKS_AI_API_KEY", "FIREWORKS_API_KEY", "FIREWORKSAI_API_KEY", "FIREWORKS_AI_TOKEN"),
 }
 
@@ -193,8 +210,10 @@ def check_keys(spec: "RunSpec") -> None:
         provider = _provider(str(model)) if model else None
         keys = PROVIDER_KEYS.get(provider or "")
         if keys and not any(os.environ.get(key) for key in keys):
-            raise MemplugError(f"{role} {model}: {provider} needs {' or '.join(keys)} in the environment "
-                               "(or give --api-base URL of a server that needs no key)")
+            raise MemplugError(
+                f"{role} {model}: {provider} needs {' or '.join(keys)} in the environment "
+                "(or give --api-base URL of a server that needs no key)"
+            )
 
 
 def _litellm_provider(model: str) -> str:
@@ -206,8 +225,10 @@ def _litellm_provider(model: str) -> str:
         reason = " ".join(str(exc).split())
         # litellm's "LLM Provider NOT provided. Pass in the LLM provider you are trying to call..." (300 characters)
         reason = "it names no provider" if "Provider NOT provided" in reason else reason[:200]
-        raise MemplugError(f"model {model!r} is not one litellm can call ({reason}); write it as "
-                           "provider/name, e.g. openai/gpt-4o-mini or ollama/qwen2.5") from None
+        raise MemplugError(
+            f"model {model!r} is not one litellm can call ({reason}); write it as "
+            "provider/name, e.g. openai/gpt-4o-mini or ollama/qwen2.5"
+        ) from None
 
 
 def check_llm(llm: "LLM", role: str = "--llm") -> None:
@@ -227,8 +248,10 @@ def check_llm(llm: "LLM", role: str = "--llm") -> None:
                 env = {"keys_in_environment": True}
             missing = [k for k in env.get("missing_keys") or [] if not os.environ.get(k)]
             if not env.get("keys_in_environment", True) and missing:
-                raise MemplugError(f"{role} {llm.model}: {provider} needs {', '.join(missing)} in the environment "
-                                   "(or give --api-base URL of a server that needs no key)")
+                raise MemplugError(
+                    f"{role} {llm.model}: {provider} needs {', '.join(missing)} in the environment "
+                    "(or give --api-base URL of a server that needs no key)"
+                )
     if llm.api_base:
         probe(llm.api_base, role, key=llm._http_key() if llm.direct else None)
 
@@ -249,13 +272,20 @@ def probe(api_base: str, role: str = "--api-base", key: str | None = None) -> No
             response.read(1 << 16)
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
-            raise MemplugError(f"{role}: {shown} refused the key (HTTP {exc.code}): check the API key "
-                               "(the provider's *_API_KEY variable)") from None
+            raise MemplugError(
+                f"{role}: {shown} refused the key (HTTP {exc.code}): check the API key "
+                "(the provider's *_API_KEY variable)"
+            ) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         text = "no answer within {:g}s".format(timeout) if "timed out" in str(reason) else str(reason)
-        raise MemplugError(scrub(f"--api-base {shown} does not answer ({text}): start the server, "
-                                 "or check the URL (it usually ends in /v1)", urls=(api_base,))) from None
+        raise MemplugError(
+            scrub(
+                f"--api-base {shown} does not answer ({text}): start the server, "
+                "or check the URL (it usually ends in /v1)",
+                urls=(api_base,),
+            )
+        ) from None
 
 
 def check_embedder(name: str, llm: "LLM | None") -> None:
@@ -279,15 +309,16 @@ def check_embedder(name: str, llm: "LLM | None") -> None:
     raise MemplugError(f"unknown embedder {name!r}; use wordllama, litellm:<model> or st:<model>")
 
 
-def requires_llm(agent_name: str, purpose: str,
-                 when: Callable[[Mapping[str, Any]], bool] = lambda values: True) -> Any:
+def requires_llm(agent_name: str, purpose: str, when: Callable[[Mapping[str, Any]], bool] = lambda values: True) -> Any:
     """A ``preflight`` for an agent that cannot work without an LLM (with options for which
     ``when(values)`` holds): set it as the class attribute ``preflight``."""
 
     def check(values: Mapping[str, Any], given: Mapping[str, str], llm: "LLM | None") -> AgentPlan:
         if llm is None and when(values):
-            raise MemplugError(f"agent {agent_name!r} needs an LLM for {purpose}: set --llm MODEL "
-                               "(and --api-base URL for a self-hosted OpenAI-compatible server)")
+            raise MemplugError(
+                f"agent {agent_name!r} needs an LLM for {purpose}: set --llm MODEL "
+                "(and --api-base URL for a self-hosted OpenAI-compatible server)"
+            )
         return AgentPlan(values)
 
     return staticmethod(check)

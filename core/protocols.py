@@ -22,13 +22,32 @@ from __future__ import annotations
 from pathlib import Path
 import inspect
 from typing import (
-    TYPE_CHECKING, AbstractSet, Any, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable,
+    TYPE_CHECKING,
+    AbstractSet,
+    Any,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Protocol,
+    Sequence,
+    runtime_checkable,
 )
 
 import attrs
 
-from memplug.models import (DEFAULT_TOP_K, AgentQuestion, CheckReport, Chunk, DatasetInfo, Question, Recall, Recalled,
-                            Sample, StoredItem)
+from memplug.models import (
+    DEFAULT_TOP_K,
+    AgentQuestion,
+    CheckReport,
+    Chunk,
+    DatasetInfo,
+    Question,
+    Recall,
+    Recalled,
+    Sample,
+    StoredItem,
+)
 from memplug.options import Option
 
 if TYPE_CHECKING:  # the LLM layer imports litellm lazily; keep this module light
@@ -453,8 +472,10 @@ def capability_problems(plugin: object) -> list[str]:
     if isinstance(plugin, DeclaresBlocking) and not isinstance(plugin.blocking, bool):
         problems.append(f"blocking = {plugin.blocking!r} is not True or False (DeclaresBlocking)")
     if isinstance(plugin, HasDefaultChunkSize) and not _positive_int(plugin.default_chunk_size):
-        problems.append(f"default_chunk_size = {plugin.default_chunk_size!r} is not a number of tokens "
-                        "from 1 to 1000000 (HasDefaultChunkSize)")
+        problems.append(
+            f"default_chunk_size = {plugin.default_chunk_size!r} is not a number of tokens "
+            "from 1 to 1000000 (HasDefaultChunkSize)"
+        )
     awaited: tuple[tuple[type, str, object], ...] = (
         (IngestsAsync, "aingest", isinstance(plugin, IngestsAsync) and plugin.aingest),
         (RecallsAsync, "arecall", isinstance(plugin, RecallsAsync) and plugin.arecall),

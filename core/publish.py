@@ -53,9 +53,15 @@ def _settings(paths: list[Path]) -> list[str]:
         run = RunDir(path).info()
         versions = run.versions
         judge = run.judge
-        judge_text = "none" if not judge else (
-            f"{judge.get('name', 'judge')} {judge.get('model', '')} {judge.get('prompt_sha256', '')[:12]}".strip()
-            if isinstance(judge, dict) else str(judge))
+        judge_text = (
+            "none"
+            if not judge
+            else (
+                f"{judge.get('name', 'judge')} {judge.get('model', '')} {judge.get('prompt_sha256', '')[:12]}".strip()
+                if isinstance(judge, dict)
+                else str(judge)
+            )
+        )
         dataset = versions.get("dataset") or {}
         for key, value in (
             ("protocol", compare.protocol_label(path)),
@@ -86,8 +92,20 @@ def _labels(summaries: list[RunSummary]) -> list[str]:
 
 
 #: LaTeX's special characters as text; one pass, so that no escape's own braces are escaped again
-_LATEX = str.maketrans({"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"})
+_LATEX = str.maketrans(
+    {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\^{}",
+    }
+)
 
 
 def _escape_latex(text: str) -> str:
@@ -116,8 +134,9 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
             p_value = c.get("p_value")  # None: not estimable (one sample, graded metric)
             significant[i, metric] = p_value is not None and p_value < ALPHA
     out: list[str] = []
-    csv_rows: list[list[str]] = [["metric", "run", "category", "mean", "ci_low", "ci_high", "n", "best",
-                                  "differs_from_first"]]
+    csv_rows: list[list[str]] = [
+        ["metric", "run", "category", "mean", "ci_low", "ci_high", "n", "best", "differs_from_first"]
+    ]
     for metric in metrics:
         grid: list[list[tuple[float, list[float] | None] | None]] = []
         for s in summaries:
@@ -127,17 +146,27 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
                 ci = s.ci.get(cat).get(metric) if s.ci is not None else None
                 row.append(None if value is None else (float(value), ci if isinstance(ci, list) else None))
             grid.append(row)
-        best = [max((cell[0] for r in grid if (cell := r[j]) is not None), default=None)
-                for j in range(len(categories))]
+        best = [
+            max((cell[0] for r in grid if (cell := r[j]) is not None), default=None) for j in range(len(categories))
+        ]
         for i, (label, row) in enumerate(zip(labels, grid)):
             for j, cell in enumerate(row):
                 if cell is None:
                     continue
                 ci = cell[1]
-                csv_rows.append([visible(metric), visible(label), visible(categories[j]), f"{cell[0]:.4f}",
-                                 "" if ci is None else f"{ci[0]:.4f}", "" if ci is None else f"{ci[1]:.4f}",
-                                 str(_n(summaries[i], categories[j], metric)), str(cell[0] == best[j]).lower(),
-                                 str(significant.get((i, metric), False) and j == 0).lower()])
+                csv_rows.append(
+                    [
+                        visible(metric),
+                        visible(label),
+                        visible(categories[j]),
+                        f"{cell[0]:.4f}",
+                        "" if ci is None else f"{ci[0]:.4f}",
+                        "" if ci is None else f"{ci[1]:.4f}",
+                        str(_n(summaries[i], categories[j], metric)),
+                        str(cell[0] == best[j]).lower(),
+                        str(significant.get((i, metric), False) and j == 0).lower(),
+                    ]
+                )
         if fmt != "csv":
             out.append(_render(fmt, metric, labels, categories, grid, best, significant, style))
     if fmt == "csv":
@@ -149,11 +178,15 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
         return buffer.getvalue()
     footer = _settings(paths)
     shown = "mean [95% CI]" if style == "brackets" else "mean ± half the width of its 95% CI"
-    note = (f"Each cell: {shown}; the best mean of each column in bold; † overall mean differs from the "
-            f"first row's with p < {ALPHA} (paired test on the questions both answered).")
+    note = (
+        f"Each cell: {shown}; the best mean of each column in bold; † overall mean differs from the "
+        f"first row's with p < {ALPHA} (paired test on the questions both answered)."
+    )
     if any(row[3] and not row[4] for row in csv_rows[1:]):  # a mean without its interval
-        note += (" A mean shown alone has no interval: n/a (1 sample), all its questions come from one sample, "
-                 "and the bootstrap resamples whole samples.")
+        note += (
+            " A mean shown alone has no interval: n/a (1 sample), all its questions come from one sample, "
+            "and the bootstrap resamples whole samples."
+        )
     if fmt == "markdown":
         return "\n\n".join(out) + "\n\n" + note + "\n" + "".join(f"\n- {markdown(line)}" for line in footer) + "\n"
     return "\n\n".join(out) + "\n% " + note + "\n" + "".join(f"% {visible(line)}\n" for line in footer)
@@ -163,8 +196,7 @@ def _n(summary: RunSummary, category: str, metric: str) -> int | str:
     return summary.n.get(category).get(metric, "") if summary.n is not None else ""
 
 
-def _cell(fmt: str, cell: tuple[float, list[float] | None] | None, best: float | None, dagger: bool,
-          style: str) -> str:
+def _cell(fmt: str, cell: tuple[float, list[float] | None] | None, best: float | None, dagger: bool, style: str) -> str:
     if cell is None:
         return "–"
     mean, ci = cell
@@ -182,18 +214,41 @@ def _cell(fmt: str, cell: tuple[float, list[float] | None] | None, best: float |
     return text
 
 
-def _render(fmt: str, metric: str, labels: list[str], categories: list[str],
-            grid: list[list[tuple[float, list[float] | None] | None]], best: list[float | None],
-            significant: dict[tuple[int, str], bool], style: str) -> str:
-    rows = [[label, *(_cell(fmt, cell, best[j], j == 0 and significant.get((i, metric), False), style)
-                      for j, cell in enumerate(row))]
-            for i, (label, row) in enumerate(zip(labels, grid))]
+def _render(
+    fmt: str,
+    metric: str,
+    labels: list[str],
+    categories: list[str],
+    grid: list[list[tuple[float, list[float] | None] | None]],
+    best: list[float | None],
+    significant: dict[tuple[int, str], bool],
+    style: str,
+) -> str:
+    rows = [
+        [
+            label,
+            *(
+                _cell(fmt, cell, best[j], j == 0 and significant.get((i, metric), False), style)
+                for j, cell in enumerate(row)
+            ),
+        ]
+        for i, (label, row) in enumerate(zip(labels, grid))
+    ]
     if fmt == "markdown":
-        lines = ["| " + " | ".join(markdown(h) for h in [metric, *categories]) + " |",
-                 "| " + " | ".join(["---"] + ["---:"] * len(categories)) + " |"]
+        lines = [
+            "| " + " | ".join(markdown(h) for h in [metric, *categories]) + " |",
+            "| " + " | ".join(["---"] + ["---:"] * len(categories)) + " |",
+        ]
         lines += ["| " + " | ".join([markdown(r[0]), *r[1:]]) + " |" for r in rows]
         return "\n".join(lines)
     head = " & ".join(_escape_latex(h) for h in [metric, *categories])
     body = "\n".join(" & ".join([_escape_latex(r[0]), *r[1:]]) + r" \\" for r in rows)
-    return ("\\begin{tabular}{l" + "r" * len(categories) + "}\n\\toprule\n" + head + " \\\\\n\\midrule\n"
-            + body + "\n\\bottomrule\n\\end{tabular}")
+    return (
+        "\\begin{tabular}{l"
+        + "r" * len(categories)
+        + "}\n\\toprule\n"
+        + head
+        + " \\\\\n\\midrule\n"
+        + body
+        + "\n\\bottomrule\n\\end{tabular}"
+    )

@@ -50,7 +50,7 @@ def processes() -> dict[int, tuple[int, int]]:
         except OSError:  # ended meanwhile
             continue
         # after "pid (comm) ": state, ppid, ... starttime is the 20th field from the state
-        fields = stat[stat.rindex(b")") + 2:].split()
+        fields = stat[stat.rindex(b")") + 2 :].split()
         if fields[0] not in (b"Z", b"X"):
             found[int(name)] = (int(fields[1]), int(fields[19]))
     return found

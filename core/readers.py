@@ -61,7 +61,9 @@ _EN_STOP = frozenset(
     and or but nor not if also too very just only now still ever""".split()
 )
 # Chinese function characters (particles, pronouns, copula, common prepositions).
-_ZH_STOP = frozenset("的了是在有就只都也很还和与及呢吗啊吧呀哦嘛么我你他她它们这那个其之被把让给对从到为而且又再才已经曾将要会能可以说着过地得啦什谁哪")
+_ZH_STOP = frozenset(
+    "的了是在有就只都也很还和与及呢吗啊吧呀哦嘛么我你他她它们这那个其之被把让给对从到为而且又再才已经曾将要会能可以说着过地得啦什谁哪"
+)
 # Words that introduce an answer ("is named X", "the city of X", "名叫X"): evidence, but
 # trimmed off a phrase's edges. Matched case-sensitively, so "New York City" keeps "City".
 _EDGE = frozenset(
@@ -69,7 +71,7 @@ _EDGE = frozenset(
     名 叫 称 为""".split()
 )
 # Clause punctuation: a phrase never crosses it (except a comma inside a name, see _breaks).
-_CLAUSE = frozenset(",;:()[]{}\"“”‘’«»—–，、；：（）【】《》「」『』")
+_CLAUSE = frozenset(',;:()[]{}"“”‘’«»—–，、；：（）【】《》「」『』')
 _SENTENCE_END = frozenset("!?。！？；")
 _NUMERIC_ZH = frozenset("〇零一二三四五六七八九十百千万亿两年月日号点时分岁")
 _NUMBER_WORDS = frozenset(
@@ -278,8 +280,10 @@ def _phrases(sentence: _Sentence, question_keys: frozenset[str]) -> list[_Phrase
         content_before.append(content_before[-1] + (not _is_stop(s)))
 
     def distance(lo: int, hi: int) -> int:
-        gaps = [content_before[lo] - content_before[a + 1] if a < lo else content_before[a] - content_before[hi + 1]
-                for a in anchors]
+        gaps = [
+            content_before[lo] - content_before[a + 1] if a < lo else content_before[a] - content_before[hi + 1]
+            for a in anchors
+        ]
         return min(gaps) if gaps else len(spans)
 
     out: list[_Phrase] = []
@@ -297,8 +301,9 @@ def _phrases(sentence: _Sentence, question_keys: frozenset[str]) -> list[_Phrase
                     text=sentence.text[spans[lo].start : spans[hi].end],
                     distance=distance(lo, hi),
                     n_content=sum(not _is_stop(w) for w in words),
-                    numeric=any(w.text[:1].isdigit() or w.text in _NUMERIC_ZH or w.text.lower() in _NUMBER_WORDS
-                                for w in words),
+                    numeric=any(
+                        w.text[:1].isdigit() or w.text in _NUMERIC_ZH or w.text.lower() in _NUMBER_WORDS for w in words
+                    ),
                     named=any(w.kind == "word" and w.text[:1].isupper() and w.text != "I" for w in words),
                 )
             )
@@ -395,7 +400,7 @@ class ExtractiveReader:
 
 
 def format_choices(choices: Mapping[str, str] | None) -> str:
-    """"A. text" one per line; "" for an open question (how the judge shows choices)."""
+    """ "A. text" one per line; "" for an open question (how the judge shows choices)."""
     return "\n".join(f"{letter}. {text}" for letter, text in (choices or {}).items())
 
 

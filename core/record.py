@@ -36,8 +36,10 @@ def check_schema(obj: Mapping[str, Any], where: object) -> int:
     if type(version) is not int or version < 1:
         raise DataError(where, f"schema {version!r} is not a memplug schema version")
     if version > SCHEMA:
-        raise MemplugError(f"{where}: written by a newer memplug (schema {version}; this one reads up to "
-                           f"{SCHEMA}): upgrade memplug to read it")
+        raise MemplugError(
+            f"{where}: written by a newer memplug (schema {version}; this one reads up to "
+            f"{SCHEMA}): upgrade memplug to read it"
+        )
     return version
 
 
@@ -61,14 +63,23 @@ class LLMUsage:
     cost_usd: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"calls": self.calls, "cache_hits": self.cache_hits, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd}
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+        }
 
     def plus(self, other: "LLMUsage") -> "LLMUsage":
         """Both usages together (a question's answer and its diagnosis by the judge)."""
-        return LLMUsage(self.calls + other.calls, self.cache_hits + other.cache_hits,
-                        self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
-                        self.cost_usd + other.cost_usd)
+        return LLMUsage(
+            self.calls + other.calls,
+            self.cache_hits + other.cache_hits,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+        )
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> "LLMUsage | None":
@@ -76,8 +87,13 @@ class LLMUsage:
         sample failed to ingest), which is written back as ``{}``."""
         if not obj:
             return None
-        return cls(obj.get("calls", 0), obj.get("cache_hits", 0), obj.get("prompt_tokens", 0),
-                   obj.get("completion_tokens", 0), obj.get("cost_usd", 0.0))
+        return cls(
+            obj.get("calls", 0),
+            obj.get("cache_hits", 0),
+            obj.get("prompt_tokens", 0),
+            obj.get("completion_tokens", 0),
+            obj.get("cost_usd", 0.0),
+        )
 
 
 def _usage_json(usage: LLMUsage | None) -> dict[str, Any]:
@@ -99,15 +115,30 @@ class Timings:
     settle_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in (("setup_s", self.setup_s), ("ingest_s", self.ingest_s),
-                                  ("settle_s", self.settle_s), ("n_messages", self.n_messages),
-                                  ("recall_s", self.recall_s), ("read_s", self.read_s)) if v is not None}
+        return {
+            k: v
+            for k, v in (
+                ("setup_s", self.setup_s),
+                ("ingest_s", self.ingest_s),
+                ("settle_s", self.settle_s),
+                ("n_messages", self.n_messages),
+                ("recall_s", self.recall_s),
+                ("read_s", self.read_s),
+            )
+            if v is not None
+        }
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> "Timings":
         obj = obj or {}
-        return cls(obj.get("setup_s"), obj.get("ingest_s"), obj.get("n_messages"), obj.get("recall_s"),
-                   obj.get("read_s"), obj.get("settle_s"))
+        return cls(
+            obj.get("setup_s"),
+            obj.get("ingest_s"),
+            obj.get("n_messages"),
+            obj.get("recall_s"),
+            obj.get("read_s"),
+            obj.get("settle_s"),
+        )
 
 
 def _recalled(obj: Any) -> Recalled:
@@ -159,13 +190,26 @@ class QuestionRecord:
     def to_json(self) -> dict[str, Any]:
         """The record as samples.jsonl holds it."""
         out = {
-            "sample_id": self.sample_id, "question_id": self.question_id, "category": self.category,
-            "question": self.question, "prediction": self.prediction, "reply": self.reply, "gold": self.gold,
-            "choices": self.choices, "correct_choice": self.correct_choice, "targets": self.targets,
-            "anchors": self.anchors, "question_time": self.question_time, "question_meta": self.question_meta,
-            "recalled": [i.as_dict() for i in self.recalled], "agent_answered": self.agent_answered,
-            "scores": self.scores, "timings": self.timings.to_json(), "usage": _usage_json(self.usage),
-            "error": self.error, "meta": self.meta,
+            "sample_id": self.sample_id,
+            "question_id": self.question_id,
+            "category": self.category,
+            "question": self.question,
+            "prediction": self.prediction,
+            "reply": self.reply,
+            "gold": self.gold,
+            "choices": self.choices,
+            "correct_choice": self.correct_choice,
+            "targets": self.targets,
+            "anchors": self.anchors,
+            "question_time": self.question_time,
+            "question_meta": self.question_meta,
+            "recalled": [i.as_dict() for i in self.recalled],
+            "agent_answered": self.agent_answered,
+            "scores": self.scores,
+            "timings": self.timings.to_json(),
+            "usage": _usage_json(self.usage),
+            "error": self.error,
+            "meta": self.meta,
         }
         if self.unanswerable is not None:
             out["unanswerable"] = self.unanswerable
@@ -182,8 +226,9 @@ class QuestionRecord:
         orjson rather than json: encoding the records was a tenth of a warm rerun's time
         with json.dumps (see docs/performance.md).
         """
-        return orjson.dumps(self.to_json(), default=_plain,
-                            option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(
+            self.to_json(), default=_plain, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
+        )
 
     @classmethod
     def from_json(cls, obj: Any) -> "QuestionRecord":
@@ -192,16 +237,29 @@ class QuestionRecord:
         if not isinstance(obj, dict):
             raise TypeError(f"a record is an object, not {type(obj).__name__}")
         return cls(
-            sample_id=obj["sample_id"], question_id=obj["question_id"], category=obj["category"],
-            question=obj["question"], prediction=obj.get("prediction"), reply=obj.get("reply"),
-            gold=obj.get("gold") or [], choices=obj.get("choices"), correct_choice=obj.get("correct_choice"),
-            targets=obj.get("targets") or [], anchors=obj.get("anchors") or [],
-            question_time=obj.get("question_time"), question_meta=obj.get("question_meta") or {},
+            sample_id=obj["sample_id"],
+            question_id=obj["question_id"],
+            category=obj["category"],
+            question=obj["question"],
+            prediction=obj.get("prediction"),
+            reply=obj.get("reply"),
+            gold=obj.get("gold") or [],
+            choices=obj.get("choices"),
+            correct_choice=obj.get("correct_choice"),
+            targets=obj.get("targets") or [],
+            anchors=obj.get("anchors") or [],
+            question_time=obj.get("question_time"),
+            question_meta=obj.get("question_meta") or {},
             recalled=[_recalled(i) for i in obj.get("recalled") or ()],
-            agent_answered=bool(obj.get("agent_answered")), scores=obj.get("scores") or {},
-            timings=Timings.from_json(obj.get("timings")), usage=LLMUsage.from_json(obj.get("usage")),
-            error=obj.get("error"), meta=obj.get("meta") or {}, unanswerable=obj.get("unanswerable"),
-            context=obj.get("context"), ingest_usage=LLMUsage.from_json(obj.get("ingest_usage")),
+            agent_answered=bool(obj.get("agent_answered")),
+            scores=obj.get("scores") or {},
+            timings=Timings.from_json(obj.get("timings")),
+            usage=LLMUsage.from_json(obj.get("usage")),
+            error=obj.get("error"),
+            meta=obj.get("meta") or {},
+            unanswerable=obj.get("unanswerable"),
+            context=obj.get("context"),
+            ingest_usage=LLMUsage.from_json(obj.get("ingest_usage")),
             diagnosis=Diagnosis.from_json(obj["diagnosis"]) if obj.get("diagnosis") else None,
         )
 
@@ -248,8 +306,10 @@ class Breakdown(Generic[T]):
 
     def renamed(self, rename: Any) -> "Breakdown[T]":
         """With each metric name passed through ``rename``."""
-        return Breakdown({rename(k): v for k, v in self.overall.items()},
-                         {c: {rename(k): v for k, v in m.items()} for c, m in self.by_category.items()})
+        return Breakdown(
+            {rename(k): v for k, v in self.overall.items()},
+            {c: {rename(k): v for k, v in m.items()} for c, m in self.by_category.items()},
+        )
 
 
 @attrs.define(slots=True)
@@ -266,8 +326,13 @@ class Intervals:
     na: Breakdown[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"method": self.method, "level": self.level, "resamples": self.resamples,
-                               "overall": self.overall, "by_category": self.by_category}
+        out: dict[str, Any] = {
+            "method": self.method,
+            "level": self.level,
+            "resamples": self.resamples,
+            "overall": self.overall,
+            "by_category": self.by_category,
+        }
         if self.na is not None:
             out["na"] = self.na.to_json()
         return out
@@ -275,8 +340,14 @@ class Intervals:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "Intervals":
         na = obj.get("na")
-        return cls(obj.get("method", ""), obj.get("level", 0.95), obj.get("resamples", 1000), obj.get("overall") or {},
-                   obj.get("by_category") or {}, Breakdown.from_json(na) if na is not None else None)
+        return cls(
+            obj.get("method", ""),
+            obj.get("level", 0.95),
+            obj.get("resamples", 1000),
+            obj.get("overall") or {},
+            obj.get("by_category") or {},
+            Breakdown.from_json(na) if na is not None else None,
+        )
 
     @property
     def breakdown(self) -> Breakdown[list[float] | None]:
@@ -289,8 +360,12 @@ class Intervals:
 
     def renamed(self, rename: Any) -> "Intervals":
         values = self.breakdown.renamed(rename)
-        return attrs.evolve(self, overall=values.overall, by_category=values.by_category,
-                            na=self.na.renamed(rename) if self.na is not None else None)
+        return attrs.evolve(
+            self,
+            overall=values.overall,
+            by_category=values.by_category,
+            na=self.na.renamed(rename) if self.na is not None else None,
+        )
 
 
 @attrs.define(slots=True)
@@ -305,8 +380,11 @@ class Efficiency:
     latency_s: dict[str, dict[str, float] | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ingest_s_per_message": self.ingest_s_per_message,
-                               "recall_s_per_question": self.recall_s_per_question, "wall_s": self.wall_s}
+        out: dict[str, Any] = {
+            "ingest_s_per_message": self.ingest_s_per_message,
+            "recall_s_per_question": self.recall_s_per_question,
+            "wall_s": self.wall_s,
+        }
         if self.latency_s is not None:
             out["latency_s"] = self.latency_s
         return out
@@ -314,8 +392,12 @@ class Efficiency:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> "Efficiency":
         obj = obj or {}
-        return cls(obj.get("ingest_s_per_message"), obj.get("recall_s_per_question"), obj.get("wall_s") or 0.0,
-                   obj.get("latency_s"))
+        return cls(
+            obj.get("ingest_s_per_message"),
+            obj.get("recall_s_per_question"),
+            obj.get("wall_s") or 0.0,
+            obj.get("latency_s"),
+        )
 
 
 @attrs.define(slots=True)
@@ -331,17 +413,28 @@ class Outcome:
     stopped: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "n_expected": self.n_expected, "n_answered": self.n_answered,
-                "n_failed": self.n_failed, "first_error": self.first_error, "stopped": self.stopped}
+        return {
+            "status": self.status,
+            "n_expected": self.n_expected,
+            "n_answered": self.n_answered,
+            "n_failed": self.n_failed,
+            "first_error": self.first_error,
+            "stopped": self.stopped,
+        }
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "Outcome | None":
         """The outcome in a run file, None when it has none (a run from before outcomes)."""
         if "status" not in obj:
             return None
-        return cls(obj["status"], obj.get("n_expected", obj.get("n_questions", 0)),
-                   obj.get("n_answered", 0), obj.get("n_failed", obj.get("n_errors", 0)),
-                   obj.get("first_error"), obj.get("stopped"))
+        return cls(
+            obj["status"],
+            obj.get("n_expected", obj.get("n_questions", 0)),
+            obj.get("n_answered", 0),
+            obj.get("n_failed", obj.get("n_errors", 0)),
+            obj.get("first_error"),
+            obj.get("stopped"),
+        )
 
 
 @attrs.define(slots=True)
@@ -371,8 +464,13 @@ class RunSummary:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "schema": SCHEMA, "run_id": self.run_id, "agent": self.agent, "dataset": self.dataset,
-            "n_questions": self.n_questions, "n_errors": self.n_errors, "metrics": self.metrics.to_json(),
+            "schema": SCHEMA,
+            "run_id": self.run_id,
+            "agent": self.agent,
+            "dataset": self.dataset,
+            "n_questions": self.n_questions,
+            "n_errors": self.n_errors,
+            "metrics": self.metrics.to_json(),
         }
         if self.ci is not None:
             out["ci"] = self.ci.to_json()
@@ -398,13 +496,18 @@ class RunSummary:
             raise DataError(where, "no 'metrics' object (not a memplug summary)")
         try:
             return cls(
-                run_id=str(obj.get("run_id") or ""), agent=str(obj.get("agent") or ""),
-                dataset=str(obj.get("dataset") or ""), n_questions=obj.get("n_questions", 0),
-                n_errors=obj.get("n_errors", 0), metrics=Breakdown.from_json(obj["metrics"]),
+                run_id=str(obj.get("run_id") or ""),
+                agent=str(obj.get("agent") or ""),
+                dataset=str(obj.get("dataset") or ""),
+                n_questions=obj.get("n_questions", 0),
+                n_errors=obj.get("n_errors", 0),
+                metrics=Breakdown.from_json(obj["metrics"]),
                 ci=Intervals.from_json(obj["ci"]) if obj.get("ci") else None,
                 n=Breakdown.from_json(obj["n"]) if obj.get("n") is not None else None,
-                unanswerable=obj.get("unanswerable"), efficiency=Efficiency.from_json(obj.get("efficiency")),
-                llm=LLMUsage.from_json(obj.get("llm")) or LLMUsage(), outcome=Outcome.from_json(obj),
+                unanswerable=obj.get("unanswerable"),
+                efficiency=Efficiency.from_json(obj.get("efficiency")),
+                llm=LLMUsage.from_json(obj.get("llm")) or LLMUsage(),
+                outcome=Outcome.from_json(obj),
                 diagnosis=obj.get("diagnosis"),
             )
         except (AttributeError, TypeError) as exc:
@@ -427,14 +530,34 @@ class RunSummary:
 
     def renamed(self, rename: Any) -> "RunSummary":
         """With each metric name passed through ``rename`` (in metrics, n and ci)."""
-        return attrs.evolve(self, metrics=self.metrics.renamed(rename),
-                            n=self.n.renamed(rename) if self.n is not None else None,
-                            ci=self.ci.renamed(rename) if self.ci is not None else None)
+        return attrs.evolve(
+            self,
+            metrics=self.metrics.renamed(rename),
+            n=self.n.renamed(rename) if self.n is not None else None,
+            ci=self.ci.renamed(rename) if self.ci is not None else None,
+        )
 
 
 #: keys of run.json that :class:`RunInfo` holds as fields, in the order they are written
-_RUN_KEYS = ("schema", "run_id", "spec", "resolved", "versions", "git", "started", "ended", "wall_s", "status",
-             "n_expected", "n_answered", "n_failed", "first_error", "stopped", "n_questions", "n_errors")
+_RUN_KEYS = (
+    "schema",
+    "run_id",
+    "spec",
+    "resolved",
+    "versions",
+    "git",
+    "started",
+    "ended",
+    "wall_s",
+    "status",
+    "n_expected",
+    "n_answered",
+    "n_failed",
+    "first_error",
+    "stopped",
+    "n_questions",
+    "n_errors",
+)
 
 
 @attrs.define(slots=True)
@@ -469,9 +592,19 @@ class RunInfo:
     def to_json(self) -> dict[str, Any]:
         """run.json's content, key for key."""
         out: dict[str, Any] = {} if self.schema is None else {"schema": self.schema}
-        out.update({"run_id": self.run_id, "spec": self.spec, "resolved": self.resolved, "versions": self.versions,
-                    "git": self.git, "started": self.started, "ended": self.ended, "wall_s": self.wall_s,
-                    "status": self.status})
+        out.update(
+            {
+                "run_id": self.run_id,
+                "spec": self.spec,
+                "resolved": self.resolved,
+                "versions": self.versions,
+                "git": self.git,
+                "started": self.started,
+                "ended": self.ended,
+                "wall_s": self.wall_s,
+                "status": self.status,
+            }
+        )
         if self.outcome is not None:
             out.update(self.outcome.to_json())
         out.update(self.extra)
@@ -487,10 +620,17 @@ class RunInfo:
         counted = any(k in obj for k in ("n_expected", "n_answered", "n_failed", "n_questions", "n_errors"))
         try:
             return cls(
-                run_id=str(obj.get("run_id") or ""), spec=obj["spec"], resolved=obj.get("resolved") or {},
-                versions=obj.get("versions") or {}, git=obj.get("git"), started=obj.get("started"),
-                ended=obj.get("ended"), wall_s=float(obj.get("wall_s") or 0.0), status=obj.get("status"),
-                outcome=Outcome.from_json(obj) if counted else None, schema=obj.get("schema"),
+                run_id=str(obj.get("run_id") or ""),
+                spec=obj["spec"],
+                resolved=obj.get("resolved") or {},
+                versions=obj.get("versions") or {},
+                git=obj.get("git"),
+                started=obj.get("started"),
+                ended=obj.get("ended"),
+                wall_s=float(obj.get("wall_s") or 0.0),
+                status=obj.get("status"),
+                outcome=Outcome.from_json(obj) if counted else None,
+                schema=obj.get("schema"),
                 extra={k: v for k, v in obj.items() if k not in _RUN_KEYS},
             )
         except (AttributeError, TypeError, ValueError) as exc:

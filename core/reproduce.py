@@ -55,13 +55,18 @@ class Reproduction:
         return all(row.same for row in self.rows)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"original": str(self.original), "reproduced": str(self.reproduced), "matches": self.matches,
-                "notes": list(self.notes),
-                "metrics": [{**attrs.asdict(r), "same": r.same} for r in self.rows]}
+        return {
+            "original": str(self.original),
+            "reproduced": str(self.reproduced),
+            "matches": self.matches,
+            "notes": list(self.notes),
+            "metrics": [{**attrs.asdict(r), "same": r.same} for r in self.rows],
+        }
 
 
-def stored_spec(run: RunDir, api_base: str | None = None, data: Path | None = None,
-                cache: bool | None = None) -> RunSpec:
+def stored_spec(
+    run: RunDir, api_base: str | None = None, data: Path | None = None, cache: bool | None = None
+) -> RunSpec:
     """The run's spec from run.json, with the inputs a reproducer may point elsewhere."""
     fields: dict[str, Any] = {}  # the inputs a reproducer may point elsewhere
     if data is not None:
@@ -72,8 +77,9 @@ def stored_spec(run: RunDir, api_base: str | None = None, data: Path | None = No
         fields["cache"] = cache
     spec = specs.spec_fields(fields, stored=specs.stored_fields(run))
     if api_base is None and is_redacted(spec.get("api_base")):
-        raise MemplugError(f"{run.path}: run.json keeps --api-base without its password "
-                           f"({spec['api_base']}): pass --api-base")
+        raise MemplugError(
+            f"{run.path}: run.json keeps --api-base without its password ({spec['api_base']}): pass --api-base"
+        )
     return specs.build(spec, run.run_json)
 
 
@@ -86,8 +92,10 @@ def check_data(run: RunDir, evaluation: Plan) -> None:
     differ = sorted(name for name in stored.keys() | now.keys() if stored.get(name) != now.get(name))
     if differ:
         shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
-        raise MemplugError(f"--data {evaluation.data} is not the data of {run.path}: {shown} "
-                           "differ from the sha256 in its run.json (pass --data with the same release)")
+        raise MemplugError(
+            f"--data {evaluation.data} is not the data of {run.path}: {shown} "
+            "differ from the sha256 in its run.json (pass --data with the same release)"
+        )
 
 
 def _version_notes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -114,14 +122,23 @@ def compare_summaries(before: RunSummary, after: RunSummary, tolerance: float = 
     return rows
 
 
-def reproduce(path: Path, output: Path, api_base: str | None = None, data: Path | None = None,
-              cache: bool | None = None, tolerance: float = 0.0, progress: Callable[..., Any] | None = None) -> Reproduction:
+def reproduce(
+    path: Path,
+    output: Path,
+    api_base: str | None = None,
+    data: Path | None = None,
+    cache: bool | None = None,
+    tolerance: float = 0.0,
+    progress: Callable[..., Any] | None = None,
+) -> Reproduction:
     """Run ``path`` again from its run.json into ``output`` and compare the numbers."""
     run = RunDir(path).check()
     stored = run.info()
     if stored.status != "finished":
-        raise MemplugError(f"{path}: only a finished run can be reproduced (its status is "
-                           f"{stored.status!r}; finish it with memplug eval --resume {path})")
+        raise MemplugError(
+            f"{path}: only a finished run can be reproduced (its status is "
+            f"{stored.status!r}; finish it with memplug eval --resume {path})"
+        )
     evaluation = Evaluation(stored_spec(run, api_base, data, cache))
     check_data(run, evaluation)
     new_path = evaluation.run(output=output, progress=progress, capture_logs=True)

@@ -41,8 +41,9 @@ def dataset_info(spec: dict[str, Any], plugins: Plugins) -> DatasetInfo:
     """The run's DatasetInfo (language, metric list), built as the run built it: from the
     stored dataset options and ``--data`` path (a loader may read its language there)."""
     builder = plugins.registry("datasets").get(spec["dataset"]).load()()
-    values = opts.resolve(protocols.options_of(builder), spec.get("dataset_options") or {},
-                          f"dataset {spec['dataset']!r}")
+    values = opts.resolve(
+        protocols.options_of(builder), spec.get("dataset_options") or {}, f"dataset {spec['dataset']!r}"
+    )
     data = Path(spec["data"]).expanduser() if spec.get("data") else None
     return protocols.dataset_info(builder, values, data)
 
@@ -71,8 +72,9 @@ def metric_entry(name: str, plugins: Plugins) -> tuple[Entry, int | None]:
     raise MemplugError(f"unknown metric {name!r}{did_you_mean(name, registry.names())}")
 
 
-def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins,
-                  recalled_k: int | None = None) -> list[Any]:
+def build_metrics(
+    names: Iterable[str], config: MetricConfig, plugins: Plugins, recalled_k: int | None = None
+) -> list[Any]:
     """The metrics called ``names``; "recall@K" style names get their K. ``recalled_k``: how
     many items the run kept per question, above which a "@K" metric would silently be
     computed on fewer items (recall@20 of a top-5 run is recall@5)."""
@@ -80,9 +82,11 @@ def build_metrics(names: Iterable[str], config: MetricConfig, plugins: Plugins,
     for name in names:
         entry, k = metric_entry(name, plugins)
         if k is not None and recalled_k is not None and k > recalled_k:
-            raise MemplugError(f"{name}: the run recalled {recalled_k} items per question (--top-k {recalled_k}), "
-                               f"so {name} cannot be computed from it; use K <= {recalled_k}, or run again "
-                               f"with --top-k {k}")
+            raise MemplugError(
+                f"{name}: the run recalled {recalled_k} items per question (--top-k {recalled_k}), "
+                f"so {name} cannot be computed from it; use K <= {recalled_k}, or run again "
+                f"with --top-k {k}"
+            )
         metrics.append(entry.load()(config if k is None else attrs.evolve(config, top_k=k)))
     return metrics
 
@@ -94,12 +98,18 @@ def score_context(record: QuestionRecord, language: str) -> ScoreContext:
     in the question's meta.
     """
     question = Question(
-        id=record.question_id, text=record.question, answers=tuple(record.gold),
-        category=record.category, choices=record.choices, correct_choice=record.correct_choice,
-        targets=record.targets, anchors=record.anchors, time=record.question_time, meta=record.question_meta,
+        id=record.question_id,
+        text=record.question,
+        answers=tuple(record.gold),
+        category=record.category,
+        choices=record.choices,
+        correct_choice=record.correct_choice,
+        targets=record.targets,
+        anchors=record.anchors,
+        time=record.question_time,
+        meta=record.question_meta,
     )
-    return ScoreContext(question, record.prediction or "", tuple(record.recalled), language, record.meta,
-                        record.reply)
+    return ScoreContext(question, record.prediction or "", tuple(record.recalled), language, record.meta, record.reply)
 
 
 def scorable(record: QuestionRecord) -> bool:
@@ -107,8 +117,9 @@ def scorable(record: QuestionRecord) -> bool:
     return not record.error and record.prediction is not None
 
 
-async def score_records(records: list[QuestionRecord], metrics: list[Any], language: str,
-                        score_raw_too: bool = False) -> list[dict[str, Any] | None]:
+async def score_records(
+    records: list[QuestionRecord], metrics: list[Any], language: str, score_raw_too: bool = False
+) -> list[dict[str, Any] | None]:
     """{metric name: score} per record (None for one with an error); async metrics run concurrently.
     ``score_raw_too``: the run's protocol also scored the raw reply (see memplug.metrics.score_with).
 
@@ -131,8 +142,10 @@ async def score_records(records: list[QuestionRecord], metrics: list[Any], langu
             except MemplugError:
                 raise
             except Exception as exc:
-                raise MemplugError(f"metric {metric.name!r} failed on question {record.question_id!r} of sample "
-                                   f"{record.sample_id!r}: {type(exc).__name__}: {exc}") from exc
+                raise MemplugError(
+                    f"metric {metric.name!r} failed on question {record.question_id!r} of sample "
+                    f"{record.sample_id!r}: {type(exc).__name__}: {exc}"
+                ) from exc
         return out
 
     todo = [r for r in records if not r.error]
@@ -152,8 +165,11 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 def summary_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     """Every number that differs between two summary.json contents, by dotted key (absent = None)."""
     old, new = _flatten(before), _flatten(after)
-    return [{"key": k, "before": old.get(k), "after": new.get(k)}
-            for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    return [
+        {"key": k, "before": old.get(k), "after": new.get(k)}
+        for k in dict.fromkeys([*old, *new])
+        if old.get(k) != new.get(k)
+    ]
 
 
 def _stamp(folder: Path) -> str:
@@ -175,8 +191,9 @@ class Rescore:
     changes: dict[str, Any]
 
 
-def rediagnosed(run: RunDir, records: list[QuestionRecord], metric_names: list[str], language: str,
-                 anew: bool) -> list[QuestionRecord]:
+def rediagnosed(
+    run: RunDir, records: list[QuestionRecord], metric_names: list[str], language: str, anew: bool
+) -> list[QuestionRecord]:
     """The records with their diagnoses (:mod:`memplug.diagnosis`) re-derived from their scores:
     a record's stored and recalled facts kept, its stage decided by the headline metric of
     ``metric_names``. ``anew``: every record diagnosed again from the run's stored.jsonl and
@@ -184,20 +201,34 @@ def rediagnosed(run: RunDir, records: list[QuestionRecord], metric_names: list[s
     without source ids are judged by the gold answer alone)."""
     headline = diagnosis.headline_metric(metric_names)
     lines = stored_file.read(run.path)
-    stores = {sid: diagnosis.Store.of(line.get("items") or [], language, int(line.get("total") or 0))
-              for sid, line in lines.items()}
+    stores = {
+        sid: diagnosis.Store.of(line.get("items") or [], language, int(line.get("total") or 0))
+        for sid, line in lines.items()
+    }
     out = []
     for r in records:
         store = stores.get(r.sample_id)
-        d = (diagnosis.diagnose(r, headline, None, store, language) if anew
-             else diagnosis.restage(r, headline, store, language) if r.diagnosis is not None else None)
+        d = (
+            diagnosis.diagnose(r, headline, None, store, language)
+            if anew
+            else diagnosis.restage(r, headline, store, language)
+            if r.diagnosis is not None
+            else None
+        )
         out.append(attrs.evolve(r, diagnosis=d))
     return out
 
 
-def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None = None,
-                api_base: str | None = None, cache: bool = True, plugins: Plugins | None = None,
-                judge_prompt: str | None = None, diagnose: bool = False) -> Rescore:
+def rescore_run(
+    path: Path,
+    metrics: list[str] | None = None,
+    judge: str | None = None,
+    api_base: str | None = None,
+    cache: bool = True,
+    plugins: Plugins | None = None,
+    judge_prompt: str | None = None,
+    diagnose: bool = False,
+) -> Rescore:
     """Recompute ``metrics`` (default: the run's own) for every answered record of a run.
 
     Scores of metrics not recomputed are kept. A new ``judge`` model or ``judge_prompt``
@@ -246,9 +277,13 @@ def rescore_run(path: Path, metrics: list[str] | None = None, judge: str | None 
 
     ci = old_summary.ci
     new_summary = summarize(
-        rescored, stored.agent or old_summary.agent, stored.dataset or old_summary.dataset,
-        stored.run_id or old_summary.run_id or Path(path).name, old_summary.efficiency.wall_s,
-        resamples=ci.resamples if ci is not None else 1000, level=ci.level if ci is not None else 0.95,
+        rescored,
+        stored.agent or old_summary.agent,
+        stored.dataset or old_summary.dataset,
+        stored.run_id or old_summary.run_id or Path(path).name,
+        old_summary.efficiency.wall_s,
+        resamples=ci.resamples if ci is not None else 1000,
+        level=ci.level if ci is not None else 0.95,
     )
     # which questions were answered is the run's, not the metrics': its outcome carries over
     new_summary.outcome = old_summary.outcome

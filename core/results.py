@@ -159,8 +159,9 @@ class RunDir:
         checks = []
         for model, result in read_json(self.judge_check).get("judges", {}).items():
             vs = result.get("vs_exact", {}).get("all", {})
-            checks.append({"model": model, "agreement": vs.get("agreement"), "kappa": vs.get("kappa"),
-                           "n": vs.get("n")})
+            checks.append(
+                {"model": model, "agreement": vs.get("agreement"), "kappa": vs.get("kappa"), "n": vs.get("n")}
+            )
         return checks
 
 
@@ -371,7 +372,9 @@ def summarize(
     for r in answered:
         by_category[r.category].append(r)
 
-    def block(rows: list[QuestionRecord]) -> tuple[dict[str, float], dict[str, list[float] | None], dict[str, int], dict[str, str]]:
+    def block(
+        rows: list[QuestionRecord],
+    ) -> tuple[dict[str, float], dict[str, list[float] | None], dict[str, int], dict[str, str]]:
         """Means, intervals (None where not estimable), counts, and why an interval is None."""
         means: dict[str, float] = {}
         intervals: dict[str, list[float] | None] = {}
@@ -473,8 +476,10 @@ class RunLock:
                 fh.seek(0)
                 holder = fh.read().strip() or "?"
                 fh.close()
-                raise MemplugError(f"{self.path.parent} is being run by another memplug process (pid {holder}); "
-                                   "wait for it to end, or stop it first") from None
+                raise MemplugError(
+                    f"{self.path.parent} is being run by another memplug process (pid {holder}); "
+                    "wait for it to end, or stop it first"
+                ) from None
             try:  # the holder before removes the file as it lets go: then it is a new file's turn
                 if os.stat(self.path).st_ino == os.fstat(fh.fileno()).st_ino:
                     break

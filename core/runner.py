@@ -34,15 +34,23 @@ class Evaluation(Plan):
     """A spec resolved (this :class:`~memplug.plan.Plan`), with the sample runner and the
     driver that run it: ``Evaluation(spec).run(output=...)``."""
 
-    def __init__(self, spec: RunSpec, plugins: Plugins | None = None, check: bool = True,
-                 resolved: ResolvedSpec | None = None) -> None:
+    def __init__(
+        self, spec: RunSpec, plugins: Plugins | None = None, check: bool = True, resolved: ResolvedSpec | None = None
+    ) -> None:
         super().__init__(spec, plugins, check, resolved)
         self.runner = SampleRunner(self)
         self.driver = Driver(self, self.runner)
 
-    def run(self, output: Path | None = None, resume: Path | None = None, progress: Callable[..., Any] | None = None,
-            capture_logs: bool = False, verbose: bool = False, executor: Executor | None = None,
-            name: str | None = None) -> Path:
+    def run(
+        self,
+        output: Path | None = None,
+        resume: Path | None = None,
+        progress: Callable[..., Any] | None = None,
+        capture_logs: bool = False,
+        verbose: bool = False,
+        executor: Executor | None = None,
+        name: str | None = None,
+    ) -> Path:
         """Run (or resume) and return the run directory (:meth:`memplug.driver.Driver.run`)."""
         return self.driver.run(output, resume, progress, capture_logs, verbose, executor, name)
 

@@ -40,8 +40,18 @@ from memplug.metrics import score_with
 from memplug.models import AgentQuestion, Chunk, Question, Recall, Sample
 from memplug.chunking import chunk_messages
 from memplug.plan import Plan
-from memplug.protocols import (AgentConfig, ReferenceChannel, ScoreContext, async_variant, is_blocking,
-                               lists_stored, prompts_with_protocol, reader_cannot, reads_answer, settles)
+from memplug.protocols import (
+    AgentConfig,
+    ReferenceChannel,
+    ScoreContext,
+    async_variant,
+    is_blocking,
+    lists_stored,
+    prompts_with_protocol,
+    reader_cannot,
+    reads_answer,
+    settles,
+)
 from memplug.record import QuestionRecord, Timings
 from memplug.results import safe_name
 from memplug.secrets import scrub
@@ -157,8 +167,9 @@ class SampleRunner:
         if self.stopping.is_set():
             raise asyncio.CancelledError
 
-    def method(self, pool: AgentThreads, obj: Any, name: str, limit: float | None = None,
-               flag: str = "--sample-timeout") -> Callable[..., Awaitable[Any]]:
+    def method(
+        self, pool: AgentThreads, obj: Any, name: str, limit: float | None = None, flag: str = "--sample-timeout"
+    ) -> Callable[..., Awaitable[Any]]:
         """``obj.a<name>`` if the agent declares an async variant (protocols.IngestsAsync,
         RecallsAsync, ClosesAsync, ListsStoredAsync), else ``obj.<name>`` made awaitable.
 
@@ -182,8 +193,9 @@ class SampleRunner:
             except asyncio.TimeoutError:
                 pool.give_up()
                 what = name.lstrip("_").replace("_", " ")
-                raise SampleTimeout(f"the agent's {what} did not return within {limit:g} s "
-                                    f"({flag}): given up") from None
+                raise SampleTimeout(
+                    f"the agent's {what} did not return within {limit:g} s ({flag}): given up"
+                ) from None
 
         declared = async_variant(obj, name)
         if declared is not None:
@@ -235,8 +247,14 @@ class SampleRunner:
         plan, spec = self.plan, self.plan.spec
         workdir = work / safe_name(sample.id)
         config = AgentConfig(
-            options=plan.agent_values, llm=plan.llm, embedder=spec.embedder, top_k=plan.top_k,
-            chunk_size=plan.chunk_size, seed=spec.seed, language=plan.info.language, sample_id=sample.id,
+            options=plan.agent_values,
+            llm=plan.llm,
+            embedder=spec.embedder,
+            top_k=plan.top_k,
+            chunk_size=plan.chunk_size,
+            seed=spec.seed,
+            language=plan.info.language,
+            sample_id=sample.id,
             reference=ReferenceChannel.of(sample) if plan.agent_entry.info.get("reference") else None,
             api_base=spec.api_base,
         )
@@ -247,9 +265,13 @@ class SampleRunner:
         if plan.replayed is not None:  # --from RUN: the recalls are stored; nothing to build or ingest
             agent = _Replay(plan.replayed, sample.id, plan.top_k)
         # memplug's work: not timed
-        chunks = ([] if agent is not None else [Chunk(i, (m,)) for i, m in enumerate(sample.messages)]
-                  if plan.per_message
-                  else list(chunk_messages(sample.messages, plan.chunk_size, plan.token_counts.of(sample))))
+        chunks = (
+            []
+            if agent is not None
+            else [Chunk(i, (m,)) for i, m in enumerate(sample.messages)]
+            if plan.per_message
+            else list(chunk_messages(sample.messages, plan.chunk_size, plan.token_counts.of(sample)))
+        )
         setup_s = ingest_s = 0.0
         settle_s: float | None = None
         with usage_scope() as ingest_usage:
@@ -312,10 +334,10 @@ class SampleRunner:
             points = diagnosis.sample_points(sample.meta.get(diagnosis.MEMORY_POINTS_KEY), store, conversation)
             for question in sample.questions:
                 self.stop_point()
-                record = await self._ask(recall, question, sample,
-                                         ingest_error or (f"not asked: {hung}" if hung else None))
-                record.diagnosis = diagnosis.diagnose(record, headline, conversation, store, plan.info.language,
-                                                      points)
+                record = await self._ask(
+                    recall, question, sample, ingest_error or (f"not asked: {hung}" if hung else None)
+                )
+                record.diagnosis = diagnosis.diagnose(record, headline, conversation, store, plan.info.language, points)
                 if plan.judge_llm is not None and record.diagnosis is not None and "overlap" in record.diagnosis.rule:
                     await self._judge_storage(record, conversation, store)
                 if plan.replayed is not None and (source := plan.replayed.get(record.key)) is not None:
@@ -348,8 +370,9 @@ class SampleRunner:
 
         return asyncio.run(records())
 
-    async def _judge_storage(self, record: QuestionRecord, conversation: diagnosis.Conversation,
-                             store: diagnosis.Store | None) -> None:
+    async def _judge_storage(
+        self, record: QuestionRecord, conversation: diagnosis.Conversation, store: diagnosis.Store | None
+    ) -> None:
         """With ``--judge``: the judge, not the overlap rule, decides whether items that name no
         source hold the record's evidence (:func:`memplug.diagnosis.judged`); its calls count in
         the question's usage. A diagnostic: a failed call is logged and the overlap rule's
@@ -358,18 +381,24 @@ class SampleRunner:
         assert judge_llm is not None
         with usage_scope() as usage:
             try:
-                record.diagnosis = await diagnosis.judged(record, conversation, store, judge_llm,
-                                                          self.plan.info.language)
+                record.diagnosis = await diagnosis.judged(
+                    record, conversation, store, judge_llm, self.plan.info.language
+                )
             except FatalLLMError:
                 raise
             except Exception as exc:
-                log.warning("question %s/%s: the judge could not diagnose it, the overlap rule stands: %s",
-                            record.sample_id, record.question_id, _describe(exc))
+                log.warning(
+                    "question %s/%s: the judge could not diagnose it, the overlap rule stands: %s",
+                    record.sample_id,
+                    record.question_id,
+                    _describe(exc),
+                )
         if record.usage is not None:
             record.usage = record.usage.plus(usage.snapshot())
 
-    async def _list_stored(self, pool: AgentThreads, agent: Any,
-                           sample_id: str) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+    async def _list_stored(
+        self, pool: AgentThreads, agent: Any, sample_id: str
+    ) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
         """What the agent holds after ingestion, from its optional ``stored()``
         (:mod:`memplug.stored`): every listed item, which the questions' diagnoses are computed
         against, and the sample's line of stored.jsonl. Untimed, and never the run's failure:
@@ -381,14 +410,27 @@ class SampleRunner:
             return None, None
         return stored_file.line_of(sample_id, listed)
 
-    async def _ask(self, recall_method: Callable[..., Awaitable[Any]] | None, question: Question, sample: Sample,
-                   ingest_error: str | None) -> QuestionRecord:
+    async def _ask(
+        self,
+        recall_method: Callable[..., Awaitable[Any]] | None,
+        question: Question,
+        sample: Sample,
+        ingest_error: str | None,
+    ) -> QuestionRecord:
         plan = self.plan
         record = QuestionRecord(
-            sample_id=sample.id, question_id=question.id, category=question.category, question=question.text,
-            gold=list(question.answers), choices=dict(question.choices) if question.choices else None,
-            correct_choice=question.correct_choice, targets=list(question.targets), anchors=list(question.anchors),
-            question_time=question.time, question_meta=jsonable(question.meta), error=ingest_error,
+            sample_id=sample.id,
+            question_id=question.id,
+            category=question.category,
+            question=question.text,
+            gold=list(question.answers),
+            choices=dict(question.choices) if question.choices else None,
+            correct_choice=question.correct_choice,
+            targets=list(question.targets),
+            anchors=list(question.anchors),
+            question_time=question.time,
+            question_meta=jsonable(question.meta),
+            error=ingest_error,
         )
         if ingest_error or recall_method is None:
             return record
@@ -466,8 +508,9 @@ def run_here(runner: SampleRunner, samples: list[Sample], results: RunResults) -
             started.set()
 
     # the caller's context (an LLM usage scope, say) goes with the samples
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(target,), daemon=True,
-                              name="memplug-samples")
+    thread = threading.Thread(
+        target=contextvars.copy_context().run, args=(target,), daemon=True, name="memplug-samples"
+    )
     thread.start()
     try:
         thread.join()

@@ -53,9 +53,19 @@ def stratified(samples: Iterable[Sample], limit: int, seed: int) -> tuple[list[S
         if questions:
             kept.append(attrs.evolve(sample, questions=questions))
     drawn = {
-        "by": "stratified", "seed": seed, "n": len(chosen), "of": total,
-        "strata": [{"category": category, "abstention": abstention, "drawn": quotas[(category, abstention)],
-                    "of": len(members)} for (category, abstention), members in strata.items()],
+        "by": "stratified",
+        "seed": seed,
+        "n": len(chosen),
+        "of": total,
+        "strata": [
+            {
+                "category": category,
+                "abstention": abstention,
+                "drawn": quotas[(category, abstention)],
+                "of": len(members),
+            }
+            for (category, abstention), members in strata.items()
+        ],
     }
     return kept, drawn
 

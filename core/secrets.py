@@ -22,15 +22,23 @@ _SECRET_VAR = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?)$
 #: query parameters that carry credentials (Azure's api-key, Gemini's key, signed URLs ...)
 _SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|signature|auth|credential", re.I)
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:]*):(?P<password>[^/@\s]+)@")
-_QUERY_PAIR = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth)"
-                         r"[A-Za-z0-9_.-]*=)(?P<value>[^&#\s\"']+)", re.I)
+_QUERY_PAIR = re.compile(
+    r"(?P<name>[?&;][A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth)"
+    r"[A-Za-z0-9_.-]*=)(?P<value>[^&#\s\"']+)",
+    re.I,
+)
 _BEARER = re.compile(r"(?P<head>\b(?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{3,})", re.I)
-_KEY_FIELD = re.compile(r"(?P<head>\b(?:api[_-]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)"
-                        r"(?!(?:Bearer|Basic|Token)\s)(?P<value>[^\s\"',}]{3,})", re.I)
+_KEY_FIELD = re.compile(
+    r"(?P<head>\b(?:api[_-]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)"
+    r"(?!(?:Bearer|Basic|Token)\s)(?P<value>[^\s\"',}]{3,})",
+    re.I,
+)
 #: where a secret stands in a text: after an auth scheme, a credential field's name or
 #: "key provided:" (OpenAI's "Incorrect API key provided: ..."); what a short secret needs before it
-_STANDS = (r"(?:\b(?:Bearer|Basic|Token)\s+|\b(?:api[_-]?key|x-api-key|authorization|key|token|secret|password"
-           r"|passwd|provided)[\"']?\s*[:=]\s*[\"']?|://[^/@\s:]*:)")
+_STANDS = (
+    r"(?:\b(?:Bearer|Basic|Token)\s+|\b(?:api[_-]?key|x-api-key|authorization|key|token|secret|password"
+    r"|passwd|provided)[\"']?\s*[:=]\s*[\"']?|://[^/@\s:]*:)"
+)
 
 
 def redact_url(url: str | None) -> str | None:
@@ -107,8 +115,9 @@ def _scrub(text: str, known: list[str]) -> str:
         if len(secret) >= 8:
             text = text.replace(secret, MASK)
         elif secret in text:
-            text = re.sub(rf"(?P<head>{_STANDS}){re.escape(secret)}(?![A-Za-z0-9])", rf"\g<head>{MASK}", text,
-                          flags=re.I)
+            text = re.sub(
+                rf"(?P<head>{_STANDS}){re.escape(secret)}(?![A-Za-z0-9])", rf"\g<head>{MASK}", text, flags=re.I
+            )
     text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
     text = _QUERY_PAIR.sub(lambda m: f"{m['name']}{MASK}", text)
     text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)

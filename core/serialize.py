@@ -37,7 +37,9 @@ class _Check:
         return DataError(self.path, problem, f"line {self.line}" + (f", {place}" if place else ""))
 
     def value(self, obj: Any, kind: type | tuple[type, ...], place: str) -> Any:
-        if not isinstance(obj, kind) or (isinstance(obj, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+        if not isinstance(obj, kind) or (
+            isinstance(obj, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
+        ):
             kinds = kind if isinstance(kind, tuple) else (kind,)
             names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
             raise self.fail(place, f"expected {names}, got {type(obj).__name__}")
@@ -53,7 +55,9 @@ class _Check:
         known = {a.name for a in attrs.fields(cls)}
         for key in obj:
             if key not in known:
-                raise self.fail(place, f"unknown key {short(key)}; a {cls.__name__.lower()} has {', '.join(sorted(known))}")
+                raise self.fail(
+                    place, f"unknown key {short(key)}; a {cls.__name__.lower()} has {', '.join(sorted(known))}"
+                )
         return obj
 
     def strings(self, obj: Any, place: str) -> list[str]:
@@ -93,8 +97,10 @@ def _question(check: _Check, raw: Any, place: str, message_ids: set[str]) -> Que
         check.value(text, str, f"{place}.choices.{letter}")
     correct = raw.get("correct_choice")
     if correct is not None and correct not in (choices or {}):
-        raise check.fail(f"{place}.correct_choice", f"correct_choice {short(correct)} is not one of the choices "
-                                                    f"{sorted(choices or {})}")
+        raise check.fail(
+            f"{place}.correct_choice",
+            f"correct_choice {short(correct)} is not one of the choices {sorted(choices or {})}",
+        )
     targets = check.value(raw.get("targets", []), list, f"{place}.targets")
     for i, target in enumerate(targets):
         check.value(target, _ID, f"{place}.targets[{i}]")
@@ -111,7 +117,9 @@ def sample_from_dict(raw: Any, path: Path | str = "<sample>", line: int = 1) -> 
     check.record(raw, Sample, ("id", "messages", "questions"), "")
     check.value(raw["id"], _ID, "id")
     check.value(raw.get("meta"), _OBJECT_OR_NULL, "meta")
-    messages = [_message(check, m, f"messages[{i}]") for i, m in enumerate(check.value(raw["messages"], list, "messages"))]
+    messages = [
+        _message(check, m, f"messages[{i}]") for i, m in enumerate(check.value(raw["messages"], list, "messages"))
+    ]
     ids: set[str] = set()
     for i, m in enumerate(messages):
         if m.id in ids:
@@ -172,8 +180,9 @@ def read_samples(path: Path) -> Iterator[Sample]:
                 raise DataError(path, f"{problem}; expected one memplug sample per line", f"line {number}") from None
             sample = sample_from_dict(record, path, number)
             if sample.id in seen:
-                raise DataError(path, f"sample id {short(sample.id)} repeats (first on line {seen[sample.id]})",
-                                f"line {number}")
+                raise DataError(
+                    path, f"sample id {short(sample.id)} repeats (first on line {seen[sample.id]})", f"line {number}"
+                )
             seen[sample.id] = number
             yield sample
     if not seen:

@@ -32,8 +32,24 @@ DEFAULT_SAMPLE_TIMEOUT_S = 1800.0
 
 #: spec fields that change the numbers: a resume must not mix two of them
 SCORED_FIELDS = (
-    "agent", "dataset", "data", "seed", "llm", "api_base", "reader", "judge", "judge_prompt", "embedder",
-    "chunk_size", "top_k", "limit", "agent_options", "dataset_options", "from_run", "limit_by", "context_tokens",
+    "agent",
+    "dataset",
+    "data",
+    "seed",
+    "llm",
+    "api_base",
+    "reader",
+    "judge",
+    "judge_prompt",
+    "embedder",
+    "chunk_size",
+    "top_k",
+    "limit",
+    "agent_options",
+    "dataset_options",
+    "from_run",
+    "limit_by",
+    "context_tokens",
 )
 #: what a run.json written before a spec field existed meant by its absence (for --resume and
 #: `memplug reproduce`): a --limit then kept the first N questions
@@ -135,8 +151,13 @@ def stored_fields(run: RunDir) -> dict[str, Any]:
     return {**LEGACY_SPEC, **run.check().info().spec}
 
 
-def spec_fields(fields: Mapping[str, Any], options: Mapping[str, str] | None = None, *,
-                stored: Mapping[str, Any] | None = None, explicit: Iterable[str] | None = None) -> dict[str, Any]:
+def spec_fields(
+    fields: Mapping[str, Any],
+    options: Mapping[str, str] | None = None,
+    *,
+    stored: Mapping[str, Any] | None = None,
+    explicit: Iterable[str] | None = None,
+) -> dict[str, Any]:
     """RunSpec fields: ``stored`` (a run's spec, :func:`stored_fields`) overridden by the
     ``explicit`` ones of ``fields`` (all of them without ``explicit``; with ``stored`` and no
     ``explicit``, none), then ``options``, the ``-o`` pairs, split between the agent and the
@@ -146,8 +167,10 @@ def spec_fields(fields: Mapping[str, Any], options: Mapping[str, str] | None = N
     known = field_names()
     unknown = sorted(set(fields) - known - {"no_cache"})
     if unknown:
-        raise MemplugError(f"unknown evaluation setting(s): {', '.join(unknown)} "
-                           f"(known: {', '.join(sorted(known - {'agent_options', 'dataset_options'}))})")
+        raise MemplugError(
+            f"unknown evaluation setting(s): {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(known - {'agent_options', 'dataset_options'}))})"
+        )
     spec: dict[str, Any] = dict(stored or {})
     chosen = set(fields) if explicit is None else set(explicit)
     for key, value in fields.items():
@@ -173,8 +196,11 @@ def split_options(spec: Mapping[str, Any], options: Mapping[str, str]) -> dict[s
 
     reg = get_plugins().registry
     # --from replays the stored recalls: no agent is built, and its options are the stored run's
-    agent_opts = () if spec.get("from_run") else declared_options(reg("agents").get(spec["agent"]).load(),
-                                                                   f"agent {spec['agent']!r}")
+    agent_opts = (
+        ()
+        if spec.get("from_run")
+        else declared_options(reg("agents").get(spec["agent"]).load(), f"agent {spec['agent']!r}")
+    )
     dataset_opts = declared_options(reg("datasets").get(spec["dataset"]).load(), f"dataset {spec['dataset']!r}")
     given_agent, given_dataset = split_for(dict(options), agent_opts, dataset_opts)
     if spec.get("from_run"):  # the same data as the stored run, with the protocol options given now

@@ -47,8 +47,9 @@ def _item(value: Any) -> dict[str, Any]:
     elif isinstance(value, str):
         out = {"text": value, "id": None, "message_ids": []}
     elif isinstance(value, dict) and isinstance(text := value.get("text", value.get("memory")), str):
-        out = StoredItem(text, _str_or_none(value.get("id")), tuple(value.get("message_ids") or ()),
-                         value.get("meta") or {}).as_dict()
+        out = StoredItem(
+            text, _str_or_none(value.get("id")), tuple(value.get("message_ids") or ()), value.get("meta") or {}
+        ).as_dict()
     else:
         raise TypeError(f"stored() listed a {type(value).__name__}, expected memplug.StoredItem or str")
     out["text"] = str(out["text"])
@@ -104,8 +105,12 @@ def write_line(run_path: Path, line: dict[str, Any]) -> None:
 
 
 def _not_recorded(sample_id: str, exc: Exception) -> None:
-    log.warning("sample %s: what the agent stored is not recorded (%s: %s)", sample_id, type(exc).__name__,
-                str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+    log.warning(
+        "sample %s: what the agent stored is not recorded (%s: %s)",
+        sample_id,
+        type(exc).__name__,
+        str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+    )
 
 
 def _encoded(line: dict[str, Any]) -> bytes:
@@ -121,7 +126,7 @@ def _open(run_path: Path | str) -> int:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def append(run_path: Path, line: dict[str, Any]) -> None:

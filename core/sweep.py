@@ -55,8 +55,15 @@ from memplug.results import RunDir, safe_name, write_json_atomic
 MANIFEST = "sweep.json"
 CONFIG_COPY = "sweep.toml"
 #: grid axes and the RunSpec field each one sets
-AXES = {"agents": "agent", "datasets": "dataset", "seeds": "seed", "llms": "llm", "readers": "reader",
-        "judges": "judge", "options": "options"}
+AXES = {
+    "agents": "agent",
+    "datasets": "dataset",
+    "seeds": "seed",
+    "llms": "llm",
+    "readers": "reader",
+    "judges": "judge",
+    "options": "options",
+}
 TOP_KEYS = {"name", "executor", "workers", "llm_limit", "llm_tpm", "address", "base", "grid"}
 DONE = "finished"
 
@@ -81,8 +88,9 @@ def load_config(path: Path) -> dict[str, Any]:
     config = _toml(path)
     unknown = set(config) - TOP_KEYS
     if unknown:
-        raise MemplugError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; a sweep file has "
-                           f"{', '.join(sorted(TOP_KEYS))}")
+        raise MemplugError(
+            f"{path}: unknown key(s) {', '.join(sorted(unknown))}; a sweep file has {', '.join(sorted(TOP_KEYS))}"
+        )
     grid = config.get("grid") or {}
     bad = set(grid) - set(AXES)
     if bad:
@@ -143,17 +151,31 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
         try:
             fields = specs.spec_fields(fields, raw)
         except MemplugError as exc:  # which cell (and so which agent, dataset and option set) it is
-            raise MemplugError(f"cell c{index:03d} ({fields['agent']} on {fields['dataset']}, "
-                               f"options {raw or 'none'}): {exc}") from None
+            raise MemplugError(
+                f"cell c{index:03d} ({fields['agent']} on {fields['dataset']}, options {raw or 'none'}): {exc}"
+            ) from None
         seed = fields.get("seed", 0)
         run_id = _safe(f"{sweep_id}-c{index:03d}-{fields['agent']}-{fields['dataset']}-s{seed}")
-        cells.append({
-            "index": index, "run_id": run_id, "path": f"runs/{run_id}",
-            "axes": {"agent": fields["agent"], "dataset": fields["dataset"], "data": fields.get("data"),
-                     "seed": seed, "llm": fields.get("llm"), "reader": fields.get("reader"),
-                     "judge": fields.get("judge"), "options": raw},
-            "spec": fields, "status": "pending", "error": None,
-        })
+        cells.append(
+            {
+                "index": index,
+                "run_id": run_id,
+                "path": f"runs/{run_id}",
+                "axes": {
+                    "agent": fields["agent"],
+                    "dataset": fields["dataset"],
+                    "data": fields.get("data"),
+                    "seed": seed,
+                    "llm": fields.get("llm"),
+                    "reader": fields.get("reader"),
+                    "judge": fields.get("judge"),
+                    "options": raw,
+                },
+                "spec": fields,
+                "status": "pending",
+                "error": None,
+            }
+        )
     return cells
 
 
@@ -192,11 +214,21 @@ class Sweep:
             (path / "runs").mkdir(parents=True)
             (path / CONFIG_COPY).write_bytes(Path(config_path).read_bytes())
         except OSError as exc:
-            raise MemplugError(f"--output {output}: cannot create the sweep directory ({exc.strerror or exc})") \
-                from None
+            raise MemplugError(
+                f"--output {output}: cannot create the sweep directory ({exc.strerror or exc})"
+            ) from None
         sweep = cls(path)
-        sweep.write({"sweep_id": sweep_id, "name": config["name"], "created": _now(), "status": "running",
-                     "config": config, "executor": dict(executor), "cells": cells})
+        sweep.write(
+            {
+                "sweep_id": sweep_id,
+                "name": config["name"],
+                "created": _now(),
+                "status": "running",
+                "config": config,
+                "executor": dict(executor),
+                "cells": cells,
+            }
+        )
         return sweep
 
     def read(self) -> dict[str, Any]:
@@ -224,8 +256,10 @@ class Sweep:
         mine = [(c["run_id"], c["spec"]) for c in cells]
         stored = [(c["run_id"], c["spec"]) for c in manifest["cells"]]
         if mine != stored:
-            raise MemplugError(f"cannot resume {self.path}: {config_path} plans other cells than its "
-                               f"{MANIFEST} (start a new sweep, or resume without the file)")
+            raise MemplugError(
+                f"cannot resume {self.path}: {config_path} plans other cells than its "
+                f"{MANIFEST} (start a new sweep, or resume without the file)"
+            )
 
 
 def cell_state(sweep_path: Path, cell: Mapping[str, Any]) -> str:
@@ -254,8 +288,9 @@ def run_cell(job: Mapping[str, Any], executor: Any = None) -> dict[str, Any]:
     try:
         evaluation = Evaluation(specs.build(job["spec"], f"cell {job['run_id']}"))
         resume = Path(job["resume"]) if job.get("resume") else None
-        path = evaluation.run(output=Path(job["runs"]), resume=resume, name=job["run_id"], executor=executor,
-                              capture_logs=True)
+        path = evaluation.run(
+            output=Path(job["runs"]), resume=resume, name=job["run_id"], executor=executor, capture_logs=True
+        )
         outcome = RunDir(path).summary().outcome
         status, error = (outcome.status, outcome.first_error) if outcome is not None else (DONE, None)
     except RunStopped as exc:
@@ -275,7 +310,9 @@ class SweepInterrupted(KeyboardInterrupt):
         super().__init__(self.sweep_dir)
 
 
-def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
+def run_sweep(
+    sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], int, int], None] | None = None
+) -> dict[str, Any]:
     """Run every unfinished cell of ``sweep`` with ``executor``; the manifest after it. A
     Ctrl-C raises :class:`SweepInterrupted` once the manifest says ``interrupted``."""
     manifest = sweep.read()
@@ -285,8 +322,15 @@ def run_sweep(sweep: Sweep, executor: Any, on_cell: Callable[[dict[str, Any], in
         if state == DONE:
             cell["status"], cell["error"] = DONE, None
             continue
-        todo.append({"index": cell["index"], "spec": cell["spec"], "runs": str(sweep.path / "runs"),
-                     "run_id": cell["run_id"], "resume": str(sweep.path / cell["path"]) if state == "resume" else None})
+        todo.append(
+            {
+                "index": cell["index"],
+                "spec": cell["spec"],
+                "runs": str(sweep.path / "runs"),
+                "run_id": cell["run_id"],
+                "resume": str(sweep.path / cell["path"]) if state == "resume" else None,
+            }
+        )
     manifest["status"] = "running"
     manifest["executor"] = executor.describe()
     sweep.write(manifest)
@@ -343,4 +387,3 @@ def expand(path: Path) -> list[Path]:
     if not runs:
         raise MemplugError(f"{path}: no cell of this sweep has finished yet (memplug sweep --resume {path})")
     return runs
-

@@ -64,7 +64,7 @@ def cjk_share(text: str) -> float:
 
 
 def detect_language(text: str) -> Mode:
-    """"zh" when at least :data:`CJK_SHARE` of the word tokens are CJK characters, else "en"."""
+    """ "zh" when at least :data:`CJK_SHARE` of the word tokens are CJK characters, else "en"."""
     return "zh" if cjk_share(text) >= CJK_SHARE else "en"
 
 
@@ -142,4 +142,3 @@ def token_spans(text: str) -> list[Span]:
         kind: Literal["cjk", "word", "punct"] = "cjk" if m.group(1) else "word" if m.group(2) else "punct"
         out.append(Span(m.group(0), m.start(), m.end(), kind))
     return out
-

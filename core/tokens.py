@@ -45,7 +45,9 @@ def encoding():
     try:
         return tiktoken.get_encoding("cl100k_base")
     except Exception as exc:  # a download attempt means the offline copy was not found
-        raise MemplugError(f"cannot load tiktoken cl100k_base offline from {os.environ['TIKTOKEN_CACHE_DIR']}: {exc}") from exc
+        raise MemplugError(
+            f"cannot load tiktoken cl100k_base offline from {os.environ['TIKTOKEN_CACHE_DIR']}: {exc}"
+        ) from exc
 
 
 def count_tokens(text: str) -> int:

@@ -27,59 +27,116 @@ def register_datasets(register: Register) -> None:
 @hookimpl
 def register_metrics(register: Register) -> None:
     """Each benchmark's official score, and memplug's offline stand-ins for its judge."""
-    register("locomo_f1", "memplug.datasets.locomo.scoring:LoCoMoF1",
-             description="LoCoMo official score (stemmed F1; category 5 by its not-mentioned rule), all categories")
-    register("locomo_f1_no_adv", "memplug.datasets.locomo.scoring:LoCoMoF1NoAdversarial",
-             description="LoCoMo official score, categories 1-4 (adversarial category 5 left out)")
-    register("abstention", "memplug.datasets.longmemeval.scoring:Abstention",
-             description="an abstention question's reply declines to answer (memplug's offline rule; "
-                         "the official score is the judge's)")
-    register("personamem_accuracy", "memplug.datasets.personamem.scoring:PersonaMemAccuracy",
-             description="PersonaMem official answer extraction: the reply names exactly the correct option")
-    register("beam_tau", "memplug.datasets.beam.judge:BeamTau", needs_judge=True,
-             description="BEAM event ordering: normalised Kendall tau-b alone (report_results.py's column; "
-                         "only with --judge)")
-    register("beam_order_lexical", "memplug.datasets.beam.scoring:BeamOrderLexical",
-             description="BEAM event ordering offline: tau_norm x F1 with a lexical event match (a variation "
-                         "of the judge's)")
-    register("eventqa_recall", "memplug.datasets.mab.scoring:EventQARecall",
-             description="MemoryAgentBench EventQA: every answer element in the raw reply")
-    register("ruler_recall", "memplug.datasets.mab.scoring:RulerRecall",
-             description="MemoryAgentBench RULER NIAH: share of the answer values in the raw reply")
-    register("anchor_map", "memplug.datasets.perltqa.scoring:AnchorMAP",
-             description="PerLTQA memory anchors found in the answer (Eq. 5)")
-    register("memory_type", "memplug.datasets.perltqa.scoring:MemoryTypeAccuracy",
-             description="PerLTQA memory classification: the agent's semantic/episodic call for the question")
+    register(
+        "locomo_f1",
+        "memplug.datasets.locomo.scoring:LoCoMoF1",
+        description="LoCoMo official score (stemmed F1; category 5 by its not-mentioned rule), all categories",
+    )
+    register(
+        "locomo_f1_no_adv",
+        "memplug.datasets.locomo.scoring:LoCoMoF1NoAdversarial",
+        description="LoCoMo official score, categories 1-4 (adversarial category 5 left out)",
+    )
+    register(
+        "abstention",
+        "memplug.datasets.longmemeval.scoring:Abstention",
+        description="an abstention question's reply declines to answer (memplug's offline rule; "
+        "the official score is the judge's)",
+    )
+    register(
+        "personamem_accuracy",
+        "memplug.datasets.personamem.scoring:PersonaMemAccuracy",
+        description="PersonaMem official answer extraction: the reply names exactly the correct option",
+    )
+    register(
+        "beam_tau",
+        "memplug.datasets.beam.judge:BeamTau",
+        needs_judge=True,
+        description="BEAM event ordering: normalised Kendall tau-b alone (report_results.py's column; "
+        "only with --judge)",
+    )
+    register(
+        "beam_order_lexical",
+        "memplug.datasets.beam.scoring:BeamOrderLexical",
+        description="BEAM event ordering offline: tau_norm x F1 with a lexical event match (a variation "
+        "of the judge's)",
+    )
+    register(
+        "eventqa_recall",
+        "memplug.datasets.mab.scoring:EventQARecall",
+        description="MemoryAgentBench EventQA: every answer element in the raw reply",
+    )
+    register(
+        "ruler_recall",
+        "memplug.datasets.mab.scoring:RulerRecall",
+        description="MemoryAgentBench RULER NIAH: share of the answer values in the raw reply",
+    )
+    register(
+        "anchor_map",
+        "memplug.datasets.perltqa.scoring:AnchorMAP",
+        description="PerLTQA memory anchors found in the answer (Eq. 5)",
+    )
+    register(
+        "memory_type",
+        "memplug.datasets.perltqa.scoring:MemoryTypeAccuracy",
+        description="PerLTQA memory classification: the agent's semantic/episodic call for the question",
+    )
     for k in (1, 5, 10):
-        register(f"recsys_recall@{k}", f"memplug.datasets.mab.scoring:RecsysRecall{'' if k == 5 else k}",
-                 description=f"MemoryAgentBench ReDial: gold movies among the first {k} recommendations "
-                             "(titles matched by edit distance)")
+        register(
+            f"recsys_recall@{k}",
+            f"memplug.datasets.mab.scoring:RecsysRecall{'' if k == 5 else k}",
+            description=f"MemoryAgentBench ReDial: gold movies among the first {k} recommendations "
+            "(titles matched by edit distance)",
+        )
 
 
 @hookimpl
 def register_judges(register: Register) -> None:
     """Each benchmark's official judge (its prompts verbatim, pinned by sha256)."""
-    register("longmemeval", "memplug.datasets.longmemeval.judge:LONGMEMEVAL",
-             description="LongMemEval's official per-type prompts (evaluate_qa.py), abstention prompt for _abs")
-    register("beam", "memplug.datasets.beam.judge:BEAM",
-             description="BEAM's official judge: every rubric item on its own (compute_metrics.py), event "
-                         "ordering Kendall tau-b x F1 of the events it matches")
-    register("infbench-sum", "memplug.datasets.mab.judge:INFBENCH_SUM",
-             description="MemoryAgentBench's InfBench-Sum F1 (summarization_evaluate.py): fluency x key-point "
-                         "recall/precision, three calls")
-    register("locomo-j", "memplug.datasets.locomo.judge:LOCOMO_J",
-             description="Mem0's lenient LoCoMo judge (ACCURACY_PROMPT), category 5 skipped")
-    register("locomo-plus", "memplug.datasets.locomo_plus.judge:LOCOMO_PLUS",
-             description="LoCoMo-Plus's official per-category prompts (llm_as_judge.py): correct 1, partial 0.5, wrong 0")
+    register(
+        "longmemeval",
+        "memplug.datasets.longmemeval.judge:LONGMEMEVAL",
+        description="LongMemEval's official per-type prompts (evaluate_qa.py), abstention prompt for _abs",
+    )
+    register(
+        "beam",
+        "memplug.datasets.beam.judge:BEAM",
+        description="BEAM's official judge: every rubric item on its own (compute_metrics.py), event "
+        "ordering Kendall tau-b x F1 of the events it matches",
+    )
+    register(
+        "infbench-sum",
+        "memplug.datasets.mab.judge:INFBENCH_SUM",
+        description="MemoryAgentBench's InfBench-Sum F1 (summarization_evaluate.py): fluency x key-point "
+        "recall/precision, three calls",
+    )
+    register(
+        "locomo-j",
+        "memplug.datasets.locomo.judge:LOCOMO_J",
+        description="Mem0's lenient LoCoMo judge (ACCURACY_PROMPT), category 5 skipped",
+    )
+    register(
+        "locomo-plus",
+        "memplug.datasets.locomo_plus.judge:LOCOMO_PLUS",
+        description="LoCoMo-Plus's official per-category prompts (llm_as_judge.py): correct 1, partial 0.5, wrong 0",
+    )
 
 
 @hookimpl
 def register_exports(register: Register) -> None:
     """The files the benchmarks' own evaluation scripts read (``memplug report --export``)."""
-    register("longmemeval", "memplug.datasets.longmemeval.export:hypotheses", suffix=".hypotheses.jsonl",
-             description="LongMemEval's hypotheses for evaluate_qa.py: question_id and hypothesis a line")
-    register("locomo", "memplug.datasets.locomo.export:predictions", suffix=".locomo.json",
-             description="LoCoMo's prediction file for evaluation.py: memplug_prediction and its context")
+    register(
+        "longmemeval",
+        "memplug.datasets.longmemeval.export:hypotheses",
+        suffix=".hypotheses.jsonl",
+        description="LongMemEval's hypotheses for evaluate_qa.py: question_id and hypothesis a line",
+    )
+    register(
+        "locomo",
+        "memplug.datasets.locomo.export:predictions",
+        suffix=".locomo.json",
+        description="LoCoMo's prediction file for evaluation.py: memplug_prediction and its context",
+    )
 
 
 @hookimpl

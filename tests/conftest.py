@@ -135,7 +135,9 @@ def openai_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIStub]:
     from openai_stub import OpenAIStub
 
     # loopback never goes through a proxy a CI machine may have configured
-    no_proxy = ",".join(filter(None, [os.environ.get("no_proxy") or os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
+    no_proxy = ",".join(
+        filter(None, [os.environ.get("no_proxy") or os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"])
+    )
     monkeypatch.setenv("no_proxy", no_proxy)
     monkeypatch.setenv("NO_PROXY", no_proxy)
     with OpenAIStub() as stub:

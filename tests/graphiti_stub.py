@@ -37,11 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, echo_reply  # noqa: E402
 
 #: capitalised words that start sentences or name days and months, not entities
-FILLER = frozenset("""I My Me We Our Us You Your He She His Her They Their It Its The A An This That These
+FILLER = frozenset(
+    """I My Me We Our Us You Your He She His Her They Their It Its The A An This That These
 Those There Here What When Where Who Why How Do Does Did Is Are Was Were Be Been Have Has Had Can Could
 Will Would Should May Might Must Yes No Not And But Or So If Then Also Just Oh Hi Hello Thanks Ok Okay
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April June July August
-September October November December""".split())
+September October November December""".split()
+)
 _NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|\d[\w-]*))*")
 _LAST_WORD = re.compile(r"(\w[\w-]*)\W*$")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -81,7 +83,12 @@ def entities(message: str) -> list[str]:
                 if name:
                     found.append(name)
             last = _LAST_WORD.search(sentence)
-            if last and last.group(1) not in FILLER and not last.group(1).isdigit() and not any(last.group(1) in n.split() for n in found):
+            if (
+                last
+                and last.group(1) not in FILLER
+                and not last.group(1).isdigit()
+                and not any(last.group(1) in n.split() for n in found)
+            ):
                 found.append(last.group(1))
     return list(dict.fromkeys(found))
 
@@ -93,14 +100,24 @@ def edges(message: str, names: list[str]) -> list[dict[str, Any]]:
     for line in message.splitlines():
         speaker, text = _speaker_and_text(line)
         for sentence in (s.strip() for s in _SENTENCE.findall(text)):
-            named = sorted((n for n in by_length if n != speaker and re.search(rf"\b{re.escape(n)}\b", sentence)),
-                           key=sentence.find)
+            named = sorted(
+                (n for n in by_length if n != speaker and re.search(rf"\b{re.escape(n)}\b", sentence)),
+                key=sentence.find,
+            )
             ends = ([speaker] if speaker in names else []) + named
             if len(ends) < 2:
                 continue
-            out.append({"source_entity_name": ends[0], "target_entity_name": ends[1],
-                        "relation_type": "MENTIONS", "fact": f"{ends[0]}: {sentence}" if speaker else sentence,
-                        "valid_at": None, "invalid_at": None, "episode_indices": [0]})
+            out.append(
+                {
+                    "source_entity_name": ends[0],
+                    "target_entity_name": ends[1],
+                    "relation_type": "MENTIONS",
+                    "fact": f"{ends[0]}: {sentence}" if speaker else sentence,
+                    "valid_at": None,
+                    "invalid_at": None,
+                    "episode_indices": [0],
+                }
+            )
     return out
 
 
@@ -154,8 +171,13 @@ def graphiti_reply(body: dict[str, Any], fallback: Callable[[dict[str, Any]], st
     user = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [] if m.get("role") == "user")
     if name == "ExtractedEntities":
         message = _tag(user, "CURRENT MESSAGE", "CURRENT_MESSAGE", "TEXT", "JSON")
-        return json.dumps({"extracted_entities": [{"name": n, "entity_type_id": 0, "episode_indices": [0]}
-                                                  for n in entities(message)]})
+        return json.dumps(
+            {
+                "extracted_entities": [
+                    {"name": n, "entity_type_id": 0, "episode_indices": [0]} for n in entities(message)
+                ]
+            }
+        )
     if name == "ExtractedEdges":
         listed = json.loads(_tag(user, "ENTITIES") or "[]")
         names = [e["name"] for e in listed if isinstance(e, dict) and e.get("name")]
@@ -163,8 +185,14 @@ def graphiti_reply(body: dict[str, Any], fallback: Callable[[dict[str, Any]], st
     if name == "NodeResolutions":
         new = json.loads(_tag(user, "ENTITIES") or "[]")
         existing = {e.get("name"): e.get("candidate_id") for e in json.loads(_tag(user, "EXISTING ENTITIES") or "[]")}
-        return json.dumps({"entity_resolutions": [
-            {"id": e["id"], "name": e["name"], "duplicate_candidate_id": existing.get(e["name"], -1)} for e in new]})
+        return json.dumps(
+            {
+                "entity_resolutions": [
+                    {"id": e["id"], "name": e["name"], "duplicate_candidate_id": existing.get(e["name"], -1)}
+                    for e in new
+                ]
+            }
+        )
     schema = spec.get("schema") or {}
     return json.dumps(minimal(schema, schema.get("$defs") or {}))
 

@@ -23,8 +23,9 @@ from typing import Mapping, Sequence
 from click.testing import CliRunner
 
 
-def memplug_main(args: Sequence[object], env: Mapping[str, str] | None = None,
-                 cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+def memplug_main(
+    args: Sequence[object], env: Mapping[str, str] | None = None, cwd: Path | str | None = None
+) -> subprocess.CompletedProcess[str]:
     """`memplug ARGS` in process: a CompletedProcess like ``subprocess.run(..., text=True,
     capture_output=True)`` gives."""
     from memplug.cli import cli, main

@@ -35,8 +35,10 @@ from pathlib import Path
 
 VERSION = "0.16.8"
 PG_BIN = Path(os.environ.get("MEMPLUG_PG_BIN") or "/usr/lib/postgresql/15/bin")
-VENV = Path(os.environ.get("MEMPLUG_LETTA_SERVER")
-            or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memplug" / f"letta-server-{VERSION}")
+VENV = Path(
+    os.environ.get("MEMPLUG_LETTA_SERVER")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memplug" / f"letta-server-{VERSION}"
+)
 SETUP = "bash tests/letta_server_setup.sh"
 #: the server's HTTP proxy: a loopback port nothing listens on (the discard port)
 NO_NETWORK = "http://127.0.0.1:9"
@@ -91,28 +93,63 @@ class Postgres:
         full = ["runuser", "-u", self.user, "--", *cmd] if self.user else list(cmd)
         done = subprocess.run(full, input=stdin, capture_output=True, text=True, timeout=120, cwd=self.folder)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n"
-                               f"postgres log:\n{tail(self.log)}")
+            raise RuntimeError(
+                f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n"
+                f"postgres log:\n{tail(self.log)}"
+            )
 
     def start(self) -> "Postgres":
         if self.user:
             pw = pwd.getpwnam(self.user)
             os.chown(self.folder, pw.pw_uid, pw.pw_gid)
-        self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "letta", "--auth=trust",
-                  "-E", "UTF8", "--locale=C.UTF-8")
-        self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                  "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1", "start")
+        self._run(
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "letta",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+        )
+        self._run(
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1",
+            "start",
+        )
         # Letta's init.sql (its Docker image runs it on a new cluster): a `letta` schema that
         # holds the vector extension, as the database's search path
-        self._run(str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "letta", "-d", "postgres",
-                  "-v", "ON_ERROR_STOP=1", "-q", stdin="""
+        self._run(
+            str(PG_BIN / "psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "letta",
+            "-d",
+            "postgres",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-q",
+            stdin="""
             CREATE DATABASE letta;
             \\c letta
             CREATE SCHEMA letta AUTHORIZATION letta;
             ALTER DATABASE letta SET search_path TO letta;
             CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA letta;
             DROP SCHEMA IF EXISTS public CASCADE;
-        """)
+        """,
+        )
         return self
 
     def stop(self) -> None:
@@ -133,8 +170,9 @@ class LettaServer:
     is ``server.log`` (kept in ``folder`` until the context closes).
     """
 
-    def __init__(self, llm_base_url: str, port: int = 0, startup_timeout: float = 240.0,
-                 llm_api_key: str = "sk-letta-test") -> None:
+    def __init__(
+        self, llm_base_url: str, port: int = 0, startup_timeout: float = 240.0, llm_api_key: str = "sk-letta-test"
+    ) -> None:
         self.llm_base_url = llm_base_url
         #: the key the server sends the LLM endpoint (memplug's local model checks its own)
         self.llm_api_key = llm_api_key
@@ -166,8 +204,10 @@ class LettaServer:
             # Outbound HTTP goes to a closed loopback port, so it fails at once and never leaves
             # the machine. The one attempt seen is at start-up: nltk.download("punkt_tab"),
             # which Letta logs as an error before it goes on.
-            **{name: NO_NETWORK for name in ("http_proxy", "https_proxy", "all_proxy",
-                                             "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")},
+            **{
+                name: NO_NETWORK
+                for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+            },
             "no_proxy": loopback,
             "NO_PROXY": loopback,
             "PYTHONUNBUFFERED": "1",
@@ -180,21 +220,32 @@ class LettaServer:
         t1 = time.monotonic()
         migrations = VENV / "letta-migrations"
         with open(self.folder / "alembic.log", "w") as out:
-            done = subprocess.run([str(VENV / "bin" / "alembic"), "upgrade", "head"], cwd=migrations,
-                                  env=self.env(migrations=True),
-                                  stdout=out, stderr=subprocess.STDOUT, timeout=300)
+            done = subprocess.run(
+                [str(VENV / "bin" / "alembic"), "upgrade", "head"],
+                cwd=migrations,
+                env=self.env(migrations=True),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=300,
+            )
         if done.returncode != 0:
             raise RuntimeError(f"alembic upgrade head failed ({done.returncode}):\n{tail(self.folder / 'alembic.log')}")
         t2 = time.monotonic()
         with open(self.log, "w") as out:
             self.process = subprocess.Popen(
                 [str(VENV / "bin" / "letta"), "server", "--host", "127.0.0.1", "--port", str(self.port)],
-                cwd=env["HOME"], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                cwd=env["HOME"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + self.startup_timeout
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"letta server exited ({self.process.returncode}) before it was healthy:\n"
-                                   f"{tail(self.log)}")
+                raise RuntimeError(
+                    f"letta server exited ({self.process.returncode}) before it was healthy:\n{tail(self.log)}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.base_url}/v1/health/", timeout=5) as response:
                     if response.status == 200:
@@ -247,7 +298,9 @@ def main() -> None:
     if reason:
         raise SystemExit(reason)
     with LettaServer(args.llm_base_url, port=args.port) as server:
-        print(f"Letta {VERSION} at {server.base_url} (log: {server.log}; {server.timings}); Ctrl-C stops it", flush=True)
+        print(
+            f"Letta {VERSION} at {server.base_url} (log: {server.log}; {server.timings}); Ctrl-C stops it", flush=True
+        )
         assert server.process is not None  # started by __enter__
         try:
             server.process.wait()

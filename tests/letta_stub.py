@@ -78,17 +78,32 @@ class LettaStub:
                 return 422, {"detail": f"{key} is required by this stub"}
         agent_id = f"agent-{uuid.uuid4()}"
         # as the real server: letta_v1_agent has no archival_memory_search unless asked for
-        tools = [{"id": f"tool-{uuid.uuid4()}", "name": name}
-                 for name in ["conversation_search", "memory_insert", "memory_replace", *(body.get("tools") or [])]]
+        tools = [
+            {"id": f"tool-{uuid.uuid4()}", "name": name}
+            for name in ["conversation_search", "memory_insert", "memory_replace", *(body.get("tools") or [])]
+        ]
         state = {
-            "id": agent_id, "name": body["name"], "agent_type": "letta_v1_agent", "system": "",
-            "tags": body.get("tags") or [], "tools": tools, "sources": [],
+            "id": agent_id,
+            "name": body["name"],
+            "agent_type": "letta_v1_agent",
+            "system": "",
+            "tags": body.get("tags") or [],
+            "tools": tools,
+            "sources": [],
             "blocks": [{"label": b["label"], "value": b["value"]} for b in body.get("memory_blocks") or []],
             "memory": {"blocks": []},
-            "llm_config": {"model": body["model"], "model_endpoint_type": "openai", "context_window": 128000,
-                           "handle": body["model"]},
-            "embedding_config": {"embedding_model": body["embedding"], "embedding_endpoint_type": "openai",
-                                 "embedding_dim": 1536, "handle": body["embedding"]},
+            "llm_config": {
+                "model": body["model"],
+                "model_endpoint_type": "openai",
+                "context_window": 128000,
+                "handle": body["model"],
+            },
+            "embedding_config": {
+                "embedding_model": body["embedding"],
+                "embedding_endpoint_type": "openai",
+                "embedding_dim": 1536,
+                "handle": body["embedding"],
+            },
         }
         with self._lock:
             self.agents[agent_id] = state
@@ -97,8 +112,13 @@ class LettaStub:
         return 200, state
 
     def insert_passage(self, agent_id: str, body: dict[str, Any]) -> tuple[int, Any]:
-        passage = {"id": f"passage-{uuid.uuid4()}", "text": body["text"], "tags": body.get("tags") or [],
-                   "created_at": _now(), "archive_id": f"archive-{agent_id}"}
+        passage = {
+            "id": f"passage-{uuid.uuid4()}",
+            "text": body["text"],
+            "tags": body.get("tags") or [],
+            "created_at": _now(),
+            "archive_id": f"archive-{agent_id}",
+        }
         with self._lock:
             self.archives[agent_id].append(passage)
         return 200, [passage]
@@ -106,8 +126,10 @@ class LettaStub:
     def search(self, agent_id: str, query: str, top_k: int) -> list[dict[str, Any]]:
         wanted = _words(query)
         ranked = sorted(self.archives[agent_id], key=lambda p: -len(wanted & _words(p["text"])))
-        return [{"id": p["id"], "content": p["text"], "timestamp": p["created_at"], "tags": p["tags"]}
-                for p in ranked[:top_k]]
+        return [
+            {"id": p["id"], "content": p["text"], "timestamp": p["created_at"], "tags": p["tags"]}
+            for p in ranked[:top_k]
+        ]
 
     def message(self, agent_id: str, body: dict[str, Any]) -> tuple[int, Any]:
         question = " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
@@ -115,21 +137,38 @@ class LettaStub:
         found = "\n".join(r["content"] for r in self.search(agent_id, question, 3)) if searches else ""
         model = self.agents[agent_id]["llm_config"]["model"].partition("/")[2] or "stub"
         request = urllib.request.Request(
-            f"{self.llm_base_url}/chat/completions", method="POST", headers={"Content-Type": "application/json"},
-            data=json.dumps({"model": model, "messages": [
-                {"role": "system", "content": "You are a Letta agent. Archival memory search results:\n" + found},
-                {"role": "user", "content": f"{found}\n\n{question}"}]}).encode())
+            f"{self.llm_base_url}/chat/completions",
+            method="POST",
+            headers={"Content-Type": "application/json"},
+            data=json.dumps(
+                {
+                    "model": model,
+                    "messages": [
+                        {
+                            "role": "system",
+                            "content": "You are a Letta agent. Archival memory search results:\n" + found,
+                        },
+                        {"role": "user", "content": f"{found}\n\n{question}"},
+                    ],
+                }
+            ).encode(),
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             completion = json.loads(response.read())
         text = completion["choices"][0]["message"]["content"]
         usage = completion.get("usage") or {}
         return 200, {
-            "messages": [{"id": f"message-{uuid.uuid4()}", "date": _now(), "message_type": "assistant_message",
-                          "content": text}],
+            "messages": [
+                {"id": f"message-{uuid.uuid4()}", "date": _now(), "message_type": "assistant_message", "content": text}
+            ],
             "stop_reason": {"stop_reason": "end_turn", "message_type": "stop_reason"},
-            "usage": {"message_type": "usage_statistics", "step_count": 1,
-                      "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-                      "total_tokens": usage.get("total_tokens")},
+            "usage": {
+                "message_type": "usage_statistics",
+                "step_count": 1,
+                "prompt_tokens": usage.get("prompt_tokens"),
+                "completion_tokens": usage.get("completion_tokens"),
+                "total_tokens": usage.get("total_tokens"),
+            },
         }
 
     def delete(self, agent_id: str) -> tuple[int, Any]:
@@ -155,7 +194,7 @@ class LettaStub:
                 passages.reverse()
             after = query.get("after", [None])[0]
             if after is not None:
-                passages = passages[[p["id"] for p in passages].index(after) + 1:]
+                passages = passages[[p["id"] for p in passages].index(after) + 1 :]
             return 200, passages[: int(query.get("limit", ["100"])[0])]
         if method == "GET" and rest == "/archival-memory/search":
             query = parse_qs(parsed.query)

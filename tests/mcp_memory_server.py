@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 WORD = re.compile(r"\w+")
-STOP = frozenset("a an and are did do does i in is it me my of on the to was what when where which who with you".split())
+STOP = frozenset(
+    "a an and are did do does i in is it me my of on the to was what when where which who with you".split()
+)
 
 
 def words(text: str) -> set[str]:
@@ -44,9 +46,11 @@ def build(add_name: str, search_name: str, with_user: bool, plain: bool, only: s
     memories: dict[str, list[str]] = defaultdict(list)
 
     if only:
+
         @server.tool(name=only, description="Not a memory tool.")
         def unrelated(x: int) -> int:
             return x
+
         return server
 
     def add(text: str, user_id: str = "default") -> str:
@@ -65,6 +69,7 @@ def build(add_name: str, search_name: str, with_user: bool, plain: bool, only: s
         server.tool(name=add_name, description="Store a memory for a user.")(add)
         server.tool(name=search_name, description="Search a user's memories.")(search)
     else:
+
         def add_one(text: str) -> str:
             return add(text)
 

@@ -134,7 +134,9 @@ class OpenAIStub:
 
     def start(self) -> "OpenAIStub":
         # a short poll so close() (which waits for the serve loop to notice) takes ms, not 0.5 s
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="openai-stub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), name="openai-stub", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -221,7 +223,9 @@ class OpenAIStub:
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
         dim = int(body.get("dimensions") or self.embed_dim)
-        data = [{"object": "embedding", "index": i, "embedding": hashed_embedding(str(t), dim)} for i, t in enumerate(texts)]
+        data = [
+            {"object": "embedding", "index": i, "embedding": hashed_embedding(str(t), dim)} for i, t in enumerate(texts)
+        ]
         tokens = _count_words([str(t) for t in texts])
         return {
             "object": "list",
@@ -273,7 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
-            self._send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model", "owned_by": "memplug-tests"}]})
+            self._send_json(
+                200, {"object": "list", "data": [{"id": "stub", "object": "model", "owned_by": "memplug-tests"}]}
+            )
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
@@ -295,7 +301,13 @@ class _Handler(BaseHTTPRequestHandler):
             if fault == "429":
                 self._send_json(
                     429,
-                    {"error": {"message": "Rate limit reached (stub)", "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
+                    {
+                        "error": {
+                            "message": "Rate limit reached (stub)",
+                            "type": "rate_limit_error",
+                            "code": "rate_limit_exceeded",
+                        }
+                    },
                     {"Retry-After": f"{stub.retry_after:g}"},
                 )
             elif fault == "500":
@@ -304,16 +316,36 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(400, {"error": {"message": "invalid request (stub)", "type": "invalid_request_error"}})
             elif fault == "401":
                 key = self.headers.get("Authorization", "").removeprefix("Bearer ")
-                self._send_json(401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}})
+                self._send_json(
+                    401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}}
+                )
             elif fault == "403":
-                self._send_json(403, {"error": {"message": "not allowed to use this model (stub)", "type": "permission_error"}})
+                self._send_json(
+                    403, {"error": {"message": "not allowed to use this model (stub)", "type": "permission_error"}}
+                )
             elif fault == "404":
                 model = body.get("model")
-                self._send_json(404, {"error": {"message": f"The model `{model}` does not exist (stub)", "type": "invalid_request_error",
-                                                "code": "model_not_found"}})
+                self._send_json(
+                    404,
+                    {
+                        "error": {
+                            "message": f"The model `{model}` does not exist (stub)",
+                            "type": "invalid_request_error",
+                            "code": "model_not_found",
+                        }
+                    },
+                )
             elif fault == "context":
-                self._send_json(400, {"error": {"message": "This model's maximum context length is 8 tokens (stub)",
-                                                "type": "invalid_request_error", "code": "context_length_exceeded"}})
+                self._send_json(
+                    400,
+                    {
+                        "error": {
+                            "message": "This model's maximum context length is 8 tokens (stub)",
+                            "type": "invalid_request_error",
+                            "code": "context_length_exceeded",
+                        }
+                    },
+                )
             elif fault in ("null", "filtered"):
                 reply = stub.chat(body)
                 reply["choices"][0]["message"]["content"] = None if fault == "null" else ""
@@ -344,8 +376,15 @@ def main() -> None:
     parser.add_argument("--capacity", type=int, default=None, help="requests served at once; more are answered 429")
     parser.add_argument("--retry-after", type=float, default=0.2, help="seconds a 429 asks the client to wait")
     args = parser.parse_args()
-    stub = OpenAIStub(reply=args.reply, latency=args.latency, embed_dim=args.embed_dim, host=args.host, port=args.port,
-                      capacity=args.capacity, retry_after=args.retry_after)
+    stub = OpenAIStub(
+        reply=args.reply,
+        latency=args.latency,
+        embed_dim=args.embed_dim,
+        host=args.host,
+        port=args.port,
+        capacity=args.capacity,
+        retry_after=args.retry_after,
+    )
     print(f"serving {stub.base_url} (latency {args.latency}s)", flush=True)
     stub.serve()
 

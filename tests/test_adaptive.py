@@ -129,8 +129,15 @@ def test_it_settles_near_what_a_server_takes(openai_stub: OpenAIStub, tmp_path: 
     """The stub answers 429 to a call that arrives while 6 are served: 32 callers, an
     adaptive ceiling of 32, and the limit ends near 6 with every call answered."""
     openai_stub.capacity, openai_stub.latency, openai_stub.retry_after = 6, 0.05, 0.05
-    llm = LLM("openai/stub", api_base=openai_stub.base_url, api_key="sk-test", use_cache=False, concurrency=32,
-              adaptive=True, max_retries=20)
+    llm = LLM(
+        "openai/stub",
+        api_base=openai_stub.base_url,
+        api_key="sk-test",
+        use_cache=False,
+        concurrency=32,
+        adaptive=True,
+        max_retries=20,
+    )
     queue = iter(range(360))
 
     async def worker() -> None:
@@ -162,12 +169,34 @@ def test_concurrency_auto_on_the_command_line():
             convert(bad, None, None)
 
 
-def test_run_json_records_where_each_model_settled(openai_stub: OpenAIStub, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_json_records_where_each_model_settled(
+    openai_stub: OpenAIStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    result = memplug_main(["eval", "--agent", "recent", "--dataset", "memsim", "-o", "n=12", "--reader", "llm",
-                           "--llm", "openai/stub", "--api-base", openai_stub.base_url, "--concurrency", "auto:8",
-                           "--output", str(tmp_path / "runs"), "--quiet"], env=dict(os.environ), cwd=tmp_path)
+    result = memplug_main(
+        [
+            "eval",
+            "--agent",
+            "recent",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=12",
+            "--reader",
+            "llm",
+            "--llm",
+            "openai/stub",
+            "--api-base",
+            openai_stub.base_url,
+            "--concurrency",
+            "auto:8",
+            "--output",
+            str(tmp_path / "runs"),
+            "--quiet",
+        ],
+        env=dict(os.environ),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     run = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
     assert run["spec"]["concurrency"] == 8 and run["spec"]["concurrency_auto"] is True

@@ -58,7 +58,7 @@ def test_full_keeps_everything_within_budget_and_drops_oldest_first():
     assert ids(fed(FullAgent).recall(AgentQuestion.of(QUESTION))) == ["0", "1", "2", "3", "4", "5"]
     small = fed(FullAgent, options={"max_tokens": 20})
     kept = ids(small.recall(AgentQuestion.of(QUESTION)))
-    assert kept and kept == [m.id for m in MESSAGES][-len(kept):] and len(kept) < 6
+    assert kept and kept == [m.id for m in MESSAGES][-len(kept) :] and len(kept) < 6
 
 
 def test_recent_keeps_the_last_k():

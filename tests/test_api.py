@@ -32,22 +32,41 @@ def test_evaluate_and_the_command_line_resolve_the_same_spec(tmp_path):
 
     from memplug.cli import cli
 
-    run = memplug.evaluate("bm25", "memsim", options={"n": 3}, seed=5, top_k=3, output=tmp_path / "api",
-                           progress=False)
-    result = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=3", "--seed", "5",
-                                      "--top-k", "3", "--output", str(tmp_path / "cli"), "--quiet"])
+    run = memplug.evaluate("bm25", "memsim", options={"n": 3}, seed=5, top_k=3, output=tmp_path / "api", progress=False)
+    result = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=3",
+            "--seed",
+            "5",
+            "--top-k",
+            "3",
+            "--output",
+            str(tmp_path / "cli"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     cli_run = memplug.read_run(result.output.strip().splitlines()[-1])
     assert cli_run.spec == run.spec
     assert [r.prediction for r in cli_run.records] == [r.prediction for r in run.records]
 
 
-@pytest.mark.parametrize("kwargs, expected", [
-    ({"agent": "nope", "dataset": "memsim"}, "nope"),
-    ({"agent": "bm25", "dataset": "memsim", "topk": 3}, "unknown evaluation setting(s): topk"),
-    ({"agent": "bm25", "dataset": "memsim", "options": {"bogus": 1}}, "bogus"),
-    ({"agent": "bm25"}, "--agent and --dataset are required"),
-])
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({"agent": "nope", "dataset": "memsim"}, "nope"),
+        ({"agent": "bm25", "dataset": "memsim", "topk": 3}, "unknown evaluation setting(s): topk"),
+        ({"agent": "bm25", "dataset": "memsim", "options": {"bogus": 1}}, "bogus"),
+        ({"agent": "bm25"}, "--agent and --dataset are required"),
+    ],
+)
 def test_bad_configuration_raises_before_any_work(tmp_path, kwargs, expected):
     with pytest.raises(MemplugError, match=re.escape(expected)):
         memplug.evaluate(output=tmp_path / "runs", progress=False, **kwargs)
@@ -56,8 +75,17 @@ def test_bad_configuration_raises_before_any_work(tmp_path, kwargs, expected):
 
 def test_failed_questions_are_a_status_not_an_exception(openai_stub, testkit, tmp_path):
     openai_stub.reply = lambda body: "" if "item 2-1" in body["messages"][-1]["content"] else "apple"
-    run = memplug.evaluate("lookup", "counting", options={"answer": False}, reader="llm", llm="openai/stub",
-                           api_base=openai_stub.base_url, llm_retries=0, output=tmp_path, progress=False)
+    run = memplug.evaluate(
+        "lookup",
+        "counting",
+        options={"answer": False},
+        reader="llm",
+        llm="openai/stub",
+        api_base=openai_stub.base_url,
+        llm_retries=0,
+        output=tmp_path,
+        progress=False,
+    )
     assert run.status == "partial" and run.summary.n_errors == 1
     again = memplug.evaluate(resume=run.path, progress=False)  # retries the failed question
     assert again.path == run.path and again.status == "partial"  # the stub still answers "" to it

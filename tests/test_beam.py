@@ -27,25 +27,61 @@ def _msg(mid: int, role: str, content: str, anchor: str | None = None) -> dict[s
 
 
 BATCHES = [
-    {"batch_number": 1, "time_anchor": "March-15-2024", "turns": [
-        [_msg(0, "user", "I plan the alpha launch of my budget app ->-> 1,1", "March-15-2024"),
-         _msg(1, "assistant", "Great, let us plan the alpha launch."),
-         _msg(2, "user", "My first sprint ends on March 29, then the beta test."),
-         _msg(3, "assistant", "Noted: the sprint ends March 29.")]]},
-    {"batch_number": 2, "time_anchor": "April-05-2024", "turns": [
-        [_msg(4, "user", "The gamma release is done and latency is now 250ms ->-> 2,1", "April-05-2024"),
-         _msg(5, "assistant", "Congratulations on the gamma release.")]]},
+    {
+        "batch_number": 1,
+        "time_anchor": "March-15-2024",
+        "turns": [
+            [
+                _msg(0, "user", "I plan the alpha launch of my budget app ->-> 1,1", "March-15-2024"),
+                _msg(1, "assistant", "Great, let us plan the alpha launch."),
+                _msg(2, "user", "My first sprint ends on March 29, then the beta test."),
+                _msg(3, "assistant", "Noted: the sprint ends March 29."),
+            ]
+        ],
+    },
+    {
+        "batch_number": 2,
+        "time_anchor": "April-05-2024",
+        "turns": [
+            [
+                _msg(4, "user", "The gamma release is done and latency is now 250ms ->-> 2,1", "April-05-2024"),
+                _msg(5, "assistant", "Congratulations on the gamma release."),
+            ]
+        ],
+    },
 ]
 QUESTIONS = {
-    "abstention": [{"question": "What did my manager say?", "ideal_response": "There is no information.",
-                    "rubric": ["Based on the provided chat, there is no information about the manager"]}],
-    "event_ordering": [{"question": "In what order did I bring up the releases?", "answer": "alpha, beta, gamma",
-                        "rubric": ["alpha launch", "beta test", "gamma release"], "source_chat_ids": [0, 2, 4]}],
-    "information_extraction": [{"question": "When does my first sprint end?", "answer": "March 29.",
-                                "rubric": ["LLM response should state: March 29"], "source_chat_ids": [2]}],
-    "knowledge_update": [{"question": "What is the latency now?", "answer": "250ms",
-                          "rubric": ["LLM response should state: 250ms"],
-                          "source_chat_ids": {"original_info": [2], "updated_info": [4, 99]}}],
+    "abstention": [
+        {
+            "question": "What did my manager say?",
+            "ideal_response": "There is no information.",
+            "rubric": ["Based on the provided chat, there is no information about the manager"],
+        }
+    ],
+    "event_ordering": [
+        {
+            "question": "In what order did I bring up the releases?",
+            "answer": "alpha, beta, gamma",
+            "rubric": ["alpha launch", "beta test", "gamma release"],
+            "source_chat_ids": [0, 2, 4],
+        }
+    ],
+    "information_extraction": [
+        {
+            "question": "When does my first sprint end?",
+            "answer": "March 29.",
+            "rubric": ["LLM response should state: March 29"],
+            "source_chat_ids": [2],
+        }
+    ],
+    "knowledge_update": [
+        {
+            "question": "What is the latency now?",
+            "answer": "250ms",
+            "rubric": ["LLM response should state: 250ms"],
+            "source_chat_ids": {"original_info": [2], "updated_info": [4, 99]},
+        }
+    ],
 }
 
 
@@ -53,7 +89,8 @@ def write_conversation(folder: Path, batches: Any = None, questions: Any = None,
     (folder / "probing_questions").mkdir(parents=True)
     (folder / chat_name).write_text(json.dumps(BATCHES if batches is None else batches))
     (folder / "probing_questions" / "probing_questions.json").write_text(
-        json.dumps(QUESTIONS if questions is None else questions))
+        json.dumps(QUESTIONS if questions is None else questions)
+    )
     (folder / "topic.json").write_text(json.dumps({"id": 1, "category": "Coding", "title": "Budget tracker"}))
     return folder
 
@@ -73,8 +110,12 @@ def test_a_conversation_is_a_sample_with_its_messages_and_ten_ability_categories
     # a message without a time anchor is at the time of the last one that has one
     assert [m.time for m in s.messages] == ["2024-03-15"] * 4 + ["2024-04-05"] * 2
     assert s.messages[0].speaker == "user" and s.messages[0].meta == {"batch": 1, "turn": 1, "index": "1,0"}
-    assert [q.category for q in s.questions] == ["abstention", "event_ordering", "information_extraction",
-                                                 "knowledge_update"]
+    assert [q.category for q in s.questions] == [
+        "abstention",
+        "event_ordering",
+        "information_extraction",
+        "knowledge_update",
+    ]
     ab, eo, ie, ku = s.questions
     assert eo.id == "100K/1:event_ordering:0" and eo.targets == ("0", "2", "4")
     assert eo.meta["rubric"] == ["alpha launch", "beta test", "gamma release"] and eo.meta["judge"] == "beam"
@@ -98,23 +139,31 @@ def test_the_truncated_chat_is_read_where_it_exists(tmp_path):
 
 
 def test_the_10m_layout_of_plans(tmp_path):
-    plan2 = [{"batch_number": 1, "time_anchor": "May-01-2024", "turns": [
-        [_msg(6, "user", "Plan two starts ->-> 1,1", "May-01-2024"), _msg(7, "assistant", "ok")]]}]
+    plan2 = [
+        {
+            "batch_number": 1,
+            "time_anchor": "May-01-2024",
+            "turns": [[_msg(6, "user", "Plan two starts ->-> 1,1", "May-01-2024"), _msg(7, "assistant", "ok")]],
+        }
+    ]
     folder = write_conversation(tmp_path / "chats" / "10M" / "1", batches=[{"plan-1": BATCHES}, {"plan-2": plan2}])
     (s,) = load_release(folder)
     assert len(s.messages) == 8 and s.messages[-1].meta == {"batch": 1, "turn": 1, "plan": "plan-2"}
     assert s.messages[-1].time == "2024-05-01" and s.id == "10M/1"
 
 
-@pytest.mark.parametrize(("batches", "questions", "message"), [
-    ([{"turns": [[{"role": "user", "content": "x"}]]}], None, "needs 'role', 'content'"),
-    ([{"turns": [[_msg(0, "user", "a"), _msg(0, "assistant", "b")]]}], None, "message id 0 repeats"),
-    ({"turns": []}, None, "non-empty JSON list"),
-    ([{"plan-1": None}], None, "10M plan"),
-    (None, {"event_ordering": [{"question": "q"}]}, "missing 'rubric'"),
-    (None, {"memory": []}, "'memory' is not one of"),
-    (None, [1], "expected an object keyed by ability"),
-])
+@pytest.mark.parametrize(
+    ("batches", "questions", "message"),
+    [
+        ([{"turns": [[{"role": "user", "content": "x"}]]}], None, "needs 'role', 'content'"),
+        ([{"turns": [[_msg(0, "user", "a"), _msg(0, "assistant", "b")]]}], None, "message id 0 repeats"),
+        ({"turns": []}, None, "non-empty JSON list"),
+        ([{"plan-1": None}], None, "10M plan"),
+        (None, {"event_ordering": [{"question": "q"}]}, "missing 'rubric'"),
+        (None, {"memory": []}, "'memory' is not one of"),
+        (None, [1], "expected an object keyed by ability"),
+    ],
+)
 def test_bad_release_files_fail_in_one_line(tmp_path, batches, questions, message):
     folder = write_conversation(tmp_path / "1", batches=batches, questions=questions)
     with pytest.raises(DataError, match=message) as err:
@@ -197,8 +246,17 @@ def test_judged_run_end_to_end(chats, tmp_path, openai_stub):
         return '{"score": 1.0, "reason": "ok"}'
 
     openai_stub.reply = reply
-    out = _eval("--data", str(chats / "100K" / "1"), "--judge", "openai/stub", "--api-base", openai_stub.base_url,
-                "--output", str(tmp_path / "runs"), env={"OPENAI_API_KEY": "sk-test"})
+    out = _eval(
+        "--data",
+        str(chats / "100K" / "1"),
+        "--judge",
+        "openai/stub",
+        "--api-base",
+        openai_stub.base_url,
+        "--output",
+        str(tmp_path / "runs"),
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert out.exit_code == 0, out.output
     (run,) = (tmp_path / "runs").iterdir()
     judge = json.loads((run / "run.json").read_text())["resolved"]["judge"]
@@ -209,8 +267,10 @@ def test_judged_run_end_to_end(chats, tmp_path, openai_stub):
     assert len(rubric_calls) == 3  # one per rubric item of the three rubric questions
     assert all(b["temperature"] == 0 for b in rubric_calls)
     # event ordering: llm_equivalence's system and user messages, reply line by reference event
-    assert any(b["messages"][0]["role"] == "system" and "binary classifier" in b["messages"][0]["content"]
-               for b in openai_stub.chat_requests)
+    assert any(
+        b["messages"][0]["role"] == "system" and "binary classifier" in b["messages"][0]["content"]
+        for b in openai_stub.chat_requests
+    )
     assert all(s["judge"] == 1.0 for k, s in scores.items() if "event_ordering" not in k)
     eo = scores["100K/1:event_ordering:0"]
     assert eo["judge"] is not None and 0.0 <= eo["judge"] <= 1.0 and eo["beam_tau"] is not None

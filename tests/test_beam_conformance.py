@@ -28,20 +28,86 @@ if TYPE_CHECKING:
 
 #: (case, rubric = the reference events, reply, precision, recall, f1, tau_norm, final_score)
 EVENTS = [
-    ('in order with a header', ['alpha launch', 'beta test', 'gamma release'], 'Here is the order:\n1) alpha launch\n2) beta test\n3) gamma release', 0.75, 1.0, 0.8571428571428571, 0.5, 0.42857142857142855),
-    ('reversed', ['alpha launch', 'beta test', 'gamma release'], 'gamma release\nbeta test\nalpha launch', 1.0, 1.0, 1.0, 0.0, 0.0),
-    ('one swapped, one missing', ['alpha launch', 'beta test', 'gamma release', 'delta review'], 'beta test\nalpha launch\ndelta review', 1.0, 0.75, 0.8571428571428571, 0.6666666666666667, 0.5714285714285715),
-    ('extra and blank lines', ['alpha launch', 'beta test'], 'alpha launch\n\nsomething else\nbeta test\n', 0.4, 1.0, 0.5714285714285715, 0.7738612787525831, 0.44220644500147616),
-    ('none matched', ['alpha launch', 'beta test'], 'nothing relevant', 0.0, 0.0, 0, 0.09175170953613698, 0.0),
-    ('repeated line', ['alpha launch', 'beta test', 'gamma release'], 'alpha launch\nalpha launch\ngamma release\nbeta test', 1.0, 1.0, 1.0, 0.6666666666666667, 0.6666666666666667),
+    (
+        "in order with a header",
+        ["alpha launch", "beta test", "gamma release"],
+        "Here is the order:\n1) alpha launch\n2) beta test\n3) gamma release",
+        0.75,
+        1.0,
+        0.8571428571428571,
+        0.5,
+        0.42857142857142855,
+    ),
+    (
+        "reversed",
+        ["alpha launch", "beta test", "gamma release"],
+        "gamma release\nbeta test\nalpha launch",
+        1.0,
+        1.0,
+        1.0,
+        0.0,
+        0.0,
+    ),
+    (
+        "one swapped, one missing",
+        ["alpha launch", "beta test", "gamma release", "delta review"],
+        "beta test\nalpha launch\ndelta review",
+        1.0,
+        0.75,
+        0.8571428571428571,
+        0.6666666666666667,
+        0.5714285714285715,
+    ),
+    (
+        "extra and blank lines",
+        ["alpha launch", "beta test"],
+        "alpha launch\n\nsomething else\nbeta test\n",
+        0.4,
+        1.0,
+        0.5714285714285715,
+        0.7738612787525831,
+        0.44220644500147616,
+    ),
+    ("none matched", ["alpha launch", "beta test"], "nothing relevant", 0.0, 0.0, 0, 0.09175170953613698, 0.0),
+    (
+        "repeated line",
+        ["alpha launch", "beta test", "gamma release"],
+        "alpha launch\nalpha launch\ngamma release\nbeta test",
+        1.0,
+        1.0,
+        1.0,
+        0.6666666666666667,
+        0.6666666666666667,
+    ),
     # scipy's tau-b is NaN for one item (the official final_score is NaN); memplug: None, unscored
-    ('single event matched', ['alpha launch'], 'alpha launch', 1.0, 1.0, 1.0, None, None),
+    ("single event matched", ["alpha launch"], "alpha launch", 1.0, 1.0, 1.0, None, None),
 ]
 #: (case, rubric, the judge's reply per item, official llm_judge_score); int() makes 0.5 count 0
 RUBRICS = [
-    ('all met', ['states March 29', 'mentions sprint'], {'states March 29': '{"score": 1.0, "reason": "ok"}', 'mentions sprint': '```json\n{"score": 1, "reason": "ok"}\n```'}, 1.0),
-    ('one partial', ['states March 29', 'mentions sprint'], {'states March 29': '{"score": 0.5, "reason": "partly"}', 'mentions sprint': 'Verdict: {"score": 1.0, "reason": "ok"}'}, 0.5),
-    ('three items', ['a', 'b', 'c'], {'a': '{"score": 1.0}', 'b': '{"score": 0.0}', 'c': '{"score": 1.0}'}, 0.6666666666666666),
+    (
+        "all met",
+        ["states March 29", "mentions sprint"],
+        {
+            "states March 29": '{"score": 1.0, "reason": "ok"}',
+            "mentions sprint": '```json\n{"score": 1, "reason": "ok"}\n```',
+        },
+        1.0,
+    ),
+    (
+        "one partial",
+        ["states March 29", "mentions sprint"],
+        {
+            "states March 29": '{"score": 0.5, "reason": "partly"}',
+            "mentions sprint": 'Verdict: {"score": 1.0, "reason": "ok"}',
+        },
+        0.5,
+    ),
+    (
+        "three items",
+        ["a", "b", "c"],
+        {"a": '{"score": 1.0}', "b": '{"score": 0.0}', "c": '{"score": 1.0}'},
+        0.6666666666666666,
+    ),
 ]
 #: scipy.stats.kendalltau(x, y, variant="b").statistic, scipy 1.17.1
 TAU_B = [
@@ -119,7 +185,8 @@ def test_rubric_mean_matches_the_official_figures(case):
     (messages, params), *_ = llm.calls
     assert len(llm.calls) == 2 * len(rubric) and params["temperature"] == 0
     assert messages[0]["content"] == judge.RUBRIC_PROMPT.replace("<rubric_item>", rubric[0]).replace(
-        "<llm_response>", "the reply")
+        "<llm_response>", "the reply"
+    )
     assert "QUESTION (what the user asked): <question>" in messages[0]["content"]  # left unfilled, as there
 
 

@@ -28,10 +28,31 @@ def test_merge_command(tmp_path):
         cache = ResponseCache(tmp_path / f"{name}.sqlite3")
         cache.put(key, b"v")
         cache.close()
-    out = subprocess.run([sys.executable, "-m", "memplug.cache", "merge", str(tmp_path / "all.sqlite3"),
-                          str(tmp_path / "x.sqlite3"), str(tmp_path / "y.sqlite3")], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cache",
+            "merge",
+            str(tmp_path / "all.sqlite3"),
+            str(tmp_path / "x.sqlite3"),
+            str(tmp_path / "y.sqlite3"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"2 entries added to {tmp_path / 'all.sqlite3'}"
-    bad = subprocess.run([sys.executable, "-m", "memplug.cache", "merge", str(tmp_path / "all.sqlite3"),
-                          str(tmp_path / "missing.sqlite3")], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cache",
+            "merge",
+            str(tmp_path / "all.sqlite3"),
+            str(tmp_path / "missing.sqlite3"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "no cache file" in bad.stderr

@@ -119,8 +119,9 @@ def agents(testkit, plugins):
     plugins.unregister(plugin)
 
 
-def test_an_agent_declaring_async_methods_is_driven_through_them_on_the_event_loop(agents: None,
-                                                                                   tmp_path: Path) -> None:
+def test_an_agent_declaring_async_methods_is_driven_through_them_on_the_event_loop(
+    agents: None, tmp_path: Path
+) -> None:
     assert isinstance(_AsyncAgent, protocols.IngestsAsync) and isinstance(_AsyncAgent, protocols.RecallsAsync)
     spec = RunSpec(agent="async-agent", dataset="counting", dataset_options={"samples": "2"}, concurrency=2)
     path = Evaluation(spec).run(output=tmp_path)
@@ -146,8 +147,9 @@ def test_a_malformed_capability_is_one_line_and_exit_2_before_any_work(agents: N
     assert cls.built == 0 and result.run_dir is None and not (tmp_path / "runs").exists()
 
 
-def test_a_malformed_reader_or_metric_declaration_is_refused_at_set_up(testkit: ModuleType, plugins: Plugins,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_malformed_reader_or_metric_declaration_is_refused_at_set_up(
+    testkit: ModuleType, plugins: Plugins, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memplug import readers
     from memplug.metrics import RecallAtK
 
@@ -196,8 +198,11 @@ def test_well_formed_declarations_pass_and_are_read_through_their_accessors() ->
 def test_the_docs_table_names_every_optional_capability() -> None:
     """docs/writing-a-plugin.md's table lists each capability protocol of memplug.protocols."""
     contracts = {"DatasetBuilder", "MemoryAgent", "Reader", "Metric"}
-    declared = {name for name, obj in vars(protocols).items()
-                if inspect.isclass(obj) and getattr(obj, "_is_runtime_protocol", False) and name not in contracts}
+    declared = {
+        name
+        for name, obj in vars(protocols).items()
+        if inspect.isclass(obj) and getattr(obj, "_is_runtime_protocol", False) and name not in contracts
+    }
     assert {"IngestsAsync", "DeclaresBlocking", "HasDefaultChunkSize", "Preflights", "ReadsAnswer"} <= declared
     text = (ROOT / "docs" / "writing-a-plugin.md").read_text(encoding="utf-8")
     table = [line for line in text.splitlines() if line.startswith("| `")]

@@ -21,8 +21,9 @@ def memplug(env, *args, cwd=None):
 
 
 def real_memplug(env, *args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "memplug.cli", *args], env=env, capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def one_line_error(result, *needles):
@@ -46,39 +47,91 @@ def test_eval_then_report(testkit_env, tmp_path):
 
 
 def test_unknown_agent(testkit_env, tmp_path):
-    one_line_error(memplug(testkit_env, "eval", "--agent", "lookp", "--dataset", "counting",
-                           "--output", str(tmp_path)), "unknown agent 'lookp'", 'did you mean "lookup"')
+    one_line_error(
+        memplug(testkit_env, "eval", "--agent", "lookp", "--dataset", "counting", "--output", str(tmp_path)),
+        "unknown agent 'lookp'",
+        'did you mean "lookup"',
+    )
 
 
 def test_option_without_equals(testkit_env, tmp_path):
-    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "delay",
-                           "--output", str(tmp_path)), "expected key=value")
+    one_line_error(
+        memplug(
+            testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "delay", "--output", str(tmp_path)
+        ),
+        "expected key=value",
+    )
 
 
 def test_unknown_option_and_wrong_type(testkit_env, tmp_path):
-    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "dely=1",
-                           "--output", str(tmp_path)), 'did you mean "delay"')
-    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "delay=soon",
-                           "--output", str(tmp_path)), "expected float")
+    one_line_error(
+        memplug(
+            testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "dely=1", "--output", str(tmp_path)
+        ),
+        'did you mean "delay"',
+    )
+    one_line_error(
+        memplug(
+            testkit_env,
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "counting",
+            "-o",
+            "delay=soon",
+            "--output",
+            str(tmp_path),
+        ),
+        "expected float",
+    )
 
 
 def test_output_that_is_not_writable(testkit_env, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting",
-                           "--output", str(blocker / "runs")), "--output")
+    one_line_error(
+        memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--output", str(blocker / "runs")),
+        "--output",
+    )
 
 
 def test_dataset_file_that_is_not_json(testkit_env, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("this is not json {")
-    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "factcon", "--data", str(bad),
-                           "--output", str(tmp_path)), str(bad))
+    one_line_error(
+        memplug(
+            testkit_env,
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "factcon",
+            "--data",
+            str(bad),
+            "--output",
+            str(tmp_path),
+        ),
+        str(bad),
+    )
 
 
 def test_missing_data_path(testkit_env, tmp_path):
-    one_line_error(memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--data",
-                           str(tmp_path / "nope"), "--output", str(tmp_path)), "no such file")
+    one_line_error(
+        memplug(
+            testkit_env,
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "counting",
+            "--data",
+            str(tmp_path / "nope"),
+            "--output",
+            str(tmp_path),
+        ),
+        "no such file",
+    )
 
 
 def test_report_of_a_folder_that_is_not_a_run(testkit_env, tmp_path):
@@ -87,8 +140,10 @@ def test_report_of_a_folder_that_is_not_a_run(testkit_env, tmp_path):
 
 
 def test_generate_n_for_a_dataset_without_it(testkit_env, tmp_path):
-    one_line_error(memplug(testkit_env, "generate", "--dataset", "counting", "--n", "3",
-                           "--out", str(tmp_path / "x.jsonl")), "has no option n")
+    one_line_error(
+        memplug(testkit_env, "generate", "--dataset", "counting", "--n", "3", "--out", str(tmp_path / "x.jsonl")),
+        "has no option n",
+    )
 
 
 def test_generate_writes_samples_that_eval_reads_back(testkit_env, tmp_path):
@@ -96,15 +151,27 @@ def test_generate_writes_samples_that_eval_reads_back(testkit_env, tmp_path):
     res = memplug(testkit_env, "generate", "--dataset", "counting", "-o", "samples=2", "--out", str(out))
     assert res.returncode == 0, res.stderr
     assert len(out.read_text().splitlines()) == 2
-    res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--data", str(out),
-                  "--output", str(tmp_path / "runs"), "--quiet")
+    res = memplug(
+        testkit_env,
+        "eval",
+        "--agent",
+        "lookup",
+        "--dataset",
+        "counting",
+        "--data",
+        str(out),
+        "--output",
+        str(tmp_path / "runs"),
+        "--quiet",
+    )
     assert res.returncode == 0, res.stderr
     summary = json.loads((Path(res.stdout.strip()) / "summary.json").read_text())
     assert summary["n_questions"] == 6
 
 
-@pytest.mark.parametrize("args", [["--help"], ["eval", "--help"], ["list", "--help"], ["generate", "--help"],
-                                  ["report", "--help"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["eval", "--help"], ["list", "--help"], ["generate", "--help"], ["report", "--help"]]
+)
 def test_help(testkit_env, args):
     res = memplug(testkit_env, *args)
     assert res.returncode == 0 and "Usage" in res.stdout
@@ -117,9 +184,11 @@ def test_the_command_list_imports_no_command_and_says_what_each_one_does():
 
     from memplug.cli import BUILTIN_COMMANDS, BUILTIN_SUMMARIES, cli
 
-    code = ("import sys; sys.argv = ['memplug', '--help']; from memplug.cli import main\n"
-            "try: main()\nexcept SystemExit: pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('memplug.cli.') or m == 'numpy'))")
+    code = (
+        "import sys; sys.argv = ['memplug', '--help']; from memplug.cli import main\n"
+        "try: main()\nexcept SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('memplug.cli.') or m == 'numpy'))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
@@ -134,8 +203,18 @@ def test_the_command_list_imports_no_command_and_says_what_each_one_does():
 def test_report_of_two_runs_prints_the_paired_comparison(testkit_env, tmp_path):
     runs = []
     for options in ([], ["-o", "wrong=q1"]):
-        res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", *options,
-                      "--output", str(tmp_path), "--quiet")
+        res = memplug(
+            testkit_env,
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "counting",
+            *options,
+            "--output",
+            str(tmp_path),
+            "--quiet",
+        )
         assert res.returncode == 0, res.stderr
         runs.append(res.stdout.strip())
     table = memplug(testkit_env, "report", *runs)
@@ -151,8 +230,23 @@ def test_report_of_two_runs_prints_the_paired_comparison(testkit_env, tmp_path):
 
 
 def test_repeats_report_mean_spread_and_each_repeat(testkit_env, tmp_path):
-    res = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "-o", "wrong=q1",
-                  "--repeats", "3", "--seed", "5", "--output", str(tmp_path), "--quiet")
+    res = memplug(
+        testkit_env,
+        "eval",
+        "--agent",
+        "lookup",
+        "--dataset",
+        "counting",
+        "-o",
+        "wrong=q1",
+        "--repeats",
+        "3",
+        "--seed",
+        "5",
+        "--output",
+        str(tmp_path),
+        "--quiet",
+    )
     assert res.returncode == 0, res.stderr
     result = json.loads(Path(res.stdout.strip()).read_text())
     assert result["seeds"] == [5, 6, 7] and len(result["runs"]) == 3
@@ -161,8 +255,18 @@ def test_repeats_report_mean_spread_and_each_repeat(testkit_env, tmp_path):
     assert em["values"] == [pytest.approx(12 / 18)] * 3 and em["std"] == 0.0 and em["n"] == 3
     seeds = {json.loads((tmp_path / r / "run.json").read_text())["spec"]["seed"] for r in result["runs"]}
     assert seeds == {5, 6, 7}
-    shown = memplug(testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--repeats", "2",
-                    "--output", str(tmp_path / "shown"))
+    shown = memplug(
+        testkit_env,
+        "eval",
+        "--agent",
+        "lookup",
+        "--dataset",
+        "counting",
+        "--repeats",
+        "2",
+        "--output",
+        str(tmp_path / "shown"),
+    )
     # the repeats table sums repeats up; pairing runs that differ only in their seed says nothing
     assert shown.returncode == 0 and "repeats of" in shown.stdout
     assert "Paired comparison" not in shown.stdout and "not compared" not in shown.stdout
@@ -170,18 +274,39 @@ def test_repeats_report_mean_spread_and_each_repeat(testkit_env, tmp_path):
 
 def test_generate_loads_and_checks_a_release(testkit_env, shared_data, tmp_path):
     out = tmp_path / "release.jsonl"
-    res = memplug(testkit_env, "generate", "--dataset", "factcon", "--data", str(shared_data / "factconsolidation"),
-                  "--out", str(out), "--check")
+    res = memplug(
+        testkit_env,
+        "generate",
+        "--dataset",
+        "factcon",
+        "--data",
+        str(shared_data / "factconsolidation"),
+        "--out",
+        str(out),
+        "--check",
+    )
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["ok"] and report["stats"]["release_sh_gold_is_newest"] == 100
     assert len(out.read_text().splitlines()) == report["stats"]["release_contexts"] == 2
-    one_line_error(memplug(testkit_env, "generate", "--dataset", "memsim", "--data", str(shared_data / "memdaily"),
-                           "--out", str(tmp_path / "x.jsonl")), "reads no --data")
+    one_line_error(
+        memplug(
+            testkit_env,
+            "generate",
+            "--dataset",
+            "memsim",
+            "--data",
+            str(shared_data / "memdaily"),
+            "--out",
+            str(tmp_path / "x.jsonl"),
+        ),
+        "reads no --data",
+    )
 
 
 def test_generate_check_without_a_validator_writes_nothing(testkit_env, tmp_path):
     out = tmp_path / "c.jsonl"
-    one_line_error(memplug(testkit_env, "generate", "--dataset", "counting", "--out", str(out), "--check"),
-                   "has no validator")
+    one_line_error(
+        memplug(testkit_env, "generate", "--dataset", "counting", "--out", str(out), "--check"), "has no validator"
+    )
     assert not out.exists()

@@ -84,8 +84,9 @@ def test_a_line_python_cannot_read_is_a_problem_not_a_crash(tmp_path):
     path.write_text('{"id": ' + "1" * 5000 + "}\n")
     samples, reader = read_file(path)
     (problem,) = reader.problems
-    assert samples == [] and problem == ("line 1: an integer of more than 4,300 digits (no dataset holds one: "
-                                         "a damaged file?)")
+    assert samples == [] and problem == (
+        "line 1: an integer of more than 4,300 digits (no dataset holds one: a damaged file?)"
+    )
 
 
 def test_generate_check_lists_the_problems_and_writes_nothing(tmp_path):
@@ -99,8 +100,9 @@ def test_generate_check_lists_the_problems_and_writes_nothing(tmp_path):
 
 
 def test_generate_check_passes_the_example(example, tmp_path):
-    res = run_cli("generate", "--dataset", "conversations", "--data", str(example), "--out",
-                  str(tmp_path / "o.jsonl"), "--check")
+    res = run_cli(
+        "generate", "--dataset", "conversations", "--data", str(example), "--out", str(tmp_path / "o.jsonl"), "--check"
+    )
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     assert report["ok"] and report["stats"]["questions"] == 4 and report["stats"]["abstention"] == 1
@@ -108,15 +110,26 @@ def test_generate_check_passes_the_example(example, tmp_path):
 
 def test_a_turn_id_outside_its_session_warns(tmp_path):
     path = tmp_path / "w.jsonl"
-    path.write_text('{"sessions": [{"id": "S1", "turns": [{"id": "t1", "speaker": "A", "text": "hi"}]}], '
-                    '"qa": [{"question": "x?", "answers": "hi", "evidence": ["t1"]}]}\n')
+    path.write_text(
+        '{"sessions": [{"id": "S1", "turns": [{"id": "t1", "speaker": "A", "text": "hi"}]}], '
+        '"qa": [{"question": "x?", "answers": "hi", "evidence": ["t1"]}]}\n'
+    )
     samples, reader = read_file(path)
     assert len(samples) == 1 and not reader.problems and "does not start with its session id" in reader.warnings[0]
 
 
 def test_eval_end_to_end(example, tmp_path):
-    res = run_cli("eval", "--agent", "bm25", "--dataset", "conversations", "--data", str(example),
-                  "--output", str(tmp_path / "runs"))
+    res = run_cli(
+        "eval",
+        "--agent",
+        "bm25",
+        "--dataset",
+        "conversations",
+        "--data",
+        str(example),
+        "--output",
+        str(tmp_path / "runs"),
+    )
     assert res.exit_code == 0, res.output
     (run,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run / "summary.json").read_text())

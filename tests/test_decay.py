@@ -59,8 +59,11 @@ def make_agent(monkeypatch: pytest.MonkeyPatch, top_k: int = 5, **options: Any) 
 
 def test_seed_exact_recall_uses_dataset_time_and_consolidates(monkeypatch):
     agent = make_agent(monkeypatch, time_scale=1.0, relevance="cosine")
-    agent.ingest(Chunk(0, [Message("a", "near", time="1000"), Message("b", "far", time="1000"),
-                           Message("c", "mid", time="1000")]))
+    agent.ingest(
+        Chunk(
+            0, [Message("a", "near", time="1000"), Message("b", "far", time="1000"), Message("c", "mid", time="1000")]
+        )
+    )
     first = agent.recall(AgentQuestion("q1", "q", "c", time="1000"))
     assert [i.message_ids for i in first.items] == [("a",)]  # r = 1, t = 0: p = 1
     assert first.items[0].score == pytest.approx(1.0)
@@ -175,6 +178,7 @@ def test_by_default_a_memory_never_recalled_is_forgotten_and_a_rehearsed_one_kep
     asked about every ten days; two months on, it is still recalled (each recall reset its
     clock and grew g), while the other, the best match of its question too, never asked
     about, is forgotten: p fell below the threshold 28 days after it was stored."""
+
     def fresh() -> DecayAgent:
         agent = make_agent(monkeypatch, top_k=1)
         agent.ingest(Chunk(0, [Message("a", "near", time="2024-01-01"), Message("b", "far", time="2024-01-01")]))

@@ -25,7 +25,6 @@ from memplug.results import RunDir
 from memplug.runner import Evaluation, RunSpec
 
 
-
 class _Amnesiac:
     """Stores nothing: every miss is ``not_stored``."""
 
@@ -88,8 +87,9 @@ class _Rewriter(_Amnesiac):
 
     def ingest(self, chunk: Chunk) -> None:
         for m in chunk.messages:
-            kept = [w for w in m.text.split(" (place:")[0].rstrip(".").split()
-                    if w.lower() not in diagnosis.FUNCTION_WORDS]
+            kept = [
+                w for w in m.text.split(" (place:")[0].rstrip(".").split() if w.lower() not in diagnosis.FUNCTION_WORDS
+            ]
             self.items.append(StoredItem("User: " + " ".join(kept), f"mem-{m.id}"))
 
     def stored(self) -> list[StoredItem]:
@@ -115,8 +115,12 @@ def failing_agents(plugins):
 def _datasets(shared_data: Path) -> dict[str, dict[str, Any]]:
     return {
         "memsim": {"dataset": "memsim", "dataset_options": {"n": "12"}, "top_k": 1},
-        "locomo": {"dataset": "locomo", "data": str(shared_data / "locomo" / "locomo_conv26.json"), "limit": 40,
-                   "dataset_options": {"categories": "1,2,3,4"}},
+        "locomo": {
+            "dataset": "locomo",
+            "data": str(shared_data / "locomo" / "locomo_conv26.json"),
+            "limit": 40,
+            "dataset_options": {"categories": "1,2,3,4"},
+        },
         # the generator: the release names no target message (FactConsolidation's rows say which
         # answer is right, not which fact holds it)
         "factcon": {"dataset": "factcon", "dataset_options": {"tokens": "6000", "questions": "12"}, "top_k": 1},
@@ -195,8 +199,13 @@ def _item(text: str, *ids: str) -> diagnosis.Item:
 
 
 def test_overlap_and_gold_rules() -> None:
-    ev = Evidence.of(["m4"], ["My cousin's phone number is 2018939428. (place: Austin)"], ["2018939428"],
-                     "What is my cousin's phone number?", "en")
+    ev = Evidence.of(
+        ["m4"],
+        ["My cousin's phone number is 2018939428. (place: Austin)"],
+        ["2018939428"],
+        "What is my cousin's phone number?",
+        "en",
+    )
     assert ev.held_by(_item("User: cousin phone number 2018939428")) == (True, "overlap")
     assert ev.held_by(_item("User likes tea and hiking in Austin")) == (False, "overlap")
     assert ev.held_by(_item("cousin phone number 2018939428", "m9")) == (False, "ids")
@@ -212,16 +221,23 @@ def test_overlap_and_gold_rules() -> None:
 
 
 def _record(**kw: Any) -> QuestionRecord:
-    base: dict[str, Any] = dict(sample_id="s", question_id="q", category="c", question="What is my sister's job?",
-                                prediction="teacher", gold=["nurse"], targets=["m4"], scores={"em": 0.0})
+    base: dict[str, Any] = dict(
+        sample_id="s",
+        question_id="q",
+        category="c",
+        question="What is my sister's job?",
+        prediction="teacher",
+        gold=["nurse"],
+        targets=["m4"],
+        scores={"em": 0.0},
+    )
     return QuestionRecord(**{**base, **kw})
 
 
 def test_stage_rules_at_the_edges() -> None:
     texts = {"m4": "My sister works as a nurse.", "m1": "I like tea."}
     conversation = diagnosis.Conversation(texts, "en")
-    store = Store.of([{"text": texts["m1"], "message_ids": ["m1"]}, {"text": texts["m4"], "message_ids": ["m4"]}],
-                     "en")
+    store = Store.of([{"text": texts["m1"], "message_ids": ["m1"]}, {"text": texts["m4"], "message_ids": ["m4"]}], "en")
     recalled = [Recalled(texts["m1"], 1.0, ("m1",))]
     d = diagnosis.diagnose(_record(recalled=recalled), "em", conversation, store, "en")
     assert d is not None and (d.stage, d.stored, d.recalled, d.rule) == ("not_recalled", True, False, "ids")
@@ -244,11 +260,17 @@ def test_stage_rules_at_the_edges() -> None:
     assert diagnosis.diagnose(_record(error="boom", scores={}), "em", conversation, store, "en") is None
     assert diagnosis.diagnose(_record(scores={"recall@5": 1.0}), "em", conversation, store, "en") is None
     # no target message, and no message holds the gold answer: the data cannot say
-    absent = diagnosis.diagnose(_record(targets=[], gold=["a ferry pilot"], question="What work does my sister do now?"),
-                                "em", conversation, store, "en")
+    absent = diagnosis.diagnose(
+        _record(targets=[], gold=["a ferry pilot"], question="What work does my sister do now?"),
+        "em",
+        conversation,
+        store,
+        "en",
+    )
     assert absent is not None and absent.stage == "unknown" and "holds the gold answer" in (absent.why or "")
-    found = diagnosis.diagnose(_record(targets=[], question="What work does my sister do now?"), "em", conversation,
-                               Store.of([], "en"), "en")
+    found = diagnosis.diagnose(
+        _record(targets=[], question="What work does my sister do now?"), "em", conversation, Store.of([], "en"), "en"
+    )
     assert found is not None and (found.rule, found.stage) == ("empty", "not_stored")
     # graded metrics: at least half right is correct
     assert diagnosis.diagnose(_record(scores={"f1": 0.5}), "f1", conversation, store, "en").stage == "correct"  # type: ignore[union-attr]
@@ -268,8 +290,9 @@ def test_items_that_name_their_sources_are_never_tokenised(monkeypatch: pytest.M
     monkeypatch.setattr(diagnosis, "sentences", refuse)
     points = diagnosis.sample_points([{"text": "sister: nurse", "message_ids": ["m4"]}], store, conversation)
     assert points == {"points": 1, "held": 1, "items": 2, "supported": 2}
-    d = diagnosis.diagnose(_record(recalled=[Recalled(texts["m4"], 1.0, ("m4",))]), "em", conversation, store, "en",
-                           points)
+    d = diagnosis.diagnose(
+        _record(recalled=[Recalled(texts["m4"], 1.0, ("m4",))]), "em", conversation, store, "en", points
+    )
     assert d is not None and (d.stage, d.rule, d.stored, d.recalled) == ("misread", "ids", True, True)
     assert d.stored_items[0]["message_ids"] == ["m4"] and d.points == points
 
@@ -282,11 +305,15 @@ def test_memory_points_held_as_an_item_by_item_scan_finds_them() -> None:
     words = ["sister", "nurse", "leeds", "tea", "garden", "piano", "boston", "doctor", "paris", "chess"]
     texts = {f"m{i}": " ".join(rng.sample(words, 3)) for i in range(12)}
     for _ in range(40):
-        listed = [{"text": " ".join(rng.sample(words, 3)),
-                   "message_ids": rng.sample(sorted(texts), rng.choice([0, 0, 1, 2]))} for _ in range(rng.randint(0, 6))]
+        listed = [
+            {"text": " ".join(rng.sample(words, 3)), "message_ids": rng.sample(sorted(texts), rng.choice([0, 0, 1, 2]))}
+            for _ in range(rng.randint(0, 6))
+        ]
         store = Store.of(listed, "en")
-        points = [{"text": " ".join(rng.sample(words, 2)), "message_ids": rng.sample(sorted(texts), rng.choice([0, 1]))}
-                  for _ in range(rng.randint(1, 6))]
+        points = [
+            {"text": " ".join(rng.sample(words, 2)), "message_ids": rng.sample(sorted(texts), rng.choice([0, 1]))}
+            for _ in range(rng.randint(1, 6))
+        ]
 
         def scan(point: dict[str, Any]) -> bool:
             ids = set(point["message_ids"])
@@ -306,8 +333,11 @@ def test_memory_points_held_as_an_item_by_item_scan_finds_them() -> None:
 
 def test_a_miss_shows_the_first_of_the_nearest_stored_items() -> None:
     texts = {"m4": "My sister works as a nurse in Leeds."}
-    listed = [{"text": "I like tea.", "message_ids": ["m1"]}, {"text": "My sister lives in Leeds.", "message_ids": ["m2"]},
-              {"text": "My sister moved to Leeds.", "message_ids": ["m3"]}]
+    listed = [
+        {"text": "I like tea.", "message_ids": ["m1"]},
+        {"text": "My sister lives in Leeds.", "message_ids": ["m2"]},
+        {"text": "My sister moved to Leeds.", "message_ids": ["m3"]},
+    ]
     conversation = diagnosis.Conversation(texts, "en")
     d = diagnosis.diagnose(_record(), "em", conversation, Store.of(listed, "en"), "en")
     # m2 and m3 share two words with the evidence each: the first listed is shown
@@ -326,12 +356,16 @@ def test_records_round_trip_with_and_without_a_diagnosis() -> None:
 
 
 def test_wrong_line_gives_shares_of_the_wrong_answers() -> None:
-    records = [_record(question_id=str(i), diagnosis=Diagnosis(stage, "ids", "accuracy", 0.0))
-               for i, stage in enumerate(["correct"] * 5 + ["not_stored"] * 2 + ["not_recalled"] + ["misread"])]
+    records = [
+        _record(question_id=str(i), diagnosis=Diagnosis(stage, "ids", "accuracy", 0.0))
+        for i, stage in enumerate(["correct"] * 5 + ["not_stored"] * 2 + ["not_recalled"] + ["misread"])
+    ]
     tallied = diagnosis.tally(records)
     assert tallied is not None and tallied["overall"]["not_stored"] == 2 and tallied["metric"] == "accuracy"
-    assert diagnosis.wrong_line(tallied) == "wrong: 50% not stored, 25% not recalled, 25% misread " \
-                                            "(4 of 9 answers by accuracy)"
+    assert (
+        diagnosis.wrong_line(tallied) == "wrong: 50% not stored, 25% not recalled, 25% misread "
+        "(4 of 9 answers by accuracy)"
+    )
     assert diagnosis.wrong_line(diagnosis.tally(records[:5]) or {}) is None  # nothing wrong: no line
 
 
@@ -357,8 +391,9 @@ def test_report_prints_the_line_and_why_lists_examples(failing_agents, tmp_path)
 def _strip_diagnoses(run: Path) -> None:
     """Make ``run`` look written before diagnoses: no record and no summary holds one."""
     lines = [json.loads(x) for x in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
-    (run / "samples.jsonl").write_text("".join(json.dumps({k: v for k, v in x.items() if k != "diagnosis"}) + "\n"
-                                               for x in lines), encoding="utf-8")
+    (run / "samples.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in x.items() if k != "diagnosis"}) + "\n" for x in lines), encoding="utf-8"
+    )
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     del summary["diagnosis"]
     (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
@@ -392,8 +427,10 @@ def test_rescore_restages_and_diagnoses_an_old_run(failing_agents, tmp_path):
 def test_the_html_page_draws_where_answers_were_lost(failing_agents, tmp_path):
     from memplug.htmlreport import render_html
 
-    runs = [_run(tmp_path / a, a, dataset="memsim", dataset_options={"n": "6"}, top_k=1).path
-            for a in ("amnesiac", "misreader")]
+    runs = [
+        _run(tmp_path / a, a, dataset="memsim", dataset_options={"n": "6"}, top_k=1).path
+        for a in ("amnesiac", "misreader")
+    ]
     page = render_html(runs)
     assert 'data-chart="stages-memsim"' in page
     # a bar segment per run and category holding answers of that stage: all of the amnesiac's
@@ -407,18 +444,35 @@ def test_the_html_page_draws_where_answers_were_lost(failing_agents, tmp_path):
 
 
 def test_a_changed_fact_answered_with_its_stale_value() -> None:
-    texts = {"c0": "1. Indonesia is located in the continent of Asia.", "c1": "2. Indonesia is located in the "
-             "continent of North America."}
+    texts = {
+        "c0": "1. Indonesia is located in the continent of Asia.",
+        "c1": "2. Indonesia is located in the continent of North America.",
+    }
     store = Store.of([{"text": t, "message_ids": [i]} for i, t in texts.items()], "en")
-    asked = dict(question="Which continent is Indonesia located in?", gold=["North America"], targets=["c1"],
-                 question_meta={diagnosis.STALE_KEY: "Asia"}, recalled=[Recalled(texts["c0"], 1.0, ("c0",))])
-    stale = diagnosis.diagnose(_record(prediction="Asia", scores={"subem": 0.0}, **asked), "subem",
-                               diagnosis.Conversation(texts, "en"), store, "en")
+    asked = dict(
+        question="Which continent is Indonesia located in?",
+        gold=["North America"],
+        targets=["c1"],
+        question_meta={diagnosis.STALE_KEY: "Asia"},
+        recalled=[Recalled(texts["c0"], 1.0, ("c0",))],
+    )
+    stale = diagnosis.diagnose(
+        _record(prediction="Asia", scores={"subem": 0.0}, **asked),
+        "subem",
+        diagnosis.Conversation(texts, "en"),
+        store,
+        "en",
+    )
     assert stale is not None and stale.stage == "not_recalled"
     assert stale.update == {"answer": "stale", "stale_stored": True}
     # a store that replaced the old value, an answer with the new one
-    fresh = diagnosis.diagnose(_record(prediction="North America", scores={"subem": 1.0}, **asked), "subem", None,
-                               Store.of([{"text": texts["c1"], "message_ids": ["c1"]}], "en"), "en")
+    fresh = diagnosis.diagnose(
+        _record(prediction="North America", scores={"subem": 1.0}, **asked),
+        "subem",
+        None,
+        Store.of([{"text": texts["c1"], "message_ids": ["c1"]}], "en"),
+        "en",
+    )
     assert fresh is not None and fresh.update == {"answer": "new", "stale_stored": False}
     # rescored as right, the stale answer's update is re-derived, its store's fact kept
     record = _record(prediction="Asia", scores={"subem": 1.0}, diagnosis=stale, **asked)
@@ -430,12 +484,22 @@ def test_a_changed_fact_answered_with_its_stale_value() -> None:
 def test_memory_measures_have_intervals_over_samples() -> None:
     def rec(sample: str, stage: str, stored: bool, recalled: bool, answer: str | None = None) -> QuestionRecord:
         update = {"answer": answer, "stale_stored": True} if answer else None
-        return _record(sample_id=sample, question_id=f"{sample}-{stage}-{answer}",
-                       diagnosis=Diagnosis(stage, "ids", "em", 0.0, stored, recalled, update=update))
+        return _record(
+            sample_id=sample,
+            question_id=f"{sample}-{stage}-{answer}",
+            diagnosis=Diagnosis(stage, "ids", "em", 0.0, stored, recalled, update=update),
+        )
 
-    records = [r for s in ("a", "b", "c") for r in (
-        rec(s, "not_stored", False, False), rec(s, "not_recalled", True, False),
-        rec(s, "misread", True, True, "stale"), rec(s, "correct", True, True, "new"))]
+    records = [
+        r
+        for s in ("a", "b", "c")
+        for r in (
+            rec(s, "not_stored", False, False),
+            rec(s, "not_recalled", True, False),
+            rec(s, "misread", True, True, "stale"),
+            rec(s, "correct", True, True, "new"),
+        )
+    ]
     memory = diagnosis.tally(records)["memory"]  # type: ignore[index]
     assert memory["extraction"]["value"] == 0.75 and memory["extraction"]["n"] == 12
     assert memory["retrieval"]["value"] == pytest.approx(2 / 3) and memory["retrieval"]["n"] == 9
@@ -450,8 +514,9 @@ def test_memory_measures_have_intervals_over_samples() -> None:
 
 
 def test_factcon_generator_runs_report_update_accuracy(failing_agents, tmp_path):
-    rd = _run(tmp_path, "scatter", dataset="factcon", dataset_options={"tokens": "6000", "questions": "12", "n": "2"},
-              top_k=1)
+    rd = _run(
+        tmp_path, "scatter", dataset="factcon", dataset_options={"tokens": "6000", "questions": "12", "n": "2"}, top_k=1
+    )
     records = rd.records()
     edited = [r for r in records if r.diagnosis is not None and diagnosis.stale_value(r)]
     assert edited and all(r.diagnosis.update is not None for r in edited)  # type: ignore[union-attr]
@@ -476,10 +541,14 @@ def test_locomo_observations_measure_what_was_stored(failing_agents, shared_data
         measures[agent] = (rd.summary().diagnosis or {})["memory"]
     assert measures["amnesiac"]["points_recall"]["value"] == 0.0 and "store_precision" not in measures["amnesiac"]
     # every turn stored with its id: every observation's turn is held, every item is a turn
-    assert measures["scatter"]["points_recall"]["value"] == 1.0 and measures["scatter"]["store_precision"]["value"] == 1.0
+    assert (
+        measures["scatter"]["points_recall"]["value"] == 1.0 and measures["scatter"]["store_precision"]["value"] == 1.0
+    )
     # rewrites name no turn: held by word overlap only, some observations lost; each rewrite is its turn's words
     assert 0.0 < measures["rewriter"]["points_recall"]["value"] < 1.0
-    assert measures["rewriter"]["store_precision"]["value"] == 1.0 and measures["rewriter"]["store_precision"]["n"] == 419
+    assert (
+        measures["rewriter"]["store_precision"]["value"] == 1.0 and measures["rewriter"]["store_precision"]["n"] == 419
+    )
 
 
 def test_with_a_judge_the_judge_decides_for_rewritten_items(failing_agents, openai_stub, tmp_path):
@@ -494,8 +563,14 @@ def test_with_a_judge_the_judge_decides_for_rewritten_items(failing_agents, open
         return json.dumps({"correct": False})  # the answer judge: every answer wrong
 
     openai_stub.reply = reply
-    rd = _run(tmp_path, "rewriter", dataset="memsim", dataset_options={"n": "6"}, judge="openai/stub-judge",
-              api_base=openai_stub.base_url)
+    rd = _run(
+        tmp_path,
+        "rewriter",
+        dataset="memsim",
+        dataset_options={"n": "6"},
+        judge="openai/stub-judge",
+        api_base=openai_stub.base_url,
+    )
     resolved = rd.info().resolved["diagnosis"]
     assert resolved == {"items_without_sources": "judge", "judge_prompt_sha256": diagnosis.JUDGE_PROMPT_SHA256}
     asked = [r for r in openai_stub.chat_requests if "Memory item:" in r["messages"][-1]["content"]]

@@ -41,15 +41,34 @@ def hostile_file(folder: Path) -> Path:
     """A `conversations` sample whose every string field (ids, dates, speakers, texts,
     questions, answers, categories) holds the hostile text."""
     session = "S1" + HOSTILE
-    qa = [{"id": "q" + HOSTILE, "question": "Where did Ana go? " + HOSTILE, "answers": ["Lisbon " + HOSTILE],
-           "evidence": [f"{session}:1"], "category": HOSTILE, "date": HOSTILE},
-          {"question": "Where did Ben go? " + LONG, "answers": ["Porto"], "category": LONG},
-          {"question": "Who went to Porto?", "answers": ["Ben"], "category": "[/]"},
-          {"question": RTL + "?", "answers": [RTL], "category": RTL},
-          {"question": "Who?\nReally?", "answers": ["Ben"], "category": "new\nline"}]
-    sample = {"id": "s" + HOSTILE, "sessions": [{"id": session, "date": HOSTILE, "turns": [
-        {"speaker": HOSTILE, "text": "Ana went to Lisbon. " + HOSTILE},
-        {"speaker": "Ben", "text": f"Ben went to Porto. {RTL} {LONG}"}]}], "qa": qa}
+    qa = [
+        {
+            "id": "q" + HOSTILE,
+            "question": "Where did Ana go? " + HOSTILE,
+            "answers": ["Lisbon " + HOSTILE],
+            "evidence": [f"{session}:1"],
+            "category": HOSTILE,
+            "date": HOSTILE,
+        },
+        {"question": "Where did Ben go? " + LONG, "answers": ["Porto"], "category": LONG},
+        {"question": "Who went to Porto?", "answers": ["Ben"], "category": "[/]"},
+        {"question": RTL + "?", "answers": [RTL], "category": RTL},
+        {"question": "Who?\nReally?", "answers": ["Ben"], "category": "new\nline"},
+    ]
+    sample = {
+        "id": "s" + HOSTILE,
+        "sessions": [
+            {
+                "id": session,
+                "date": HOSTILE,
+                "turns": [
+                    {"speaker": HOSTILE, "text": "Ana went to Lisbon. " + HOSTILE},
+                    {"speaker": "Ben", "text": f"Ben went to Porto. {RTL} {LONG}"},
+                ],
+            }
+        ],
+        "qa": qa,
+    }
     path = folder / "hostile.jsonl"
     path.write_text(json.dumps(sample, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
@@ -88,8 +107,10 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproces
     data = hostile_file(folder)
     # a relative --output: the last line is the run's path, printed whole (never wrapped), and a
     # pytest temp folder's absolute path may be wider than 80 columns
-    out = memplug(["eval", "--agent", "bm25", "--dataset", "conversations", "--data", data,
-                   "--output", "runs", "--no-cache"], folder)
+    out = memplug(
+        ["eval", "--agent", "bm25", "--dataset", "conversations", "--data", data, "--output", "runs", "--no-cache"],
+        folder,
+    )
     (path,) = (folder / "runs").iterdir()
     return path, out
 
@@ -142,7 +163,7 @@ def test_markdown_rows_stay_rows(run):
     from markdown_it import MarkdownIt
 
     html = MarkdownIt("commonmark").enable("table").render(out.stdout)
-    first = html[html.index("<table>"):html.index("</table>")]
+    first = html[html.index("<table>") : html.index("</table>")]
     assert len(re.findall(r"<th[ >]", first)) == columns and "<script>" not in html
     assert "a|b" in first and r"\x1b]0;pwned" in first and "[bold red]RED[/bold red]" in first
 
@@ -180,11 +201,31 @@ def test_html_report_escapes_and_draws_the_data_as_text(run):
 
 def test_a_category_named_closing_tag_runs_and_reports(tmp_path):
     data = tmp_path / "tag.jsonl"
-    data.write_text(json.dumps({"sessions": [{"turns": [{"speaker": "A", "text": "Ana went to Lisbon."}]}],
-                                "qa": [{"question": "Where did Ana go?", "answers": ["Lisbon"],
-                                        "category": "[/]"}]}) + "\n", encoding="utf-8")
-    out = memplug(["eval", "--agent", "bm25", "--dataset", "conversations", "--data", data,
-                   "--output", tmp_path / "runs", "--no-cache"], tmp_path)
+    data.write_text(
+        json.dumps(
+            {
+                "sessions": [{"turns": [{"speaker": "A", "text": "Ana went to Lisbon."}]}],
+                "qa": [{"question": "Where did Ana go?", "answers": ["Lisbon"], "category": "[/]"}],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    out = memplug(
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "conversations",
+            "--data",
+            data,
+            "--output",
+            tmp_path / "runs",
+            "--no-cache",
+        ],
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert re.search(r"│ \[/\] +│", out.stdout)
     (path,) = (tmp_path / "runs").iterdir()
@@ -193,15 +234,18 @@ def test_a_category_named_closing_tag_runs_and_reports(tmp_path):
     assert re.search(r"│ \[/\] +│", report.stdout)
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("\x1b[2J", r"\x1b[2J"),
-    ("a\nb\tc\rd", r"a\nb\tc\rd"),
-    ("\x00\x7f\x9b", r"\x00\x7f\x9b"),
-    ("\u202eevil\u2066x\u2069", r"\u202eevil\u2066x\u2069"),
-    ("line\u2028sep", r"line\u2028sep"),
-    (RTL + " \u200f", RTL + " \u200f"),  # right-to-left letters and the RLM mark are text
-    ("[bold]x[/bold] é 日本", "[bold]x[/bold] é 日本"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("\x1b[2J", r"\x1b[2J"),
+        ("a\nb\tc\rd", r"a\nb\tc\rd"),
+        ("\x00\x7f\x9b", r"\x00\x7f\x9b"),
+        ("\u202eevil\u2066x\u2069", r"\u202eevil\u2066x\u2069"),
+        ("line\u2028sep", r"line\u2028sep"),
+        (RTL + " \u200f", RTL + " \u200f"),  # right-to-left letters and the RLM mark are text
+        ("[bold]x[/bold] é 日本", "[bold]x[/bold] é 日本"),
+    ],
+)
 def test_visible_writes_out_control_characters(text, shown):
     assert visible(text) == shown
     assert visible(shown) == shown  # a second call changes nothing
@@ -235,8 +279,7 @@ def test_the_progress_bar_shows_a_wait_reason_as_text(monkeypatch):
     from memplug.llm import retry
 
     buffer = io.StringIO()
-    monkeypatch.setattr(display, "console", lambda stderr=False: TextConsole(file=buffer, width=120,
-                                                                              color_system=None))
+    monkeypatch.setattr(display, "console", lambda stderr=False: TextConsole(file=buffer, width=120, color_system=None))
     monkeypatch.setattr(retry, "_WAIT_LISTENERS", [])
     bar, start = progress_bar()
     start(3, 0)

@@ -20,14 +20,28 @@ from memplug.protocols import AgentConfig
     "sentence, triple",
     [
         ("Roy Rogers is married to Dale Evans.", ("Roy Rogers", "is married to", "Dale Evans")),
-        ("Gabe Newell is a citizen of United States of America.", ("Gabe Newell", "is a citizen of", "United States of America")),
+        (
+            "Gabe Newell is a citizen of United States of America.",
+            ("Gabe Newell", "is a citizen of", "United States of America"),
+        ),
         ("Hines Ward plays the position of wide receiver.", ("Hines Ward", "plays the position of", "wide receiver")),
         ("The capital of Romania is Bucharest.", ("Romania", "capital is", "Bucharest")),
-        ("The univeristy where Joan Didion was educated is University of California, Berkeley.",
-         ("Joan Didion", "univeristy where was educated is", "University of California, Berkeley")),
-        ("The Wheel of Time was written in the language of English.", ("The Wheel of Time", "was written in the language of", "English")),
-        ("310. goaltender is associated with the sport of ice hockey.", ("goaltender", "is associated with the sport of", "ice hockey")),
-        ("Pedro Pierluisi worked in the city of Washington, D.C..", ("Pedro Pierluisi", "worked in the city of", "Washington, D.C.")),
+        (
+            "The univeristy where Joan Didion was educated is University of California, Berkeley.",
+            ("Joan Didion", "univeristy where was educated is", "University of California, Berkeley"),
+        ),
+        (
+            "The Wheel of Time was written in the language of English.",
+            ("The Wheel of Time", "was written in the language of", "English"),
+        ),
+        (
+            "310. goaltender is associated with the sport of ice hockey.",
+            ("goaltender", "is associated with the sport of", "ice hockey"),
+        ),
+        (
+            "Pedro Pierluisi worked in the city of Washington, D.C..",
+            ("Pedro Pierluisi", "worked in the city of", "Washington, D.C."),
+        ),
     ],
 )
 def test_rule_based_extraction(sentence, triple):
@@ -112,7 +126,13 @@ def test_the_rules_recognise_every_mquake_relation_template(shared_data: Path) -
 
 
 def test_sentences_outside_the_templates_fall_back_to_retrieval(tmp_path: Path) -> None:
-    outside = ["Yesterday, it rained.", "我的上司名叫赵雅琳。", "Is it?", "...", "Lunch at noon with Ana, then the dentist"]
+    outside = [
+        "Yesterday, it rained.",
+        "我的上司名叫赵雅琳。",
+        "Is it?",
+        "...",
+        "Lunch at noon with Ana, then the dentist",
+    ]
     assert [extract_triple(s) for s in outside[:4]] == [None, None, None, None]
     agent = EMGAgent(AgentConfig(top_k=2), tmp_path)
     agent.ingest(Chunk(0, tuple(Message(f"m{i}", text) for i, text in enumerate(outside))))
@@ -125,14 +145,21 @@ def test_a_message_of_many_facts_is_one_memory_per_fact(tmp_path: Path) -> None:
     """FactConsolidation's official memory unit is a chunk of numbered facts: each becomes a memory."""
     from memplug.adapters.emg.agent import sentences
 
-    chunk_text = ("<User> The following context is the facts I have learned: \n0. Roy Rogers is married to "
-                  "Dale Evans. 1. Roy Rogers is married to Ann Smith. 2. Pedro Pierluisi worked in the city of "
-                  "Washington, D.C.. 3. The capital of Romania is Bucharest.")
+    chunk_text = (
+        "<User> The following context is the facts I have learned: \n0. Roy Rogers is married to "
+        "Dale Evans. 1. Roy Rogers is married to Ann Smith. 2. Pedro Pierluisi worked in the city of "
+        "Washington, D.C.. 3. The capital of Romania is Bucharest."
+    )
     parts = sentences(chunk_text)
-    assert parts[1:] == ["Roy Rogers is married to Dale Evans.", "1. Roy Rogers is married to Ann Smith.",
-                         "2. Pedro Pierluisi worked in the city of Washington, D.C..",
-                         "3. The capital of Romania is Bucharest."]
-    assert sentences("我的上司名叫赵雅琳。 (消息地点 广东深圳, 消息时间 2024)") == ["我的上司名叫赵雅琳。 (消息地点 广东深圳, 消息时间 2024)"]
+    assert parts[1:] == [
+        "Roy Rogers is married to Dale Evans.",
+        "1. Roy Rogers is married to Ann Smith.",
+        "2. Pedro Pierluisi worked in the city of Washington, D.C..",
+        "3. The capital of Romania is Bucharest.",
+    ]
+    assert sentences("我的上司名叫赵雅琳。 (消息地点 广东深圳, 消息时间 2024)") == [
+        "我的上司名叫赵雅琳。 (消息地点 广东深圳, 消息时间 2024)"
+    ]
     agent = EMGAgent(AgentConfig(top_k=3), tmp_path)
     agent.ingest(Chunk(0, (Message("chunk0", chunk_text),)))
     recall = agent.recall(AgentQuestion("q", "Who is Roy Rogers married to?", "sh"))
@@ -153,7 +180,9 @@ def _naive_expand(agent: EMGAgent, start: int, scores: np.ndarray, depth: int, o
 @pytest.mark.parametrize("per_hobby", [100, 400])  # 300 facts: lists in Python; 1,200: in numpy
 def test_expansion_through_a_hub_skips_lists_already_read_and_keeps_the_same_memories(per_hobby: int) -> None:
     """A hub entity ("I") is read once per recall, not once per member; same result."""
-    texts = [f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(["chess", "yoga", "tennis"] * per_hobby)]
+    texts = [
+        f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(["chess", "yoga", "tennis"] * per_hobby)
+    ]
     texts += [f"Anna Berg{i} is married to Ben Cruz{i}." for i in range(0, 300, 7)]
     agent = EMGAgent(AgentConfig(), Path("."))
     agent.ingest(Chunk(0, [Message(str(i), t) for i, t in enumerate(texts)]))
@@ -200,12 +229,17 @@ def test_recall_through_a_hub_returns_at_most_max_items() -> None:
     assert sizes[100] == sizes[0][:100]  # the cap keeps the order and cuts the tail
 
 
-@pytest.mark.parametrize("text, expires", [
-    ("The pass expires on 2024-05-01.", 1714521600.0), ("VALID UNTIL 2024-01-01", 1704067200.0),
-    ("membership EXPIRING 2025-01-01;", 1735689600.0), ("有效期至2024年5月1日。", 1714521600.0),
-    ("untıl 2023-02-02", 1675296000.0),  # dotless i: Unicode case folding, so the expression decides
-    ("Eugene moved from Paris to Oslo in 1963.", None),
-])
+@pytest.mark.parametrize(
+    "text, expires",
+    [
+        ("The pass expires on 2024-05-01.", 1714521600.0),
+        ("VALID UNTIL 2024-01-01", 1704067200.0),
+        ("membership EXPIRING 2025-01-01;", 1735689600.0),
+        ("有效期至2024年5月1日。", 1714521600.0),
+        ("untıl 2023-02-02", 1675296000.0),  # dotless i: Unicode case folding, so the expression decides
+        ("Eugene moved from Paris to Oslo in 1963.", None),
+    ],
+)
 def test_expiry_with_and_without_the_ascii_shortcut(text: str, expires: float | None) -> None:
     from memplug.adapters.emg.graph import expiry_of
 
@@ -222,9 +256,14 @@ def test_a_hub_is_matched_in_numpy_with_the_same_walk(monkeypatch: pytest.Monkey
     texts += [f"I started learning {h} with Anna Berg{i}." for i, h in enumerate(hobbies * 2)]
     texts += [f"Anna Berg{i} is married to Ben Cruz{i}." for i in range(0, 120, 7)]
     texts += ["My sister Ann works as a nurse in Oslo.", "I live in Paris."]
-    questions = ["Who am I learning chess with?", "Where am I learning chess level16?", "Where do I live?",
-                 "Who is Anna Berg14 married to?", "Who is the spouse of the person I learn salsa with?",
-                 "What is my favourite colour?"]
+    questions = [
+        "Who am I learning chess with?",
+        "Where am I learning chess level16?",
+        "Where do I live?",
+        "Who is Anna Berg14 married to?",
+        "Who is the spouse of the person I learn salsa with?",
+        "What is my favourite colour?",
+    ]
     recalls = {}
     for hub in (answer.HUB_RELATIONS, 10**9):
         monkeypatch.setattr(answer, "HUB_RELATIONS", hub)

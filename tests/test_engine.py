@@ -47,8 +47,9 @@ def _plain(records: list[QuestionRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def test_the_sample_runner_returns_the_records_it_hands_over_and_writes_no_run_file(testkit: ModuleType,
-                                                                                   tmp_path: Path) -> None:
+def test_the_sample_runner_returns_the_records_it_hands_over_and_writes_no_run_file(
+    testkit: ModuleType, tmp_path: Path
+) -> None:
     plan = Plan(SPEC)
     sample = plan.samples()[0]
     sink = Kept()
@@ -84,8 +85,9 @@ class Elsewhere(Executor):
             pool.shutdown()
 
 
-def test_an_executor_hands_whole_results_to_the_driver_and_the_run_is_a_local_ones(testkit: ModuleType,
-                                                                                   tmp_path: Path) -> None:
+def test_an_executor_hands_whole_results_to_the_driver_and_the_run_is_a_local_ones(
+    testkit: ModuleType, tmp_path: Path
+) -> None:
     local = RunDir(Driver(Plan(SPEC)).run(output=tmp_path / "local"))
     executor = Elsewhere()
     other = RunDir(Driver(Plan(SPEC)).run(output=tmp_path / "other", executor=executor))
@@ -97,8 +99,9 @@ def test_an_executor_hands_whole_results_to_the_driver_and_the_run_is_a_local_on
     assert other.summary().metrics.overall == local.summary().metrics.overall
 
 
-def test_the_driver_calls_the_sample_end_hook_once_per_sample_whichever_executor(testkit: ModuleType, tmp_path: Path,
-                                                                                 plugins: Plugins) -> None:
+def test_the_driver_calls_the_sample_end_hook_once_per_sample_whichever_executor(
+    testkit: ModuleType, tmp_path: Path, plugins: Plugins
+) -> None:
     from memplug import hookimpl
 
     ended: list[tuple[str, int]] = []

@@ -39,6 +39,7 @@ def _export(run: Path, folder: Path) -> Path:
 
 # -- LongMemEval: src/evaluation/evaluate_qa.py and print_qa_metrics.py -----------------
 
+
 def _says_yes(answer: str, response: str) -> bool:
     """The stand-in judge model: "yes" when a word of the answer is in the response."""
     words = {w for w in re.findall(r"[a-z0-9]+", answer.lower()) if len(w) > 2}
@@ -56,8 +57,15 @@ def _judge_reply(body: dict[str, Any]) -> str:
 
 def test_longmemeval_hypotheses_regrade_to_memplugs_judge(tmp_path, openai_stub):
     openai_stub.reply = _judge_reply
-    spec = RunSpec(agent="bm25", dataset="longmemeval", data=str(LME), llm="openai/stub", judge="openai/stub",
-                   api_base=openai_stub.base_url, top_k=5)
+    spec = RunSpec(
+        agent="bm25",
+        dataset="longmemeval",
+        data=str(LME),
+        llm="openai/stub",
+        judge="openai/stub",
+        api_base=openai_stub.base_url,
+        top_k=5,
+    )
     run = Evaluation(spec).run(output=tmp_path / "runs")
     hypotheses = [json.loads(line) for line in _export(run, tmp_path / "out").read_text().splitlines()]
     assert all(set(h) == {"question_id", "hypothesis"} for h in hypotheses) and len(hypotheses) == 6
@@ -86,6 +94,7 @@ def test_longmemeval_hypotheses_regrade_to_memplugs_judge(tmp_path, openai_stub)
 
 
 # -- LoCoMo: task_eval/evaluation.py, eval_question_answering ---------------------------
+
 
 def _normalize(s: str) -> str:
     s = s.replace(",", "").lower()
@@ -120,8 +129,11 @@ def _official(qa: dict[str, Any], key: str) -> tuple[float, float]:
     else:
         score = float("no information available" in output.lower() or "not mentioned" in output.lower())
     context = qa.get(key + "_context")
-    recall = (sum(ev in context for ev in qa["evidence"]) / len(qa["evidence"])
-              if context is not None and qa["evidence"] else 1.0)
+    recall = (
+        sum(ev in context for ev in qa["evidence"]) / len(qa["evidence"])
+        if context is not None and qa["evidence"]
+        else 1.0
+    )
     return score, recall
 
 
@@ -134,13 +146,19 @@ def _locomo_reply(body: dict[str, Any]) -> str:
         return "Not mentioned in the conversation"
     words = re.findall(r"[A-Za-z0-9]+", prompt)
     start = pick % max(1, len(words) - 6)
-    return ", ".join(" ".join(words[i:i + 2]) for i in range(start, start + 6, 2))
+    return ", ".join(" ".join(words[i : i + 2]) for i in range(start, start + 6, 2))
 
 
 def test_locomo_predictions_regrade_to_memplugs_scores(tmp_path, shared_data, openai_stub):
     openai_stub.reply = _locomo_reply
-    spec = RunSpec(agent="bm25", dataset="locomo", data=str(shared_data / "locomo" / "locomo_conv26.json"),
-                   llm="openai/stub", api_base=openai_stub.base_url, limit=60)
+    spec = RunSpec(
+        agent="bm25",
+        dataset="locomo",
+        data=str(shared_data / "locomo" / "locomo_conv26.json"),
+        llm="openai/stub",
+        api_base=openai_stub.base_url,
+        limit=60,
+    )
     run = Evaluation(spec).run(output=tmp_path / "runs")
     exported = json.loads(_export(run, tmp_path / "out").read_text())
     (sample,) = exported
@@ -173,6 +191,7 @@ def test_export_refuses_a_dataset_without_an_official_file(tmp_path):
 
 # -- a plugin's export ------------------------------------------------------------------
 
+
 def _tsv(records: Sequence[QuestionRecord]) -> list[str]:
     return [f"{r.question_id}\t{r.prediction}" for r in records]
 
@@ -195,11 +214,14 @@ def test_register_exports(tmp_path, plugins):
     assert written.name == f"{info.run_id}.answers.tsv"
     records = [r for r in RunDir(run).records() if r.error is None and r.prediction is not None]
     assert records and written.read_text(encoding="utf-8") == "".join(
-        f"{r.question_id}\t{r.prediction}\n" for r in records)
+        f"{r.question_id}\t{r.prediction}\n" for r in records
+    )
     listed = json.loads(CliRunner().invoke(cli, ["list", "--json", "--kind", "exports"]).output)["exports"]
     assert [(e["name"], e["plugin"], e["suffix"]) for e in listed] == [
-        ("locomo", "memplug", ".locomo.json"), ("longmemeval", "memplug", ".hypotheses.jsonl"),
-        ("memsim", "tsv-export", ".answers.tsv")]
+        ("locomo", "memplug", ".locomo.json"),
+        ("longmemeval", "memplug", ".hypotheses.jsonl"),
+        ("memsim", "tsv-export", ".answers.tsv"),
+    ]
 
 
 def test_an_export_without_a_valid_suffix_is_refused_in_one_line(tmp_path, plugins):

@@ -63,9 +63,17 @@ def test_shows_takes_only_time_and_speaker_in_one_order():
 def test_conversations_text_is_stored_once(tmp_path: Path) -> None:
     """The issue's own example: the layout writes "[date] speaker: text" itself."""
     path = tmp_path / "trip.jsonl"
-    row = {"id": "trip", "sessions": [{"id": "S1", "date": "2024-03-02T10:00", "turns": [
-        {"speaker": "Ana", "text": "We land at 6."}, {"speaker": "Bo", "text": "I'll be there."}]}],
-        "qa": [{"question": "When do we land?", "answers": ["6"]}]}
+    row = {
+        "id": "trip",
+        "sessions": [
+            {
+                "id": "S1",
+                "date": "2024-03-02T10:00",
+                "turns": [{"speaker": "Ana", "text": "We land at 6."}, {"speaker": "Bo", "text": "I'll be there."}],
+            }
+        ],
+        "qa": [{"question": "When do we land?", "answers": ["6"]}],
+    }
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     dated = messages(ConversationsBuilder(), path)
     assert chunk_text(Chunk(0, dated)) == "[2024-03-02T10:00] Ana: We land at 6.\n[2024-03-02T10:00] Bo: I'll be there."
@@ -83,11 +91,17 @@ def test_locomo_line_is_the_official_rag_line(shared_data: Path) -> None:
 
 
 def test_locomo_plus_stitched_turns_name_their_speaker_once(shared_data: Path) -> None:
-    found = messages(LoCoMoPlusBuilder(), shared_data / "locomo_plus" / "locomo_plus_sample.json",
-                     locomo=str(shared_data / "locomo" / "locomo_conv26.json"), categories="cognitive")
+    found = messages(
+        LoCoMoPlusBuilder(),
+        shared_data / "locomo_plus" / "locomo_plus_sample.json",
+        locomo=str(shared_data / "locomo" / "locomo_conv26.json"),
+        categories="cognitive",
+    )
     cue = next(m for m in found if m.id == "cue:1")
-    assert message_text(cue) == f'[{cue.time}] Caroline said, "After learning to say \'no\', I’ve felt a lot ' \
-                                'less stressed overall."'
+    assert (
+        message_text(cue) == f"[{cue.time}] Caroline said, \"After learning to say 'no', I’ve felt a lot "
+        'less stressed overall."'
+    )
 
 
 def test_longmemeval_official_text_carries_its_date_and_role():
@@ -101,29 +115,45 @@ def test_longmemeval_official_text_carries_its_date_and_role():
 def test_memsim_stamp_is_its_time():
     stamped = messages(MemSimBuilder(), n="6")[0]
     assert stamped.time == "2024-04-01T19:25"
-    assert message_text(stamped) == ("user: My assistant's phone number is 2067497795. "
-                                     "(place: Atlanta, time: April 1, 2024, Monday, 19:25)")
+    assert message_text(stamped) == (
+        "user: My assistant's phone number is 2067497795. (place: Atlanta, time: April 1, 2024, Monday, 19:25)"
+    )
     bare = messages(MemSimBuilder(), n="6", stamp="false")[0]
     assert message_text(bare) == "[2024-04-01T19:25] user: My assistant's phone number is 2067497795."
 
 
 def test_memdaily_stamp_is_its_time(shared_data: Path) -> None:
     first = messages(MemDailyLoader(), shared_data / "memdaily" / "01_simple_roles.json")[0]
-    assert message_text(first) == "user: 我的上司就只有高中学历。 (消息地点 广东深圳, 消息时间 2024年04月01日 周一 08:39)"
+    assert (
+        message_text(first) == "user: 我的上司就只有高中学历。 (消息地点 广东深圳, 消息时间 2024年04月01日 周一 08:39)"
+    )
 
 
 def test_membench_steps_carry_their_time(tmp_path: Path) -> None:
-    step = {"mid": 0, "message": "I watched The Godfather again.", "time": "'2024-10-01 08:00' Tuesday",
-            "place": "Boston, MA"}
-    qa: dict[str, Any] = {"qid": 0, "question": "Which film?", "answer": "The Godfather", "target_step_id": [0],
-                          "choices": dict(zip("ABCD", "wxyz")), "ground_truth": "A",
-                          "time": "'2024-10-03 08:13' Thursday"}
+    step = {
+        "mid": 0,
+        "message": "I watched The Godfather again.",
+        "time": "'2024-10-01 08:00' Tuesday",
+        "place": "Boston, MA",
+    }
+    qa: dict[str, Any] = {
+        "qid": 0,
+        "question": "Which film?",
+        "answer": "The Godfather",
+        "target_step_id": [0],
+        "choices": dict(zip("ABCD", "wxyz")),
+        "ground_truth": "A",
+        "time": "'2024-10-03 08:13' Thursday",
+    }
     (tmp_path / "ThirdAgent").mkdir()
     (tmp_path / "ThirdAgent" / "simple.json").write_text(
-        json.dumps({"roles": [{"tid": 0, "message_list": [step], "QA": qa}]}), encoding="utf-8")
+        json.dumps({"roles": [{"tid": 0, "message_list": [step], "QA": qa}]}), encoding="utf-8"
+    )
     (first,) = messages(MemBenchBuilder(), tmp_path)
-    assert message_text(first) == "user: 0[|]I watched The Godfather again. (place: Boston, MA; " \
-                                  "time'2024-10-01 08:00' Tuesday)"
+    assert (
+        message_text(first) == "user: 0[|]I watched The Godfather again. (place: Boston, MA; "
+        "time'2024-10-01 08:00' Tuesday)"
+    )
 
 
 def test_perltqa_events_and_dialogues_carry_their_time():
@@ -137,13 +167,20 @@ def test_perltqa_events_and_dialogues_carry_their_time():
 def test_graphiti_episode_writes_what_the_text_does_not_show():
     shown = Message("D1:1", CAROLINE, time="2023-05-08T13:56:00", speaker="Caroline", shows=["speaker"])
     later = Message("D2:1", "Bye.", time="2023-05-09T10:00:00", speaker="Melanie")
-    assert graphiti.episode_body((shown, later)) == f"[2023-05-08T13:56:00] {CAROLINE}\n" \
-                                                    "[2023-05-09T10:00:00] Melanie: Bye."
+    assert (
+        graphiti.episode_body((shown, later)) == f"[2023-05-08T13:56:00] {CAROLINE}\n"
+        "[2023-05-09T10:00:00] Melanie: Bye."
+    )
 
 
 def test_a_split_message_gives_each_later_part_its_time_and_speaker():
-    long = Message("s1:2", "Session Date: 2023/05/20 (Sat) 02:21\n" + " ".join(f"word{i}" for i in range(200)),
-                   time="2023-05-20T02:21:00", speaker="assistant", shows=["time", "speaker"])
+    long = Message(
+        "s1:2",
+        "Session Date: 2023/05/20 (Sat) 02:21\n" + " ".join(f"word{i}" for i in range(200)),
+        time="2023-05-20T02:21:00",
+        speaker="assistant",
+        shows=["time", "speaker"],
+    )
     parts = [m for c in chunk_messages([long], 50) for m in c.messages]
     assert len(parts) > 1 and message_text(parts[0]) == parts[0].text
     assert all(message_text(p) == f"[2023-05-20T02:21:00] assistant: {p.text}" for p in parts[1:])

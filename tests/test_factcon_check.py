@@ -90,7 +90,9 @@ def test_an_edit_undone_in_the_context_is_caught(sample: Sample) -> None:
     original_text = sample.messages[older].text.split(". ", 1)[1]
     undone = with_text(sample, q.meta["edit_serial"], original_text)  # the newer fact now restates the old value
     problems = check(undone)
-    assert any(f"question {q.id}: gold ['{edit['new']}'] but the newest facts give '{edit['old']}'" in p for p in problems)
+    assert any(
+        f"question {q.id}: gold ['{edit['new']}'] but the newest facts give '{edit['old']}'" in p for p in problems
+    )
     assert any(f"question {q.id}: hops [] of the chain have conflicting facts" in p for p in problems)
 
 
@@ -134,17 +136,24 @@ def test_generated_questions_without_their_metadata_fail_without_crashing(sample
 
 def release_row(tmp_path: Path, context: str, answers: list[str]) -> Path:
     path = tmp_path / "factconsolidation_sh_tiny.json"
-    path.write_text(json.dumps({
-        "context": context, "questions": ["Who is A married to?", "Who is B married to?"],
-        "answers": [[a] for a in answers],
-        "metadata": {"qa_pair_ids": ["tiny_sh_0", "tiny_sh_1"], "source": "factconsolidation_sh_tiny"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "context": context,
+                "questions": ["Who is A married to?", "Who is B married to?"],
+                "answers": [[a] for a in answers],
+                "metadata": {"qa_pair_ids": ["tiny_sh_0", "tiny_sh_1"], "source": "factconsolidation_sh_tiny"},
+            }
+        )
+    )
     return path
 
 
 def test_release_rows_are_checked_for_what_they_carry(tmp_path: Path) -> None:
     context = "Here is a list of facts:\n5. A is married to B.\n6. B is married to D.\n8. A is married to C.\n"
-    samples = list(FactConBuilder().build(BuildOptions(values={"unit": "fact"},
-                                                       data=release_row(tmp_path, context, ["C", "Z"]))))
+    samples = list(
+        FactConBuilder().build(BuildOptions(values={"unit": "fact"}, data=release_row(tmp_path, context, ["C", "Z"])))
+    )
     report = FactConBuilder().check(samples)
     assert report.ok, report.problems
     stats = report.stats

@@ -38,8 +38,11 @@ class Pool:
     def objects(self, subject: str, relation: str) -> list[tuple[int, str]]:
         """(serial, object) of every fact stating ``relation`` of ``subject``."""
         head, tail = RELATIONS[relation].cloze.replace("[X]", subject).split("__")
-        return [(n, text[len(head):len(text) - len(tail) - 1]) for n, text in self.facts
-                if text.startswith(head) and text.endswith(tail + ".")]
+        return [
+            (n, text[len(head) : len(text) - len(tail) - 1])
+            for n, text in self.facts
+            if text.startswith(head) and text.endswith(tail + ".")
+        ]
 
     def newest(self, subject: str, relation: str) -> str | None:
         found = self.objects(subject, relation)

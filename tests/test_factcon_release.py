@@ -22,11 +22,18 @@ def load(path: Path) -> list[Sample]:
     return list(FactConBuilder().build(BuildOptions(values={"unit": "fact"}, data=path)))
 
 
-def row(context: str = "Here is a list of facts:\n0. A is married to B.\n1. A is married to C.\n",
-        questions: Sequence[str] = ("Who is A married to?",), answers: Sequence[Sequence[str]] = (["C"],),
-        ids: Sequence[str] = ("factconsolidation_sh_6k_no0",)) -> dict[str, Any]:
-    return {"context": context, "questions": list(questions), "answers": [list(a) for a in answers],
-            "metadata": {"qa_pair_ids": list(ids), "source": "factconsolidation_sh_6k", "demo": None}}
+def row(
+    context: str = "Here is a list of facts:\n0. A is married to B.\n1. A is married to C.\n",
+    questions: Sequence[str] = ("Who is A married to?",),
+    answers: Sequence[Sequence[str]] = (["C"],),
+    ids: Sequence[str] = ("factconsolidation_sh_6k_no0",),
+) -> dict[str, Any]:
+    return {
+        "context": context,
+        "questions": list(questions),
+        "answers": [list(a) for a in answers],
+        "metadata": {"qa_pair_ids": list(ids), "source": "factconsolidation_sh_6k", "demo": None},
+    }
 
 
 @pytest.mark.parametrize("kind", ["sh", "mh"])
@@ -83,7 +90,10 @@ def test_truncated_file_names_the_file_and_position(tmp_path: Path) -> None:
         ({"answers": [["C"], ["D"]]}, r"row\.answers: 2 answers for 1 questions"),
         ({"answers": [[]]}, r"row\.answers\[0\]: expected a non-empty list"),
         ({"metadata": {"source": "x"}}, r"row\.metadata: qa_pair_ids must list one id per question"),
-        ({"context": "Here is a list of facts:\n1. A.\n0. B."}, r"row\.context line 3: serial number 0 does not follow 1"),
+        (
+            {"context": "Here is a list of facts:\n1. A.\n0. B."},
+            r"row\.context line 3: serial number 0 does not follow 1",
+        ),
         ({"context": "Here is a list of facts:\n0. A.\nstray text"}, r"row\.context line 3: expected a numbered fact"),
         ({"context": "Here is a list of facts:"}, r"row\.context: context holds no numbered facts"),
     ],

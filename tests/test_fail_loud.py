@@ -33,8 +33,23 @@ if TYPE_CHECKING:
 
     from memplug.llm import LLM
 
-LOOKUP = ["--agent", "lookup", "--dataset", "counting", "-o", "answer=false", "--reader", "llm",
-          "--llm", "openai/stub", "--llm-timeout", "1", "--llm-retries", "1", "--quiet"]
+LOOKUP = [
+    "--agent",
+    "lookup",
+    "--dataset",
+    "counting",
+    "-o",
+    "answer=false",
+    "--reader",
+    "llm",
+    "--llm",
+    "openai/stub",
+    "--llm-timeout",
+    "1",
+    "--llm-retries",
+    "1",
+    "--quiet",
+]
 
 
 def memplug(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -44,12 +59,12 @@ def memplug(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedP
     return memplug_main(args, env=env, cwd=cwd)
 
 
-def real_memplug(env: dict[str, str], *args: str, cwd: Path,
-                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def real_memplug(env: dict[str, str], *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`python -m memplug.cli ARGS`, for what only a process of its own shows: its whole terminal
     output (file descriptors 1 and 2), a lock held by another process."""
-    return subprocess.run([sys.executable, "-m", "memplug.cli", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "memplug.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def last_line(text: str) -> str:
@@ -82,13 +97,16 @@ def closed_port() -> int:
         return port
 
 
-@pytest.mark.parametrize("extra, expected", [
-    (["--api-base", "http://127.0.0.1:{closed}/v1"], "does not answer"),
-    (["--embedder", "bogus"], "unknown embedder 'bogus'"),
-    (["--llm-timeout", "inf"], "--llm-timeout"),
-    (["--concurrency", "100000"], "--concurrency"),
-    (["--llm-deadline", "0.5"], "--llm-deadline"),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--api-base", "http://127.0.0.1:{closed}/v1"], "does not answer"),
+        (["--embedder", "bogus"], "unknown embedder 'bogus'"),
+        (["--llm-timeout", "inf"], "--llm-timeout"),
+        (["--concurrency", "100000"], "--concurrency"),
+        (["--llm-deadline", "0.5"], "--llm-deadline"),
+    ],
+)
 def test_bad_configuration_is_one_line_and_exit_2(env, openai_stub, tmp_path, extra, expected):
     args = [a.replace("{closed}", str(closed_port())) for a in extra]
     if "--api-base" not in args:
@@ -103,8 +121,9 @@ def test_bad_configuration_is_one_line_and_exit_2(env, openai_stub, tmp_path, ex
 
 
 def test_a_hosted_model_without_its_key_fails_at_once(env, tmp_path):
-    result = memplug(env, "eval", "--agent", "bm25", "--dataset", "counting", "--llm", "openai/gpt-4o-mini",
-                     "--quiet", cwd=tmp_path)
+    result = memplug(
+        env, "eval", "--agent", "bm25", "--dataset", "counting", "--llm", "openai/gpt-4o-mini", "--quiet", cwd=tmp_path
+    )
     assert result.returncode == 2
     assert "OPENAI_API_KEY" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -116,8 +135,9 @@ def test_an_endpoint_that_refuses_the_key_fails_before_the_first_question(env, o
         handler._send_json(401, {"error": {"message": "Incorrect API key provided: sk-wrong"}})
 
     monkeypatch.setattr(stub_module._Handler, "do_GET", refuse)
-    result = memplug({**env, "OPENAI_API_KEY": "sk-wrong-key-123"}, "eval", *LOOKUP,
-                     "--api-base", openai_stub.base_url, cwd=tmp_path)
+    result = memplug(
+        {**env, "OPENAI_API_KEY": "sk-wrong-key-123"}, "eval", *LOOKUP, "--api-base", openai_stub.base_url, cwd=tmp_path
+    )
     assert result.returncode == 2
     assert "refused the key (HTTP 401)" in result.stderr
     assert "sk-wrong-key-123" not in result.stderr
@@ -129,8 +149,14 @@ def test_an_endpoint_that_never_answers_fails_within_the_probe_timeout(env, tmp_
     server.bind(("127.0.0.1", 0))
     server.listen(8)  # accepts connections (the backlog) and never answers
     try:
-        result = memplug({**env, "MEMPLUG_PROBE_TIMEOUT": "0.5"}, "eval", *LOOKUP,
-                         "--api-base", f"http://127.0.0.1:{server.getsockname()[1]}/v1", cwd=tmp_path)
+        result = memplug(
+            {**env, "MEMPLUG_PROBE_TIMEOUT": "0.5"},
+            "eval",
+            *LOOKUP,
+            "--api-base",
+            f"http://127.0.0.1:{server.getsockname()[1]}/v1",
+            cwd=tmp_path,
+        )
         assert result.returncode == 2
         assert "no answer within 0.5s" in result.stderr  # the probe's timeout ended it, nothing later
     finally:
@@ -138,8 +164,9 @@ def test_an_endpoint_that_never_answers_fails_within_the_probe_timeout(env, tmp_
 
 
 def test_an_agent_that_needs_an_llm_stops_before_loading_data(env, tmp_path):
-    result = memplug(env, "eval", "--agent", "emg", "--dataset", "counting", "-o", "extractor=llm", "--quiet",
-                     cwd=tmp_path)
+    result = memplug(
+        env, "eval", "--agent", "emg", "--dataset", "counting", "-o", "extractor=llm", "--quiet", cwd=tmp_path
+    )
     assert result.returncode == 2
     assert "needs an LLM for -o extractor=llm: set --llm MODEL" in result.stderr
     assert not (tmp_path / "runs").exists()
@@ -225,12 +252,22 @@ def test_every_question_failing_is_a_failed_run(env, openai_stub, tmp_path):
 
 def test_a_null_reply_is_an_error_not_an_empty_answer(openai_stub, testkit, tmp_path):
     openai_stub.reply = lambda body: None
-    path = Evaluation(RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=openai_stub.base_url,
-                              reader="llm", agent_options={"answer": "false"}, llm_retries=0,
-                              dataset_options={"samples": "1"})).run(output=tmp_path)
+    path = Evaluation(
+        RunSpec(
+            agent="lookup",
+            dataset="counting",
+            llm="openai/stub",
+            api_base=openai_stub.base_url,
+            reader="llm",
+            agent_options={"answer": "false"},
+            llm_retries=0,
+            dataset_options={"samples": "1"},
+        )
+    ).run(output=tmp_path)
     records = RunDir(path).records()
-    assert all(r.error is not None and "empty reply" in r.error and r.prediction is None and r.scores == {}
-               for r in records)
+    assert all(
+        r.error is not None and "empty reply" in r.error and r.prediction is None and r.scores == {} for r in records
+    )
 
 
 # --- the run directory: lock, full disks, interruptions ------------------------------
@@ -280,8 +317,16 @@ def test_a_full_cache_disk_warns_once_and_keeps_every_answer(openai_stub, testki
     monkeypatch.setattr(memplug.cache.ResponseCache, "put_many", full)
     monkeypatch.setattr(memplug.cache, "_WARNED_CACHE", False)
     openai_stub.reply = lambda body: "apple"
-    path = Evaluation(RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=openai_stub.base_url,
-                              reader="llm", agent_options={"answer": "false"})).run(output=tmp_path)
+    path = Evaluation(
+        RunSpec(
+            agent="lookup",
+            dataset="counting",
+            llm="openai/stub",
+            api_base=openai_stub.base_url,
+            reader="llm",
+            agent_options={"answer": "false"},
+        )
+    ).run(output=tmp_path)
     run = RunDir(path)
     assert run.info().status == "finished"
     assert not any(r.error for r in run.records())
@@ -294,8 +339,14 @@ def test_an_unwritable_cache_directory_is_one_warning_line(env, openai_stub, tmp
     handler too: the terminal showed the line twice, once without "memplug: warning:"."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    result = real_memplug({**env, "MEMPLUG_CACHE_DIR": str(blocker / "cache")}, "eval", *LOOKUP,
-                          "--api-base", openai_stub.base_url, cwd=tmp_path)
+    result = real_memplug(
+        {**env, "MEMPLUG_CACHE_DIR": str(blocker / "cache")},
+        "eval",
+        *LOOKUP,
+        "--api-base",
+        openai_stub.base_url,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "cannot be written" in line]
     assert len(warnings) == 1 and warnings[0].startswith("memplug: warning: cache "), result.stderr
@@ -315,28 +366,50 @@ def _before_memplug_ran(err: str) -> bool:
     (whose first act is to catch it): Python's own start-up (``site``), the script's import
     line, the package's ``__init__`` and what the standard library imports for them."""
     frames = [line.strip() for line in err.splitlines() if line.strip().startswith("File ")]
-    return (err.rstrip().endswith("KeyboardInterrupt") and bool(frames)
-            and not any("_console.py" in frame and frame.endswith(", in main") for frame in frames))
+    return (
+        err.rstrip().endswith("KeyboardInterrupt")
+        and bool(frames)
+        and not any("_console.py" in frame and frame.endswith(", in main") for frame in frames)
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("after_s", [0.05, 0.2, 0.4, 0.7, 1.2])
 def test_ctrl_c_at_any_moment_is_one_line_without_a_traceback(env, tmp_path, after_s):
     console = Path(sys.executable).parent / "memplug"  # the installed command, as a user starts it
-    process = subprocess.Popen([str(console), "eval", "--agent", "lookup", "--dataset",
-                                "counting", "-o", "delay=0.05", "--concurrency", "1", "--quiet"],
-                               env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            str(console),
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "counting",
+            "-o",
+            "delay=0.05",
+            "--concurrency",
+            "1",
+            "--quiet",
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(after_s)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     if _before_memplug_ran(err):  # on a loaded 2-core machine start-up alone has taken over 0.2 s
-        pytest.skip(f"SIGINT arrived {after_s} s after the start, while Python was still starting (site, the "
-                    "console script's own import), before memplug's main ran: no program can catch that")
+        pytest.skip(
+            f"SIGINT arrived {after_s} s after the start, while Python was still starting (site, the "
+            "console script's own import), before memplug's main ran: no program can catch that"
+        )
     assert "Traceback" not in err, err
     if process.returncode == 130:
         assert len(err.strip().splitlines()) == 1 and err.startswith("memplug: interrupted")
     runs = tmp_path / "runs"
-    for run in (runs.iterdir() if runs.exists() else []):
+    for run in runs.iterdir() if runs.exists() else []:
         assert RunDir(run).info().run_id == run.name  # whatever was created can be resumed
         if process.returncode == 130:
             assert f"memplug eval --resume runs/{run.name}" in err

@@ -27,14 +27,19 @@ def test_each_setting_that_differs_is_named_with_each_runs_value(tmp_path):
     a = _run(tmp_path)
     b = _run(tmp_path, top_k=10, context_tokens=500)
     c = _run(tmp_path, dataset_options={"n": "3", "parse": "lenient"})
-    assert fairness.differences([a, b, c]) == [(
-        "on memsim: K (#1 5, #2 10, #3 5); context budget (#1 none, #2 500 tokens, #3 none); "
-        "protocol (#1 memsim v1 (english translation of the Chinese prompt), #2 memsim v1 (english translation of "
-        "the Chinese prompt), #3 memsim v1 (english translation of the Chinese prompt; parse=lenient))")]
+    assert fairness.differences([a, b, c]) == [
+        (
+            "on memsim: K (#1 5, #2 10, #3 5); context budget (#1 none, #2 500 tokens, #3 none); "
+            "protocol (#1 memsim v1 (english translation of the Chinese prompt), #2 memsim v1 (english translation of "
+            "the Chinese prompt), #3 memsim v1 (english translation of the Chinese prompt; parse=lenient))"
+        )
+    ]
     done = CliRunner().invoke(cli, ["report", str(a), str(b)], env={"COLUMNS": "300"})
     assert done.exit_code == 0
-    assert ("memplug: warning: runs on memsim: K (#1 5, #2 10); context budget (#1 none, #2 500 tokens): "
-            "their scores differ in more than the system") in done.output
+    assert (
+        "memplug: warning: runs on memsim: K (#1 5, #2 10); context budget (#1 none, #2 500 tokens): "
+        "their scores differ in more than the system"
+    ) in done.output
     shown = json.loads(CliRunner().invoke(cli, ["report", str(a), str(b), "--json"]).stdout)
     assert shown["settings_differ"] == ["on memsim: K (#1 5, #2 10); context budget (#1 none, #2 500 tokens)"]
     table = CliRunner().invoke(cli, ["report", str(b), "--format", "markdown"]).output

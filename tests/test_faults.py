@@ -94,9 +94,18 @@ def plan_faults(stub: OpenAIStub, plan: dict[str, list[str]]) -> dict[str, int]:
 
 
 def evaluate(stub: OpenAIStub, tmp_path: Path, **kw: Any) -> RunDir:
-    spec = RunSpec(agent="lookup", dataset="counting", llm="openai/stub", api_base=stub.base_url, reader="llm",
-                   agent_options={"answer": "false"}, concurrency=kw.pop("concurrency", 4),
-                   llm_timeout=TIMEOUT_S, llm_retries=MAX_RETRIES, **kw)
+    spec = RunSpec(
+        agent="lookup",
+        dataset="counting",
+        llm="openai/stub",
+        api_base=stub.base_url,
+        reader="llm",
+        agent_options={"answer": "false"},
+        concurrency=kw.pop("concurrency", 4),
+        llm_timeout=TIMEOUT_S,
+        llm_retries=MAX_RETRIES,
+        **kw,
+    )
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 
 
@@ -166,9 +175,31 @@ def test_faults_while_samples_run_one_at_a_time(stub, tmp_path):
 
 
 def eval_process(env: dict[str, str], stub: OpenAIStub, out: Path, samples: int = 6) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "lookup", "--dataset", "counting",
-           "-o", "answer=false", "-o", f"samples={samples}", "--llm", "openai/stub", "--api-base", stub.base_url,
-           "--reader", "llm", "--concurrency", "8", "--output", str(out), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        "lookup",
+        "--dataset",
+        "counting",
+        "-o",
+        "answer=false",
+        "-o",
+        f"samples={samples}",
+        "--llm",
+        "openai/stub",
+        "--api-base",
+        stub.base_url,
+        "--reader",
+        "llm",
+        "--concurrency",
+        "8",
+        "--output",
+        str(out),
+        "--quiet",
+    ]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

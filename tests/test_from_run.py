@@ -18,8 +18,15 @@ def stored_run(tmp_path, **options):
 def test_the_stored_recalls_are_answered_again_and_nothing_is_ingested(testkit, tmp_path, openai_stub):
     source = stored_run(tmp_path)
     openai_stub.reply = lambda body: "apple"
-    spec = RunSpec(agent="lookup", dataset="counting", agent_options={"answer": "false"}, from_run=str(source),
-                   reader="llm", llm="openai/stub", api_base=openai_stub.base_url)
+    spec = RunSpec(
+        agent="lookup",
+        dataset="counting",
+        agent_options={"answer": "false"},
+        from_run=str(source),
+        reader="llm",
+        llm="openai/stub",
+        api_base=openai_stub.base_url,
+    )
     testkit.LookupAgent.peak = 0
     path = Evaluation(spec).run(output=tmp_path / "runs")
     assert testkit.LookupAgent.peak == 0  # no agent was built
@@ -39,8 +46,7 @@ def test_the_stored_recalls_are_answered_again_and_nothing_is_ingested(testkit, 
 
 def test_a_question_the_source_failed_is_an_error_again(testkit, tmp_path):
     source = stored_run(tmp_path, fail_question="q1")
-    path = Evaluation(RunSpec(agent="lookup", dataset="counting", from_run=str(source))).run(
-        output=tmp_path / "runs")
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting", from_run=str(source))).run(output=tmp_path / "runs")
     failed = [r for r in RunDir(path).records() if r.error]
     assert len(failed) == 6 and all("the --from run failed on this question" in str(r.error) for r in failed)
     assert RunDir(path).info().status == "partial"

@@ -25,8 +25,7 @@ def runs_in(root: Path) -> list[Path]:
     return [p for p in (root / "runs").iterdir() if p.is_dir()] if (root / "runs").exists() else []
 
 
-@pytest.mark.parametrize("text, expected", [("5", (5, False)), ("10%", (10, True)), (" 3 ", (3, False)),
-                                            (None, None)])
+@pytest.mark.parametrize("text, expected", [("5", (5, False)), ("10%", (10, True)), (" 3 ", (3, False)), (None, None)])
 def test_max_errors_reads_a_count_or_a_percentage(text, expected):
     assert gates.parse_max_errors(text) == expected
 
@@ -46,8 +45,9 @@ def test_a_percentage_is_of_the_questions_asked_rounded_up():
 
 def test_max_errors_stops_the_run_failed_not_stopped(testkit, tmp_path):
     # q1 fails in every sample: the 2nd failure is s1/q1, so s1/q2 and s2..s5 are never asked
-    spec = RunSpec(agent="lookup", dataset="counting", agent_options={"fail_question": "q1"}, concurrency=1,
-                   max_errors="2")
+    spec = RunSpec(
+        agent="lookup", dataset="counting", agent_options={"fail_question": "q1"}, concurrency=1, max_errors="2"
+    )
     path = Evaluation(spec).run(output=tmp_path / "runs")  # returns: no RunStopped (exit 1, not 2)
     run = RunDir(path)
     records = run.records()
@@ -96,8 +96,7 @@ def test_fail_under_exits_3_when_a_score_is_below(testkit_env, tmp_path):
     wrong = [*LOOKUP, "-o", "wrong=q0"]
     done = memplug(testkit_env, *wrong, "--fail-under", "em=0.6", "--fail-under", "em[odd]=1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    done = memplug(testkit_env, *wrong, "--fail-under", "em=0.6", "--fail-under", "em[even]=0.51",
-                   cwd=tmp_path)
+    done = memplug(testkit_env, *wrong, "--fail-under", "em=0.6", "--fail-under", "em[even]=0.51", cwd=tmp_path)
     assert done.returncode == gates.EXIT_BELOW == 3
     (line,) = [ln for ln in done.stderr.splitlines() if "--fail-under" in ln]
     assert line.startswith("memplug: below --fail-under: em[even] = 0.5000, below 0.51 (")
@@ -107,8 +106,13 @@ def test_fail_under_exits_3_when_a_score_is_below(testkit_env, tmp_path):
     assert outcome is not None and outcome.status == "finished"
 
 
-@pytest.mark.parametrize("threshold, said", [("accuracy=0.5", "the run scores no metric 'accuracy'"),
-                                             ("em[evn]=0.5", "no category 'evn' (did you mean \"even\"?)")])
+@pytest.mark.parametrize(
+    "threshold, said",
+    [
+        ("accuracy=0.5", "the run scores no metric 'accuracy'"),
+        ("em[evn]=0.5", "no category 'evn' (did you mean \"even\"?)"),
+    ],
+)
 def test_a_fail_under_naming_nothing_the_run_scores_fails_before_it(testkit_env, tmp_path, threshold, said):
     done = memplug(testkit_env, *LOOKUP, "--fail-under", threshold, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr

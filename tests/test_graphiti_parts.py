@@ -16,10 +16,15 @@ from memplug.models import Chunk, Message
 
 
 def test_episode_body_is_speaker_lines_with_times_only_when_they_differ():
-    same = (Message("a", "I moved.", time="2024-04-01T08:30", speaker="Ana"),
-            Message("b", "Where to?", time="2024-04-01T08:30", speaker="Bo"))
+    same = (
+        Message("a", "I moved.", time="2024-04-01T08:30", speaker="Ana"),
+        Message("b", "Where to?", time="2024-04-01T08:30", speaker="Bo"),
+    )
     assert graphiti.episode_body(same) == "Ana: I moved.\nBo: Where to?"
-    apart = (Message("a", "I moved.", time="2024-04-01T08:30", speaker="Ana"), Message("b", "Noted.", time="2024-04-02"))
+    apart = (
+        Message("a", "I moved.", time="2024-04-01T08:30", speaker="Ana"),
+        Message("b", "Noted.", time="2024-04-02"),
+    )
     assert graphiti.episode_body(apart) == "[2024-04-01T08:30] Ana: I moved.\n[2024-04-02] Noted."
 
 
@@ -58,7 +63,9 @@ def test_list_shows_the_install_command_when_the_extra_is_missing(plugins, monke
     entry = plugins.registry("agents").get("graphiti")
     described = entry.describe()
     assert not described["available"] and described["install"] == "pip install 'memplug[graphiti]'"
-    with pytest.raises(MemplugError, match=r"agent 'graphiti' needs graphiti_core, kuzu: pip install 'memplug\[graphiti\]'"):
+    with pytest.raises(
+        MemplugError, match=r"agent 'graphiti' needs graphiti_core, kuzu: pip install 'memplug\[graphiti\]'"
+    ):
         entry.load()
 
     from click.testing import CliRunner
@@ -75,8 +82,10 @@ def test_list_shows_the_install_command_when_the_extra_is_missing(plugins, monke
 
 
 def _request(schema_name: str, user: str) -> dict[str, Any]:
-    return {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": user}],
-            "response_format": {"type": "json_schema", "json_schema": {"name": schema_name, "schema": {}}}}
+    return {
+        "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": user}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": schema_name, "schema": {}}},
+    }
 
 
 def test_stub_extracts_speakers_names_and_objects():
@@ -84,27 +93,44 @@ def test_stub_extracts_speakers_names_and_objects():
 
     assert entities("Item 0-1 is lamp.") == ["Item 0-1", "lamp"]
     assert entities("user: My assistant Mary Lewis's personality is outgoing.") == ["user", "Mary Lewis", "outgoing"]
-    reply = json.loads(graphiti_reply(_request("ExtractedEntities", "<CURRENT MESSAGE>\nAna: I moved to Lisbon.\n</CURRENT MESSAGE>")))
+    reply = json.loads(
+        graphiti_reply(_request("ExtractedEntities", "<CURRENT MESSAGE>\nAna: I moved to Lisbon.\n</CURRENT MESSAGE>"))
+    )
     assert [e["name"] for e in reply["extracted_entities"]] == ["Ana", "Lisbon"]
 
 
 def test_stub_writes_one_fact_per_sentence_between_named_entities():
     from graphiti_stub import graphiti_reply
 
-    user = ("<CURRENT_MESSAGE>\nAna: I moved to Lisbon. It rains.\n</CURRENT_MESSAGE>\n"
-            '<ENTITIES>\n[{"name": "Ana"}, {"name": "Lisbon"}]\n</ENTITIES>')
+    user = (
+        "<CURRENT_MESSAGE>\nAna: I moved to Lisbon. It rains.\n</CURRENT_MESSAGE>\n"
+        '<ENTITIES>\n[{"name": "Ana"}, {"name": "Lisbon"}]\n</ENTITIES>'
+    )
     (edge,) = json.loads(graphiti_reply(_request("ExtractedEdges", user)))["edges"]
-    assert (edge["source_entity_name"], edge["target_entity_name"], edge["fact"]) == ("Ana", "Lisbon", "Ana: I moved to Lisbon.")
+    assert (edge["source_entity_name"], edge["target_entity_name"], edge["fact"]) == (
+        "Ana",
+        "Lisbon",
+        "Ana: I moved to Lisbon.",
+    )
 
 
 def test_stub_answers_other_schemas_minimally_and_reads_schemas_from_the_prompt():
     from graphiti_stub import SCHEMA_IN_PROMPT, graphiti_reply
 
-    schema = {"title": "EdgeDuplicate", "type": "object", "required": ["duplicate_facts", "contradicted_facts"],
-              "properties": {"duplicate_facts": {"type": "array"}, "contradicted_facts": {"type": "array"},
-                             "note": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
-    body = {"messages": [{"role": "user", "content": f"facts...\n\n{SCHEMA_IN_PROMPT}\n\n{json.dumps(schema)}"}],
-            "response_format": {"type": "json_object"}}
+    schema = {
+        "title": "EdgeDuplicate",
+        "type": "object",
+        "required": ["duplicate_facts", "contradicted_facts"],
+        "properties": {
+            "duplicate_facts": {"type": "array"},
+            "contradicted_facts": {"type": "array"},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+    }
+    body = {
+        "messages": [{"role": "user", "content": f"facts...\n\n{SCHEMA_IN_PROMPT}\n\n{json.dumps(schema)}"}],
+        "response_format": {"type": "json_object"},
+    }
     assert json.loads(graphiti_reply(body)) == {"duplicate_facts": [], "contradicted_facts": []}
     plain = {"messages": [{"role": "user", "content": "What is item 0-1?"}]}
     assert graphiti_reply(plain) == "What is item 0-1?"

@@ -133,8 +133,7 @@ def test_memplug_report_table(plugins, tmp_path):
 
 
 def test_every_hook_is_documented_and_tested():
-    hooks = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
-             if hasattr(fn, "memplug_spec")]
+    hooks = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(fn, "memplug_spec")]
     assert len(hooks) == 12
     docs = (ROOT / "docs" / "hooks.md").read_text()
     tests = "\n".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))

@@ -32,8 +32,13 @@ def _messages():
     counters: dict[str, int] = {}
     for session, when, iso, speaker, text in TURNS:
         counters[session] = counters.get(session, 0) + 1
-        yield Message(f"{session}:{counters[session]}", f'{when}: {speaker} said, "{text}"', time=iso,
-                      speaker=speaker, meta={"session": session})
+        yield Message(
+            f"{session}:{counters[session]}",
+            f'{when}: {speaker} said, "{text}"',
+            time=iso,
+            speaker=speaker,
+            meta={"session": session},
+        )
 
 
 def _agent(**options: Any) -> HybridAgent:
@@ -55,7 +60,7 @@ def test_tokens_stem_drop_stopwords_and_names():
 def test_leading_timestamp_is_cut_and_dates_parse():
     assert strip_stamp('1:56 pm on 8 May, 2023: Anna said, "Hi"') == 'Anna said, "Hi"'
     assert strip_stamp("My sister is 41. (time: April 3, 2024)") == "My sister is 41. (time: April 3, 2024)"
-    (start, month, end), = date_intervals("What did Anna do on December 4, 2023?")
+    ((start, month, end),) = date_intervals("What did Anna do on December 4, 2023?")
     assert start is not None and end is not None
     assert (start.day, start.month, month, (end - start).days) == (4, 12, None, 1)
     assert date_intervals("What happened in October?") == [(None, 10, None)]

@@ -39,8 +39,13 @@ _PLUGIN_TARGET = re.compile(r"memplug\.(datasets|adapters)(\.\w+)*(:[\w.]+)?")
 
 def _register_hooks(module: ModuleType) -> list[Callable[..., None]]:
     """The module's hook implementations that take a ``register`` callback."""
-    return [fn for name, fn in vars(module).items() if name.startswith("register_")
-            and hasattr(fn, "memplug_impl") and "register" in inspect.signature(fn).parameters]
+    return [
+        fn
+        for name, fn in vars(module).items()
+        if name.startswith("register_")
+        and hasattr(fn, "memplug_impl")
+        and "register" in inspect.signature(fn).parameters
+    ]
 
 
 def test_core_registers_no_target_of_a_dataset_or_an_agent():
@@ -71,9 +76,19 @@ def test_each_benchmarks_metrics_and_judges_are_registered_from_datasets(plugins
     """The official scores and judges moved out of core keep their names (and `memplug list`
     its rows): the dataset package registers them, through the same entry point."""
     metrics, judges = plugins.registry("metrics"), plugins.registry("judges")
-    for name in ("locomo_f1", "locomo_f1_no_adv", "abstention", "personamem_accuracy", "beam_tau",
-                 "beam_order_lexical", "eventqa_recall", "ruler_recall", "recsys_recall@1", "recsys_recall@5",
-                 "recsys_recall@10"):
+    for name in (
+        "locomo_f1",
+        "locomo_f1_no_adv",
+        "abstention",
+        "personamem_accuracy",
+        "beam_tau",
+        "beam_order_lexical",
+        "eventqa_recall",
+        "ruler_recall",
+        "recsys_recall@1",
+        "recsys_recall@5",
+        "recsys_recall@10",
+    ):
         assert metrics.get(name).target.startswith("memplug.datasets."), name
     for name in ("longmemeval", "locomo-j", "beam", "infbench-sum", "locomo-plus"):
         assert judges.get(name).target.startswith("memplug.datasets."), name

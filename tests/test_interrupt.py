@@ -17,8 +17,14 @@ from memplug.runner import Evaluation, RunSpec
 
 
 def _start(env: dict[str, str], cwd: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "memplug.cli", "eval", *args, "--quiet"], env=env, cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memplug.cli", "eval", *args, "--quiet"],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for_records(cwd: Path, n: int, process: subprocess.Popen[str], timeout: float = 60) -> RunDir:
@@ -51,8 +57,7 @@ def _interrupt(process: subprocess.Popen[str], times: int = 1) -> tuple[float, s
 def test_a_hung_agent_fails_its_sample_and_the_run_goes_on(testkit, tmp_path):
     """A plugin that hung in ingest hung the run forever; with --concurrency 1 every later
     sample would also queue behind the hung thread if it were not given up."""
-    spec = RunSpec(agent="lookup", dataset="counting", agent_options={"hang": "s1"}, concurrency=1,
-                   sample_timeout=0.5)
+    spec = RunSpec(agent="lookup", dataset="counting", agent_options={"hang": "s1"}, concurrency=1, sample_timeout=0.5)
     try:
         path = Evaluation(spec).run(output=tmp_path)
     finally:
@@ -62,22 +67,45 @@ def test_a_hung_agent_fails_its_sample_and_the_run_goes_on(testkit, tmp_path):
     records = run.records()
     failed = {r.sample_id for r in records if r.error}
     assert failed == {"s1"} and len(records) == 18
-    assert all("ingest did not return within 0.5 s (--sample-timeout)" in str(r.error)
-               for r in records if r.sample_id == "s1")
+    assert all(
+        "ingest did not return within 0.5 s (--sample-timeout)" in str(r.error) for r in records if r.sample_id == "s1"
+    )
 
 
 def test_sample_timeout_is_an_option_of_eval(testkit_env, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "lookup", "--dataset", "counting",
-                             "-o", "hang=s0", "--sample-timeout", "1", "--concurrency", "1", "--quiet"],
-                            env=testkit_env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cli",
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "counting",
+            "-o",
+            "hang=s0",
+            "--sample-timeout",
+            "1",
+            "--concurrency",
+            "1",
+            "--quiet",
+        ],
+        env=testkit_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1, result.stderr
     assert "3 of 18 questions failed" in result.stderr and "--sample-timeout" in result.stderr
 
 
 def test_ctrl_c_stops_a_hung_agent_at_once_and_writes_what_it_has(testkit_env, tmp_path):
     """The resume line was printed but the process stayed alive, waiting for the hung thread."""
-    process = _start(testkit_env, tmp_path, "--agent", "lookup", "--dataset", "counting", "-o", "hang=s2",
-                     "--concurrency", "1")
+    process = _start(
+        testkit_env, tmp_path, "--agent", "lookup", "--dataset", "counting", "-o", "hang=s2", "--concurrency", "1"
+    )
     run = _wait_for_records(tmp_path, 6, process)
     time.sleep(0.3)  # s2 is in its ingest now
     elapsed, err = _interrupt(process)
@@ -90,8 +118,9 @@ def test_ctrl_c_stops_a_hung_agent_at_once_and_writes_what_it_has(testkit_env, t
 
 
 def test_a_second_ctrl_c_exits_at_once_without_a_traceback(testkit_env, tmp_path):
-    process = _start(testkit_env, tmp_path, "--agent", "lookup", "--dataset", "counting", "-o", "hang=s1",
-                     "--concurrency", "1")
+    process = _start(
+        testkit_env, tmp_path, "--agent", "lookup", "--dataset", "counting", "-o", "hang=s1", "--concurrency", "1"
+    )
     _wait_for_records(tmp_path, 3, process)
     time.sleep(0.3)
     _, err = _interrupt(process, times=2)
@@ -103,8 +132,22 @@ def test_a_second_ctrl_c_exits_at_once_without_a_traceback(testkit_env, tmp_path
 def test_ctrl_c_stops_an_agent_that_holds_the_event_loop(testkit_env, tmp_path):
     """An agent that declares blocking = False runs on the event loop, whose awaits then never
     suspend: the cancellation of a Ctrl-C was seen only when every sample had run."""
-    process = _start(testkit_env, tmp_path, "--agent", "lookup", "--dataset", "counting", "-o", "inline=true",
-                     "-o", "delay=0.005", "-o", "samples=1000", "--concurrency", "1")
+    process = _start(
+        testkit_env,
+        tmp_path,
+        "--agent",
+        "lookup",
+        "--dataset",
+        "counting",
+        "-o",
+        "inline=true",
+        "-o",
+        "delay=0.005",
+        "-o",
+        "samples=1000",
+        "--concurrency",
+        "1",
+    )
     run = _wait_for_records(tmp_path, 30, process)
     elapsed, err = _interrupt(process)
     assert process.returncode == 130, err
@@ -117,8 +160,7 @@ def test_ctrl_c_stops_an_agent_that_holds_the_event_loop(testkit_env, tmp_path):
 def test_ctrl_c_stops_bm25_on_8000_memsim_samples(tmp_path):
     """The case of the issue: `memplug eval --agent bm25 --dataset memsim -o n=8000` ran all
     8,000 samples, 21 s past the signal, and wrote no summary.json."""
-    process = _start(dict(__import__("os").environ), tmp_path, "--agent", "bm25", "--dataset", "memsim",
-                     "-o", "n=8000")
+    process = _start(dict(__import__("os").environ), tmp_path, "--agent", "bm25", "--dataset", "memsim", "-o", "n=8000")
     run = _wait_for_records(tmp_path, 50, process, timeout=240)
     elapsed, err = _interrupt(process)
     assert process.returncode == 130, err
@@ -199,8 +241,13 @@ def test_a_ctrl_c_after_the_last_line_keeps_the_runs_exit_status(tmp_path, holde
     """A Ctrl-C while the interpreter was torn down after a finished run killed it: exit
     status -2 and no line (Python resets its signal handlers then); one while Python waited
     for a thread gave a traceback. The finished run's status 0 stands, at once."""
-    process = subprocess.Popen([sys.executable, "-c", AFTER_THE_LAST_LINE, holder], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", AFTER_THE_LAST_LINE, holder],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None
     line = process.stdout.readline()  # the run directory: the command's last line
     assert line.startswith("runs/"), process.communicate()

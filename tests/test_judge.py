@@ -44,7 +44,12 @@ def judge_config(llm: FakeJudgeLLM, **fields: Any) -> MetricConfig:
 
 
 def judge_score(judge: Judge, prediction: str, **question: Any) -> float | None:
-    q = Question("q1", question.pop("text", "What is Wang Wei's occupation?"), question.pop("answers", ("cameraman",)), **question)
+    q = Question(
+        "q1",
+        question.pop("text", "What is Wang Wei's occupation?"),
+        question.pop("answers", ("cameraman",)),
+        **question,
+    )
     return asyncio.run(judge.score(ScoreContext(q, prediction, ())))
 
 
@@ -52,7 +57,7 @@ def test_strict_prompt_by_default_at_temperature_0_with_seed() -> None:
     llm = FakeJudgeLLM('{"correct": true}')
     judge = Judge(judge_config(llm))
     assert judge_score(judge, "He is a cameraman.") == 1.0
-    (prompt, params), = llm.calls
+    ((prompt, params),) = llm.calls
     assert params == {"temperature": 0, "seed": JUDGE_SEED}
     assert "Grade strictly" in prompt
     assert "Gold answer(s): cameraman" in prompt and "Answer to grade: He is a cameraman." in prompt

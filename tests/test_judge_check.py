@@ -28,8 +28,15 @@ CHOICES = {"A": "apple", "B": "river", "C": "lamp", "D": "violin"}
 
 def mc_record(i: int, right: bool) -> QuestionRecord:
     r = counting_record(i, 0, "A" if right else "B")
-    return attrs.evolve(r, sample_id=f"mc{i}", question_id="q", gold=["apple"], choices=CHOICES, correct_choice="A",
-                        scores={"accuracy": float(right)})
+    return attrs.evolve(
+        r,
+        sample_id=f"mc{i}",
+        question_id="q",
+        gold=["apple"],
+        choices=CHOICES,
+        correct_choice="A",
+        scores={"accuracy": float(right)},
+    )
 
 
 def exact_record(i: int, right: bool) -> QuestionRecord:
@@ -39,13 +46,20 @@ def exact_record(i: int, right: bool) -> QuestionRecord:
 
 def open_record(i: int) -> QuestionRecord:
     r = counting_record(i, 0, "She moved there because of her new job at the hospital.")
-    return attrs.evolve(r, sample_id=f"op{i}", question_id="q",
-                        gold=["She moved to Leeds in 2019 to take up a post as a hospital pharmacist."])
+    return attrs.evolve(
+        r,
+        sample_id=f"op{i}",
+        question_id="q",
+        gold=["She moved to Leeds in 2019 to take up a post as a hospital pharmacist."],
+    )
 
 
 #: exact scoring: 6 of 10 multiple-choice right, 5 of 10 exact answers right, 4 open-ended
-RECORDS = ([mc_record(i, i < 6) for i in range(10)] + [exact_record(i, i < 5) for i in range(10)]
-           + [open_record(i) for i in range(4)])
+RECORDS = (
+    [mc_record(i, i < 6) for i in range(10)]
+    + [exact_record(i, i < 5) for i in range(10)]
+    + [open_record(i) for i in range(4)]
+)
 #: per judge model, the questions it calls correct (one question per sample, named like it)
 VERDICTS = {
     "always-yes": {r.sample_id for r in RECORDS},
@@ -98,8 +112,10 @@ def test_one_judge_against_exact_scoring(scripted, tmp_path):
     assert check["all"]["table"] == {"11": 11, "10": 2, "01": 0, "00": 7}
     assert check["multiple_choice"]["agreement"] == 1.0 and check["multiple_choice"]["kappa"] == 1.0
     assert check["exact_answer"]["agreement"] == pytest.approx(0.8)
-    assert result["judges"]["fair"]["disagreements"] == [{"sample_id": "ex5", "question_id": "ex5"},
-                                                         {"sample_id": "ex6", "question_id": "ex6"}]
+    assert result["judges"]["fair"]["disagreements"] == [
+        {"sample_id": "ex5", "question_id": "ex5"},
+        {"sample_id": "ex6", "question_id": "ex6"},
+    ]
     assert result["judges"]["fair"]["judge"]["prompt_version"] == "test"
     assert result["between_judges"] == []
 
@@ -160,8 +176,12 @@ def test_the_real_judge_through_the_llm_layer(testkit, openai_stub, tmp_path):
     path = write_run(tmp_path / "run")
     result = check_run(path, ["openai/stub-judge"], api_base=openai_stub.base_url)
     check = result["judges"]["openai/stub-judge"]
-    assert check["vs_exact"]["all"] == {"n": 20, "agreement": 1.0, "kappa": 1.0,
-                                        "table": {"11": 11, "10": 0, "01": 0, "00": 9}}
+    assert check["vs_exact"]["all"] == {
+        "n": 20,
+        "agreement": 1.0,
+        "kappa": 1.0,
+        "table": {"11": 11, "10": 0, "01": 0, "00": 9},
+    }
     assert check["judge"]["prompt_version"].startswith("strict@")
     assert len(openai_stub.chat_requests) == 20  # one judge: only the objective questions are judged
     assert check["llm"]["calls"] == 20
@@ -191,8 +211,9 @@ def test_the_leniency_judges_are_checked_before_the_runs_check(keyless_env, open
     write_json_atomic(path / "run.json", stored)
     from inprocess import memplug_main
 
-    result = memplug_main(["judge-check", path, "--leniency", "--judge", "openai/stub-judge"], env=keyless_env,
-                          cwd=tmp_path)
+    result = memplug_main(
+        ["judge-check", path, "--leniency", "--judge", "openai/stub-judge"], env=keyless_env, cwd=tmp_path
+    )
     one_line_exit_2(result, "openai needs OPENAI_API_KEY in the environment")
     assert not openai_stub.chat_requests
 
@@ -202,15 +223,17 @@ def test_an_endpoint_that_does_not_answer_fails_at_once(keyless_env, openai_stub
     from inprocess import memplug_main
 
     args = ["judge-check", write_run(tmp_path / "run")] if with_run else ["judge-check", "--leniency"]
-    result = memplug_main([*args, "--judge", "openai/gpt-4o", "--api-base", f"http://127.0.0.1:{closed_port()}/v1"],
-                          env=keyless_env, cwd=tmp_path)
+    result = memplug_main(
+        [*args, "--judge", "openai/gpt-4o", "--api-base", f"http://127.0.0.1:{closed_port()}/v1"],
+        env=keyless_env,
+        cwd=tmp_path,
+    )
     one_line_exit_2(result, "does not answer")
     assert not openai_stub.log
 
 
 @pytest.mark.parametrize("with_run", [True, False])
-def test_a_judge_error_every_call_would_repeat_stops_the_check_unretried(keyless_env, openai_stub, tmp_path,
-                                                                         with_run):
+def test_a_judge_error_every_call_would_repeat_stops_the_check_unretried(keyless_env, openai_stub, tmp_path, with_run):
     from memplug.judge_checks import leniency_set
 
     from inprocess import memplug_main
@@ -221,7 +244,10 @@ def test_a_judge_error_every_call_would_repeat_stops_the_check_unretried(keyless
     else:
         args = ["judge-check", "--leniency", "--benchmark", "memplug"]
         most = len(leniency_set()["benchmarks"]["memplug"]["items"])
-    result = memplug_main([*args, "--judge", "openai/stub-judge", "--api-base", openai_stub.base_url, "--no-cache"],
-                          env=keyless_env, cwd=tmp_path)
+    result = memplug_main(
+        [*args, "--judge", "openai/stub-judge", "--api-base", openai_stub.base_url, "--no-cache"],
+        env=keyless_env,
+        cwd=tmp_path,
+    )
     one_line_exit_2(result, "HTTP 401")
     assert 1 <= len(openai_stub.chat_requests) <= most

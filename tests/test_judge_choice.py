@@ -33,8 +33,24 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
 
 def judged_run(tmp_path: Path, stub: OpenAIStub, *extra: str, env: dict[str, str] | None = None) -> Path:
     out_dir = tmp_path / f"runs{len(list(tmp_path.glob('runs*')))}"
-    out = invoke("eval", "--agent", "bm25", "--dataset", "longmemeval", "--data", str(LME), "--judge", "openai/stub",
-                 "--api-base", stub.base_url, "--output", str(out_dir), "--quiet", *extra, env=env)
+    out = invoke(
+        "eval",
+        "--agent",
+        "bm25",
+        "--dataset",
+        "longmemeval",
+        "--data",
+        str(LME),
+        "--judge",
+        "openai/stub",
+        "--api-base",
+        stub.base_url,
+        "--output",
+        str(out_dir),
+        "--quiet",
+        *extra,
+        env=env,
+    )
     assert out.exit_code == 0, out.output
     (run,) = out_dir.iterdir()
     return run
@@ -45,14 +61,29 @@ def reply(body: dict[str, Any]) -> str:
     return "yes" if "Answer yes or no only" in prompt else '{"correct": false}'
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--judge", "openai/stub", "--judge-prompt", "nope"],
-     "unknown judge 'nope'; installed: beam, infbench-sum, locomo-j, locomo-plus, longmemeval, memplug"),
-    (["--judge-prompt", "memplug"], "--judge-prompt memplug chooses the judge's prompts; it needs --judge MODEL"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--judge", "openai/stub", "--judge-prompt", "nope"],
+            "unknown judge 'nope'; installed: beam, infbench-sum, locomo-j, locomo-plus, longmemeval, memplug",
+        ),
+        (["--judge-prompt", "memplug"], "--judge-prompt memplug chooses the judge's prompts; it needs --judge MODEL"),
+    ],
+)
 def test_a_bad_judge_choice_is_one_line_exit_2_before_anything_runs(tmp_path, args, message):
-    out = invoke("eval", "--agent", "bm25", "--dataset", "longmemeval", "--data", str(LME),
-                 "--output", str(tmp_path / "runs"), *args)
+    out = invoke(
+        "eval",
+        "--agent",
+        "bm25",
+        "--dataset",
+        "longmemeval",
+        "--data",
+        str(LME),
+        "--output",
+        str(tmp_path / "runs"),
+        *args,
+    )
     assert out.exit_code == 2, out.output
     assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
@@ -144,12 +175,18 @@ def test_columns_name_what_tells_the_judges_apart(tmp_path: Path) -> None:
     assert compare.judge_columns([a, none]) == {}
     assert compare.judge_columns([a, old]) == {0: "memplug", 1: "unrecorded"}
     summary = RunSummary.from_json(
-        {"metrics": {"overall": {"judge": 1.0, "f1": 0.5}, "by_category": {"x": {"judge_coherence": 1.0}}},
-         "n": {"overall": {"judge": 3}}, "ci": {"level": 0.95, "overall": {"judge": None},
-                                               "na": {"overall": {"judge": "1 sample"}}}}, "summary.json")
+        {
+            "metrics": {"overall": {"judge": 1.0, "f1": 0.5}, "by_category": {"x": {"judge_coherence": 1.0}}},
+            "n": {"overall": {"judge": 3}},
+            "ci": {"level": 0.95, "overall": {"judge": None}, "na": {"overall": {"judge": "1 sample"}}},
+        },
+        "summary.json",
+    )
     renamed = compare.judged_summary(summary, "memplug").to_json()
-    assert renamed["metrics"] == {"overall": {"judge[memplug]": 1.0, "f1": 0.5},
-                                  "by_category": {"x": {"judge_coherence[memplug]": 1.0}}}
+    assert renamed["metrics"] == {
+        "overall": {"judge[memplug]": 1.0, "f1": 0.5},
+        "by_category": {"x": {"judge_coherence[memplug]": 1.0}},
+    }
     assert renamed["n"] == {"overall": {"judge[memplug]": 3}, "by_category": {}} and renamed["ci"]["level"] == 0.95
     assert renamed["ci"]["overall"] == {"judge[memplug]": None}
     assert renamed["ci"]["na"] == {"overall": {"judge[memplug]": "1 sample"}, "by_category": {}}
@@ -157,8 +194,12 @@ def test_columns_name_what_tells_the_judges_apart(tmp_path: Path) -> None:
 
 def test_run_json_names_the_judges_of_the_questions_before_any_is_judged():
     judge = Judge(judge_config(FakeJudgeLLM("yes")))
-    judge.plan([Question("q", "x?", ("a",), meta={"judge": "longmemeval"}),
-                Question("l", "y?", ("b",), meta={"locomo_category": 1})])
+    judge.plan(
+        [
+            Question("q", "x?", ("a",), meta={"judge": "longmemeval"}),
+            Question("l", "y?", ("b",), meta={"locomo_category": 1}),
+        ]
+    )
     described = judge.describe()
     assert described["name"] == "longmemeval+locomo-j" and set(described["judges"]) == {"longmemeval", "locomo-j"}
     forced = Judge(judge_config(FakeJudgeLLM("yes"), judge_name="memplug"))
@@ -173,7 +214,8 @@ def test_judge_prompt_is_a_scored_field_of_the_spec():
     del stored["judge_prompt"]  # a run.json from before the option: no judge named, as None
     assert RunSpec(agent="a", dataset="d").differences(stored) == []
     assert RunSpec(agent="a", dataset="d", judge_prompt="memplug").differences(stored) == [
-        "judge_prompt: None -> 'memplug'"]
+        "judge_prompt: None -> 'memplug'"
+    ]
 
 
 def test_list_shows_the_judges_with_their_prompts_and_sha256():
@@ -185,5 +227,10 @@ def test_list_shows_the_judges_with_their_prompts_and_sha256():
     listed = json.loads(CliRunner().invoke(cli, ["list", "--kind", "judges", "--json"]).stdout)["judges"]
     by_name = {j["name"]: j for j in listed}
     assert by_name["longmemeval"]["sha256"] == LONGMEMEVAL.sha256
-    assert by_name["longmemeval"]["prompts"] == ["fact", "temporal-reasoning", "knowledge-update",
-                                                 "single-session-preference", "abstention"]
+    assert by_name["longmemeval"]["prompts"] == [
+        "fact",
+        "temporal-reasoning",
+        "knowledge-update",
+        "single-session-preference",
+        "abstention",
+    ]

@@ -57,8 +57,7 @@ def test_prompts_equal_the_official_sources_when_at_hand():
     if lme_source is None or mem0_source is None:
         pytest.skip("the official repositories are not fetched here")
     found = [ast.literal_eval(t) for t in re.findall(r'template = (".*?")\n', lme_source)]
-    assert found == [lme.LME_FACT, lme.LME_TEMPORAL, lme.LME_KNOWLEDGE_UPDATE, lme.LME_PREFERENCE,
-                     lme.LME_ABSTENTION]
+    assert found == [lme.LME_FACT, lme.LME_TEMPORAL, lme.LME_KNOWLEDGE_UPDATE, lme.LME_PREFERENCE, lme.LME_ABSTENTION]
     accuracy = re.search(r'ACCURACY_PROMPT = """(.*?)"""', mem0_source, re.S)
     assert accuracy is not None and accuracy.group(1) == locomo_j.MEM0_ACCURACY_PROMPT
 
@@ -68,9 +67,13 @@ def test_register_judges(plugins):
     from memplug.hookspecs import hookimpl
     from memplug.judge import JudgePrompt, JudgeSet
 
-    mine = JudgeSet(name="always-strict", version="1", source="test",
-                    prompts=(JudgePrompt("p", "1", "test", "Q {question} G {gold} A {prediction} {choices}"),),
-                    choose=lambda q: "p")
+    mine = JudgeSet(
+        name="always-strict",
+        version="1",
+        source="test",
+        prompts=(JudgePrompt("p", "1", "test", "Q {question} G {gold} A {prediction} {choices}"),),
+        choose=lambda q: "p",
+    )
 
     class Plugin:
         @hookimpl
@@ -98,17 +101,27 @@ def score(judge: Judge, prediction: str, question: Question) -> float | None:
 
 def lme_question(qtype: str, qid: str = "q1", answer: Any = "Business Administration") -> Question:
     abstention = "_abs" in qid
-    return Question(qid, "What degree did I graduate with?", () if abstention else (str(answer),), category=qtype,
-                    meta={"judge": "longmemeval", "question_type": qtype, "answer": answer, "abstention": abstention})
+    return Question(
+        qid,
+        "What degree did I graduate with?",
+        () if abstention else (str(answer),),
+        category=qtype,
+        meta={"judge": "longmemeval", "question_type": qtype, "answer": answer, "abstention": abstention},
+    )
 
 
-@pytest.mark.parametrize("qtype, qid, expected", [
-    ("single-session-user", "q1", lme.LME_FACT), ("multi-session", "q1", lme.LME_FACT),
-    ("single-session-assistant", "q1", lme.LME_FACT), ("temporal-reasoning", "q1", lme.LME_TEMPORAL),
-    ("knowledge-update", "q1", lme.LME_KNOWLEDGE_UPDATE),
-    ("single-session-preference", "q1", lme.LME_PREFERENCE),
-    ("temporal-reasoning", "q9_abs", lme.LME_ABSTENTION),
-])
+@pytest.mark.parametrize(
+    "qtype, qid, expected",
+    [
+        ("single-session-user", "q1", lme.LME_FACT),
+        ("multi-session", "q1", lme.LME_FACT),
+        ("single-session-assistant", "q1", lme.LME_FACT),
+        ("temporal-reasoning", "q1", lme.LME_TEMPORAL),
+        ("knowledge-update", "q1", lme.LME_KNOWLEDGE_UPDATE),
+        ("single-session-preference", "q1", lme.LME_PREFERENCE),
+        ("temporal-reasoning", "q9_abs", lme.LME_ABSTENTION),
+    ],
+)
 def test_longmemeval_prompt_per_type_filled_as_evaluate_qa(qtype, qid, expected):
     llm = FakeJudgeLLM("Yes")
     question = lme_question(qtype, qid, answer=3)
@@ -118,8 +131,9 @@ def test_longmemeval_prompt_per_type_filled_as_evaluate_qa(qtype, qid, expected)
     assert params == {"temperature": 0, "seed": 0, "max_tokens": 10}
 
 
-@pytest.mark.parametrize("reply, expected", [("yes", 1.0), ("Yes.", 1.0), ("no", 0.0), ("No, not yes-worthy", 1.0),
-                                             ("", 0.0)])
+@pytest.mark.parametrize(
+    "reply, expected", [("yes", 1.0), ("Yes.", 1.0), ("no", 0.0), ("No, not yes-worthy", 1.0), ("", 0.0)]
+)
 def test_longmemeval_reads_yes_anywhere_as_the_official_code(reply, expected):
     # evaluate_qa.py: label = 'yes' in eval_response.lower()
     assert score(Judge(judge_config(FakeJudgeLLM(reply))), "x", lme_question("multi-session")) == expected
@@ -131,8 +145,9 @@ def test_locomo_questions_get_mem0s_judge_and_category_5_is_skipped():
     q = Question("q1", "Where did Lena move?", ("Toronto",), meta={"locomo_category": 4})
     assert score(judge, "Toronto, I think", q) == 1.0
     ((prompt, params),) = llm.calls
-    assert prompt == locomo_j.MEM0_ACCURACY_PROMPT.format(question="Where did Lena move?", gold_answer="Toronto",
-                                                          generated_answer="Toronto, I think")
+    assert prompt == locomo_j.MEM0_ACCURACY_PROMPT.format(
+        question="Where did Lena move?", gold_answer="Toronto", generated_answer="Toronto, I think"
+    )
     assert params["response_format"] == {"type": "json_object"}
     adversarial = Question("q2", "x?", ("Not mentioned in the conversation",), meta={"locomo_category": 5})
     assert score(judge, "no", adversarial) is None and len(llm.calls) == 1
@@ -140,10 +155,16 @@ def test_locomo_questions_get_mem0s_judge_and_category_5_is_skipped():
     assert described["name"] == "locomo-j" and described["prompt_sha256"] == locomo_j.LOCOMO_J.sha256
 
 
-@pytest.mark.parametrize("reply, expected", [
-    ('{"label": "CORRECT"}', 1.0), ('```json\n{"label": "WRONG"}\n```', 0.0), ('{"label": "correct"}', 0.0),
-    ("CORRECT", None), ('{"verdict": "CORRECT"}', None),
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ('{"label": "CORRECT"}', 1.0),
+        ('```json\n{"label": "WRONG"}\n```', 0.0),
+        ('{"label": "correct"}', 0.0),
+        ("CORRECT", None),
+        ('{"verdict": "CORRECT"}', None),
+    ],
+)
 def test_mem0_label_reading(reply, expected):
     assert read_label(reply) == expected
 
@@ -215,8 +236,11 @@ def strict_reply(body: dict[str, Any]) -> str:
     gold = _field(prompt, "Correct Answer", "Gold answer", r"Gold answer\(s\)")
     answer = _field(prompt, "Model Response", "Generated answer", "Answer to grade")
     words = [w for w in re.findall(r"[\w:]+", gold.split(".")[0].lower()) if w not in ("the", "a", "an")]
-    ok = bool(words) and all(re.search(rf"\b{re.escape(w)}\b", answer.lower()) for w in words) and \
-        not re.search(r"\b(or|maybe|possibly|might|think)\b", answer.lower())
+    ok = (
+        bool(words)
+        and all(re.search(rf"\b{re.escape(w)}\b", answer.lower()) for w in words)
+        and not re.search(r"\b(or|maybe|possibly|might|think)\b", answer.lower())
+    )
     if "Answer yes or no only" in prompt:
         return "yes" if ok else "no"
     if '"label"' in prompt:
@@ -228,8 +252,11 @@ def test_leniency_of_a_lenient_and_a_strict_judge(openai_stub, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     openai_stub.reply = lenient_reply
     lenient = check_leniency(["openai/yes-man"], api_base=openai_stub.base_url)["judges"]["openai/yes-man"]
-    assert {b: c["leniency"] for b, c in lenient["benchmarks"].items()} == {"longmemeval": 1.0, "locomo": 1.0,
-                                                                           "memplug": 1.0}
+    assert {b: c["leniency"] for b, c in lenient["benchmarks"].items()} == {
+        "longmemeval": 1.0,
+        "locomo": 1.0,
+        "memplug": 1.0,
+    }
     assert lenient["benchmarks"]["locomo"]["judge"] == "locomo-j"
     openai_stub.reply = strict_reply
     strict = check_leniency(["openai/strict"], api_base=openai_stub.base_url)["judges"]["openai/strict"]
@@ -246,13 +273,36 @@ def test_cli_leniency_without_a_run_and_into_a_run(openai_stub, monkeypatch, tmp
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     openai_stub.reply = lenient_reply
     runner = CliRunner()
-    out = runner.invoke(cli, ["judge-check", "--leniency", "--judge", "openai/yes-man", "--benchmark", "locomo",
-                              "--api-base", openai_stub.base_url, "--json"])
+    out = runner.invoke(
+        cli,
+        [
+            "judge-check",
+            "--leniency",
+            "--judge",
+            "openai/yes-man",
+            "--benchmark",
+            "locomo",
+            "--api-base",
+            openai_stub.base_url,
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)["leniency"]["judges"]["openai/yes-man"]["benchmarks"]
     assert list(result) == ["locomo"] and result["locomo"]["leniency"] == 1.0
-    out = runner.invoke(cli, ["judge-check", "--leniency", "--judge", "openai/yes-man", "--benchmark", "locomo",
-                              "--api-base", openai_stub.base_url])
+    out = runner.invoke(
+        cli,
+        [
+            "judge-check",
+            "--leniency",
+            "--judge",
+            "openai/yes-man",
+            "--benchmark",
+            "locomo",
+            "--api-base",
+            openai_stub.base_url,
+        ],
+    )
     assert out.exit_code == 0 and "leniency" in out.stdout
     out = runner.invoke(cli, ["judge-check", "--judge", "openai/yes-man"])
     assert out.exit_code == 2 and "RUN directory, or --leniency" in out.stderr

@@ -32,7 +32,13 @@ def make_llm(openai_stub: OpenAIStub, tmp_path: Path) -> Iterator[Callable[..., 
     made: list[LLM] = []
 
     def make(**kwargs: Any) -> LLM:
-        kwargs = {"api_base": openai_stub.base_url, "api_key": "sk-test", "cache_path": tmp_path / "llm.sqlite3", "retry_base": 0.01, **kwargs}
+        kwargs = {
+            "api_base": openai_stub.base_url,
+            "api_key": "sk-test",
+            "cache_path": tmp_path / "llm.sqlite3",
+            "retry_base": 0.01,
+            **kwargs,
+        }
         llm = LLM(kwargs.pop("model", "openai/stub"), **kwargs)
         made.append(llm)
         return llm
@@ -52,7 +58,13 @@ def test_second_identical_call_is_a_cache_hit(openai_stub, make_llm):
     assert first == Completion("the question", 4, 2, 0.0, cached=False)
     assert second.cached and second.text == "the question"
     assert len(openai_stub.chat_requests) == 1
-    assert llm.usage.as_dict() == {"calls": 1, "cache_hits": 1, "prompt_tokens": 4, "completion_tokens": 2, "cost_usd": 0.0}
+    assert llm.usage.as_dict() == {
+        "calls": 1,
+        "cache_hits": 1,
+        "prompt_tokens": 4,
+        "completion_tokens": 2,
+        "cost_usd": 0.0,
+    }
 
 
 def test_cache_survives_a_new_llm_object(openai_stub, make_llm):
@@ -381,9 +393,15 @@ def test_stub_serves_models_and_rejects_unknown_faults(openai_stub):
 # --- errors by kind (issue 14) -------------------------------------------------------
 
 
-@pytest.mark.parametrize("fault, message", [
-    ("401", "HTTP 401"), ("403", "HTTP 403"), ("404", "does not exist"), ("400", "HTTP 400"),
-])
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ("401", "HTTP 401"),
+        ("403", "HTTP 403"),
+        ("404", "does not exist"),
+        ("400", "HTTP 400"),
+    ],
+)
 def test_faults_no_question_can_escape_are_fatal_and_never_retried(openai_stub, make_llm, fault, message):
     from memplug.llm import FatalLLMError
 
@@ -393,9 +411,14 @@ def test_faults_no_question_can_escape_are_fatal_and_never_retried(openai_stub, 
     assert len(openai_stub.chat_requests) == 1
 
 
-@pytest.mark.parametrize("fault, message", [
-    ("context", "maximum context length"), ("null", "empty reply"), ("filtered", "content filter"),
-])
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ("context", "maximum context length"),
+        ("null", "empty reply"),
+        ("filtered", "content filter"),
+    ],
+)
 def test_faults_of_one_question_are_its_error_not_retried_not_cached(openai_stub, make_llm, fault, message):
     from memplug.llm import FatalLLMError
 
@@ -458,10 +481,14 @@ def test_litellm_missing_key_is_fatal_not_retried():
 
     missing = litellm.InternalServerError(
         "OpenAIException - Missing credentials. Please pass an `api_key`, or set the `OPENAI_API_KEY` "
-        "environment variable.", llm_provider="openai", model="gpt-4o-mini")
+        "environment variable.",
+        llm_provider="openai",
+        model="gpt-4o-mini",
+    )
     assert isinstance(classify_litellm(missing), Fatal)
-    busy = litellm.InternalServerError("OpenAIException - The server had an error", llm_provider="openai",
-                                       model="gpt-4o-mini")
+    busy = litellm.InternalServerError(
+        "OpenAIException - The server had an error", llm_provider="openai", model="gpt-4o-mini"
+    )
     assert isinstance(classify_litellm(busy), Transient)
 
 
@@ -503,10 +530,16 @@ def test_replies_kept_in_memory_are_written_at_close_and_at_exit(
     llm.close()
     assert len(ResponseCache(tmp_path / "closed.sqlite3")) == 3
 
-    code = ("import sys; from memplug.llm import LLM; "
-            "llm = LLM('openai/stub', api_base=sys.argv[1], api_key='sk-test', cache_path=sys.argv[2]); "
-            "llm.complete([{'role': 'user', 'content': 'left open'}])")
-    done = subprocess.run([sys.executable, "-c", code, openai_stub.base_url, str(tmp_path / "open.sqlite3")],
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys; from memplug.llm import LLM; "
+        "llm = LLM('openai/stub', api_base=sys.argv[1], api_key='sk-test', cache_path=sys.argv[2]); "
+        "llm.complete([{'role': 'user', 'content': 'left open'}])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, openai_stub.base_url, str(tmp_path / "open.sqlite3")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert len(ResponseCache(tmp_path / "open.sqlite3")) == 1

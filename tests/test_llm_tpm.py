@@ -157,11 +157,30 @@ def test_eval_records_the_budget_and_refuses_a_bad_one_in_one_line(
     from memplug.results import RunDir
 
     monkeypatch.setenv("MEMPLUG_CACHE_DIR", str(tmp_path / "cache"))
-    base = ["eval", "--agent", "lookup", "--dataset", "counting", "-o", "answer=false", "--reader", "llm",
-            "--llm", "openai/stub", "--api-base", openai_stub.base_url, "--quiet", "--output", str(tmp_path / "runs")]
+    base = [
+        "eval",
+        "--agent",
+        "lookup",
+        "--dataset",
+        "counting",
+        "-o",
+        "answer=false",
+        "--reader",
+        "llm",
+        "--llm",
+        "openai/stub",
+        "--api-base",
+        openai_stub.base_url,
+        "--quiet",
+        "--output",
+        str(tmp_path / "runs"),
+    ]
     bad = CliRunner().invoke(cli, [*base, "--llm-tpm", "openai/stub=lots"])
-    assert bad.exit_code == 2 and bad.output.strip() == "memplug: error: --llm-tpm: 'lots' is not a number of tokens " \
-        "a minute (e.g. 200000 or openai/gpt-4o=30000)"
+    assert (
+        bad.exit_code == 2
+        and bad.output.strip()
+        == "memplug: error: --llm-tpm: 'lots' is not a number of tokens a minute (e.g. 200000 or openai/gpt-4o=30000)"
+    )
     assert not openai_stub.chat_requests  # refused before the first question
     ok = CliRunner().invoke(cli, [*base, "--llm-tpm", "openai/stub=100000"])
     assert ok.exit_code == 0, ok.output
@@ -170,24 +189,27 @@ def test_eval_records_the_budget_and_refuses_a_bad_one_in_one_line(
     assert openai_stub.chat_requests and token_limiter("openai/stub") is None  # the budget ended with the run
 
 
-@pytest.mark.parametrize("given, error", [
-    ("=5", "--llm-tpm: '=5' has no model before '='"),
-    ("a=", "--llm-tpm: 'a=' has no number after '='"),
-    ("a=1=2", "--llm-tpm: 'a=1=2' has more than one '='"),
-    (" ", "--llm-tpm: empty"),
-    ("", "--llm-tpm: empty"),
-    ("a=1,", "--llm-tpm: an empty entry"),
-    ("openai/x=5,openai/x=6", "--llm-tpm: openai/x is given twice"),
-    ("16,*=32", "--llm-tpm: every model (N or *=N) is given twice"),
-    ("a=-1", "--llm-tpm: '-1' is not a number"),
-    ("a=1.5", "--llm-tpm: '1.5' is not a number"),
-    ("a=0", "--llm-tpm: a=0: at least 1 token a minute"),
-    (True, "--llm-tpm: true is not a number"),
-    (2.0, "--llm-tpm: 2.0 is not a number"),
-    ({"a": True}, "--llm-tpm: true is not a number"),
-    ({"": 5}, "--llm-tpm: '=5' has no model"),
-    ({}, "--llm-tpm: an empty table"),
-])
+@pytest.mark.parametrize(
+    "given, error",
+    [
+        ("=5", "--llm-tpm: '=5' has no model before '='"),
+        ("a=", "--llm-tpm: 'a=' has no number after '='"),
+        ("a=1=2", "--llm-tpm: 'a=1=2' has more than one '='"),
+        (" ", "--llm-tpm: empty"),
+        ("", "--llm-tpm: empty"),
+        ("a=1,", "--llm-tpm: an empty entry"),
+        ("openai/x=5,openai/x=6", "--llm-tpm: openai/x is given twice"),
+        ("16,*=32", "--llm-tpm: every model (N or *=N) is given twice"),
+        ("a=-1", "--llm-tpm: '-1' is not a number"),
+        ("a=1.5", "--llm-tpm: '1.5' is not a number"),
+        ("a=0", "--llm-tpm: a=0: at least 1 token a minute"),
+        (True, "--llm-tpm: true is not a number"),
+        (2.0, "--llm-tpm: 2.0 is not a number"),
+        ({"a": True}, "--llm-tpm: true is not a number"),
+        ({"": 5}, "--llm-tpm: '=5' has no model"),
+        ({}, "--llm-tpm: an empty table"),
+    ],
+)
 def test_one_parser_refuses_each_bad_spec_in_one_line(given, error):
     from memplug.executors import parse_llm_limit, parse_llm_tpm
 
@@ -215,7 +237,22 @@ def test_eval_refuses_a_bad_spec_before_any_work(option, value, tmp_path):
 
     from memplug.cli import cli
 
-    result = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=2", "--quiet",
-                                      "--output", str(tmp_path / "runs"), option, value])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=2",
+            "--quiet",
+            "--output",
+            str(tmp_path / "runs"),
+            option,
+            value,
+        ],
+    )
     assert result.exit_code == 2 and result.output.startswith(f"memplug: error: {option}: ")
     assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "runs").exists()

@@ -18,9 +18,11 @@ from memplug.llm.retry import Unanswered
 from openai_stub import OpenAIStub
 
 #: the body llama_cpp.server answers a prompt longer than the window with (its errors.py)
-SERVER_TOO_LONG = ("This model's maximum context length is 8192 tokens. However, you requested 9736 tokens "
-                   "(8712 in the messages, 1024 in the completion). Please reduce the length of the messages "
-                   "or completion.")
+SERVER_TOO_LONG = (
+    "This model's maximum context length is 8192 tokens. However, you requested 9736 tokens "
+    "(8712 in the messages, 1024 in the completion). Please reduce the length of the messages "
+    "or completion."
+)
 
 
 @pytest.fixture
@@ -55,15 +57,20 @@ def test_settings_from_the_environment(gguf, monkeypatch):
     assert (model.window, model.threads, model.generation_threads) == (16384, 2, 2)
     for value in ("lots", "100"):
         monkeypatch.setenv("MEMPLUG_LOCAL_WINDOW", value)
-        with pytest.raises(MemplugError, match=rf"^MEMPLUG_LOCAL_WINDOW='{value}': give a whole number of at least 256$"):
+        with pytest.raises(
+            MemplugError, match=rf"^MEMPLUG_LOCAL_WINDOW='{value}': give a whole number of at least 256$"
+        ):
             local.LocalModel.parse(f"local:{gguf}")
 
 
 def test_missing_extra_names_the_install(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
-    with pytest.raises(MissingExtra, match=r"^--llm local needs llama.cpp's server \(llama_cpp(, \w+)* not installed\): "
-                                          r"pip install 'memplug\[local\]'$"):
+    with pytest.raises(
+        MissingExtra,
+        match=r"^--llm local needs llama.cpp's server \(llama_cpp(, \w+)* not installed\): "
+        r"pip install 'memplug\[local\]'$",
+    ):
         LLM("local")
 
 
@@ -81,7 +88,8 @@ def test_a_local_llm(gguf):
     llm = LLM(f"local:{gguf}", api_base="http://elsewhere:1/v1", concurrency=8)
     assert llm.concurrency == 1 and llm.api_base is None and llm.direct
     assert llm.calls.model.startswith("local/sha256:") and llm.calls.model.endswith(
-        f"/max_tokens={local.MAX_TOKENS}/schema={local.SCHEMA_ITEMS},{local.SCHEMA_CHARS},{local.SCHEMA_MAX_TOKENS}")
+        f"/max_tokens={local.MAX_TOKENS}/schema={local.SCHEMA_ITEMS},{local.SCHEMA_CHARS},{local.SCHEMA_MAX_TOKENS}"
+    )
     gguf.write_bytes(b"GGUF" + bytes(61))  # another file: another key
     assert LLM(f"local:{gguf}").calls.model != llm.calls.model
     with pytest.raises(MemplugError, match="is not a local model"):
@@ -91,7 +99,8 @@ def test_a_local_llm(gguf):
 def test_too_long_names_both_sizes():
     assert local.too_long(f"HTTP 400: {SERVER_TOO_LONG}") == (
         "a prompt of 8,712 tokens is longer than the local model's window of 8,192 tokens "
-        "(MEMPLUG_LOCAL_WINDOW sets a larger one)")
+        "(MEMPLUG_LOCAL_WINDOW sets a larger one)"
+    )
     assert local.too_long("HTTP 400: something else") is None
 
 
@@ -112,16 +121,32 @@ def test_request_defaults():
     hi = [{"role": "user", "content": "hi"}]
     assert local.with_defaults({"messages": hi}) == {"messages": hi, "max_tokens": local.MAX_TOKENS}
     assert local.with_defaults({"messages": hi, "max_completion_tokens": 7}) == {"messages": hi, "max_tokens": 7}
-    asked = {"messages": hi, "max_tokens": 9, "response_format": {"type": "json_schema", "json_schema": {
-        "name": "Verdict", "schema": SCHEMA, "strict": True}}}
+    asked = {
+        "messages": hi,
+        "max_tokens": 9,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "Verdict", "schema": SCHEMA, "strict": True},
+        },
+    }
     sent = local.with_defaults(asked)
     assert sent["response_format"] == {"type": "json_object", "schema": SCHEMA} and sent["max_tokens"] == 9
     assert local.with_defaults(sent) == sent  # once is enough: memplug's calls and the server's both apply it
-    edges: dict[str, Any] = {"type": "object", "properties": {"edges": {"type": "array", "items": {"$ref": "#/$defs/Edge"}}},
-             "$defs": {"Edge": {"type": "object", "properties": {
-                 "fact": {"type": "string"}, "when": {"anyOf": [{"type": "string", "format": "date-time"},
-                                                                 {"type": "null"}]},
-                 "kind": {"type": "string", "enum": ["a", "b"]}, "note": {"type": "string", "maxLength": 9}}}}}
+    edges: dict[str, Any] = {
+        "type": "object",
+        "properties": {"edges": {"type": "array", "items": {"$ref": "#/$defs/Edge"}}},
+        "$defs": {
+            "Edge": {
+                "type": "object",
+                "properties": {
+                    "fact": {"type": "string"},
+                    "when": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
+                    "kind": {"type": "string", "enum": ["a", "b"]},
+                    "note": {"type": "string", "maxLength": 9},
+                },
+            }
+        },
+    }
     sent = local.with_defaults({"messages": hi, "response_format": {"type": "json_object", "schema": edges}})
     assert sent["max_tokens"] == local.SCHEMA_MAX_TOKENS
     bounded = sent["response_format"]["schema"]
@@ -142,6 +167,7 @@ def test_transport(monkeypatch):
     """The server's key as Bearer and its chat alias, embeddings from its embedding alias,
     and the window error in memplug's words."""
     with OpenAIStub(reply="ok", embed_dim=8) as stub:
+
         async def calls() -> list[list[float]]:
             transport = local.LocalTransport(_Served(stub.base_url), timeout=5)  # type: ignore[arg-type]
             try:
@@ -206,8 +232,22 @@ def test_eval_without_the_extra_is_one_line(monkeypatch, tmp_path):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
-    result = memplug_main(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=1", "--llm", "local",
-                           "--output", tmp_path / "runs", "--quiet"])
+    result = memplug_main(
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=1",
+            "--llm",
+            "local",
+            "--output",
+            tmp_path / "runs",
+            "--quiet",
+        ]
+    )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "pip install 'memplug[local]'" in result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -57,8 +57,7 @@ def test_questions_categories_answers_and_targets(sample):
     qs = sample.questions
     assert len(qs) == 199
     counts = {c: sum(q.category == c for q in qs) for c in {q.category for q in qs}}
-    assert counts == {"1-multi-hop": 32, "2-temporal": 37, "3-open-domain": 13, "4-single-hop": 70,
-                      "5-adversarial": 47}
+    assert counts == {"1-multi-hop": 32, "2-temporal": 37, "3-open-domain": 13, "4-single-hop": 70, "5-adversarial": 47}
     assert qs[1].answers == ("2022",)  # an integer answer in the release
     assert qs[37].targets == ("D8:6", "D9:17")  # "D8:6; D9:17"
     adv = next(q for q in qs if q.category == "5-adversarial")
@@ -67,31 +66,39 @@ def test_questions_categories_answers_and_targets(sample):
     assert qs[30].targets == () and "unknown_evidence" not in qs[30].meta  # no evidence at all
 
 
-@pytest.mark.parametrize("raw, ids, bad", [
-    (["D8:6; D9:17"], ["D8:6", "D9:17"], []),
-    (["D:11:26"], ["D11:26"], []),
-    (["D30:05"], ["D30:5"], []),
-    (["D9:1 D4:4 D4:6", "D4:4"], ["D9:1", "D4:4", "D4:6"], []),
-    (["(D4:4)"], ["D4:4"], []),
-    (["D"], [], ["D"]),
-])
+@pytest.mark.parametrize(
+    "raw, ids, bad",
+    [
+        (["D8:6; D9:17"], ["D8:6", "D9:17"], []),
+        (["D:11:26"], ["D11:26"], []),
+        (["D30:05"], ["D30:5"], []),
+        (["D9:1 D4:4 D4:6", "D4:4"], ["D9:1", "D4:4", "D4:6"], []),
+        (["(D4:4)"], ["D4:4"], []),
+        (["D"], [], ["D"]),
+    ],
+)
 def test_evidence_strings_are_normalised(raw, ids, bad):
     assert parse_evidence(raw) == (ids, bad)
 
 
 def _conversation(evidence):
-    return [{
-        "sample_id": "toy",
-        "conversation": {
-            "speaker_a": "Ann", "speaker_b": "Bo",
-            "session_2_date_time": "9:00 am on 2 June, 2023",
-            "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "Later."}],
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I got a dog.", "img_url": ["x"]},
-                          {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice!"}],
-        },
-        "qa": [{"question": f"q{i}", "answer": 7, "evidence": ev, "category": 4} for i, ev in enumerate(evidence)],
-    }]
+    return [
+        {
+            "sample_id": "toy",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_2_date_time": "9:00 am on 2 June, 2023",
+                "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "Later."}],
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "I got a dog.", "img_url": ["x"]},
+                    {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice!"},
+                ],
+            },
+            "qa": [{"question": f"q{i}", "answer": 7, "evidence": ev, "category": 4} for i, ev in enumerate(evidence)],
+        }
+    ]
 
 
 def test_an_unknown_evidence_id_warns_for_its_question_only(tmp_path, caplog):
@@ -181,9 +188,11 @@ def test_metrics_not_applicable_outside_locomo():
     assert LoCoMoF1().score(_ctx(q, "x")) is None
 
 
-CONTEXT = ('1:56 pm on 8 May, 2023: Caroline said, "Hey Mel! Good to see you! How have you been?"\n'
-           '1:56 pm on 8 May, 2023: Melanie said, "Hey Caroline! Good to see you! I\'m swamped with the kids & work. '
-           'What\'s up with you? Anything new?"')
+CONTEXT = (
+    '1:56 pm on 8 May, 2023: Caroline said, "Hey Mel! Good to see you! How have you been?"\n'
+    "1:56 pm on 8 May, 2023: Melanie said, \"Hey Caroline! Good to see you! I'm swamped with the kids & work. "
+    "What's up with you? Anything new?\""
+)
 #: snap-research/LoCoMo@3eb6f2c task_eval/gpt_utils.py, as it stands there
 OFFICIAL_QA_PROMPT = """
 Based on the above context, write an answer in the form of a short phrase for the following question. Answer with exact words from the context whenever possible.
@@ -201,22 +210,25 @@ def _official_query(qa: dict[str, Any], query_conv: str, draw: float) -> tuple[s
     """get_gpt_answers at batch size 1 with RAG (its lines, ``random.random()`` given as ``draw``):
     the query sent to the model, and the category-5 answer key."""
     cat_5_idxs, questions, answer = [], [], None
-    if qa['category'] == 2:
-        questions.append(qa['question'] + ' Use DATE of CONVERSATION to answer with an approximate date.')
-    elif qa['category'] == 5:
-        question = qa['question'] + " Select the correct answer: (a) {} (b) {}. "
+    if qa["category"] == 2:
+        questions.append(qa["question"] + " Use DATE of CONVERSATION to answer with an approximate date.")
+    elif qa["category"] == 5:
+        question = qa["question"] + " Select the correct answer: (a) {} (b) {}. "
         if draw < 0.5:
-            question = question.format('Not mentioned in the conversation', qa['answer'])
-            answer = {'a': 'Not mentioned in the conversation', 'b': qa['answer']}
+            question = question.format("Not mentioned in the conversation", qa["answer"])
+            answer = {"a": "Not mentioned in the conversation", "b": qa["answer"]}
         else:
-            question = question.format(qa['answer'], 'Not mentioned in the conversation')
-            answer = {'b': 'Not mentioned in the conversation', 'a': qa['answer']}
+            question = question.format(qa["answer"], "Not mentioned in the conversation")
+            answer = {"b": "Not mentioned in the conversation", "a": qa["answer"]}
         cat_5_idxs.append(len(questions))
         questions.append(question)
     else:
-        questions.append(qa['question'])
-    query = (query_conv + '\n\n' + OFFICIAL_QA_PROMPT.format(questions[0]) if len(cat_5_idxs) == 0
-             else query_conv + '\n\n' + OFFICIAL_QA_PROMPT_CAT_5.format(questions[0]))
+        questions.append(qa["question"])
+    query = (
+        query_conv + "\n\n" + OFFICIAL_QA_PROMPT.format(questions[0])
+        if len(cat_5_idxs) == 0
+        else query_conv + "\n\n" + OFFICIAL_QA_PROMPT_CAT_5.format(questions[0])
+    )
     return query, answer
 
 
@@ -224,15 +236,15 @@ def _official_cat_5_answer(model_prediction: str, answer_key: dict[str, str]) ->
     # get_cat_5_answer, as it stands
     model_prediction = model_prediction.strip().lower()
     if len(model_prediction) == 1:
-        if 'a' in model_prediction:
-            return answer_key['a']
+        if "a" in model_prediction:
+            return answer_key["a"]
         else:
-            return answer_key['b']
+            return answer_key["b"]
     elif len(model_prediction) == 3:
-        if '(a)' in model_prediction:
-            return answer_key['a']
+        if "(a)" in model_prediction:
+            return answer_key["a"]
         else:
-            return answer_key['b']
+            return answer_key["b"]
     else:
         return model_prediction
 
@@ -285,7 +297,8 @@ def test_one_prompt_for_all_categories_is_a_named_variation(sample):
         "Based on the above context, write an answer in the form of a short phrase for the following question. "
         "Answer with exact words from the context whenever possible.\n\n"
         "Question: When did Caroline go to the LGBTQ support group? Use DATE of CONVERSATION to answer with an "
-        "approximate date. If the context does not say, answer: Not mentioned in the conversation. Short answer:\n")
+        "approximate date. If the context does not say, answer: Not mentioned in the conversation. Short answer:\n"
+    )
 
 
 # -- session hit@K ------------------------------------------------------------------------
@@ -293,8 +306,12 @@ def test_one_prompt_for_all_categories_is_a_named_variation(sample):
 
 def test_session_hit_counts_distinct_sessions_in_recall_order():
     q = Question("q", "?", ("x",), targets=("D3:4", "D5:1"))
-    items = [Recalled("a", message_ids=("D1:1",)), Recalled("b", message_ids=("D1:2",)),
-             Recalled("c", message_ids=("D2:1",)), Recalled("d", message_ids=("D5:9",))]
+    items = [
+        Recalled("a", message_ids=("D1:1",)),
+        Recalled("b", message_ids=("D1:2",)),
+        Recalled("c", message_ids=("D2:1",)),
+        Recalled("d", message_ids=("D5:9",)),
+    ]
     assert SessionHitAtK(MetricConfig(top_k=3)).score(_ctx(q, "", items)) == 1.0  # D1, D2, D5
     assert SessionHitAtK(MetricConfig(top_k=2)).score(_ctx(q, "", items)) == 0.0  # D1, D2
     assert SessionHitAtK(MetricConfig(top_k=2)).name == "session_hit@2"
@@ -329,8 +346,9 @@ def _official_recall(qa_evidence: list[str], context: list[str]) -> float:
 
 
 def test_bm25_recall_on_conv26(conv26, tmp_path):
-    res = memplug_main(["eval", "--agent", "bm25", "--dataset", "locomo", "--data", str(conv26),
-                        "--output", str(tmp_path)])  # in process, through the console script's entry
+    res = memplug_main(
+        ["eval", "--agent", "bm25", "--dataset", "locomo", "--data", str(conv26), "--output", str(tmp_path)]
+    )  # in process, through the console script's entry
     assert res.returncode == 0, res.stderr[-2000:]
     (run,) = tmp_path.iterdir()
     summary = json.loads((run / "summary.json").read_text())
@@ -349,8 +367,10 @@ def test_bm25_recall_on_conv26(conv26, tmp_path):
     hit = [r["scores"]["session_hit@5"] for r in main if r["scores"]["session_hit@5"] is not None]
     assert sum(recall) / len(recall) == pytest.approx(BM25_RECALL_AT_5_CAT_1_4)
     assert sum(hit) / len(hit) == pytest.approx(BM25_SESSION_HIT_AT_5_CAT_1_4)
-    official = [_official_recall(r["question_meta"]["evidence"],
-                                 [m for item in r["recalled"][:5] for m in item["message_ids"]]) for r in records]
+    official = [
+        _official_recall(r["question_meta"]["evidence"], [m for item in r["recalled"][:5] for m in item["message_ids"]])
+        for r in records
+    ]
     assert sum(official) / len(official) == pytest.approx(OFFICIAL_RECALL_ON_BM25_RUN)
 
 
@@ -361,8 +381,15 @@ def test_an_llm_reply_to_the_two_way_choice_is_the_option_it_names(conv26, opena
     from memplug.runner import Evaluation, RunSpec
 
     openai_stub.reply = lambda body: "(a)"
-    spec = RunSpec(agent="bm25", dataset="locomo", data=str(conv26), llm="openai/stub", api_base=openai_stub.base_url,
-                   dataset_options={"categories": "5"}, limit=6)
+    spec = RunSpec(
+        agent="bm25",
+        dataset="locomo",
+        data=str(conv26),
+        llm="openai/stub",
+        api_base=openai_stub.base_url,
+        dataset_options={"categories": "5"},
+        limit=6,
+    )
     records = RunDir(Evaluation(spec).run(output=tmp_path)).records()
     assert len(records) == 6
     for record in records:

@@ -32,19 +32,30 @@ def turn(speaker: str, dia_id: str, text: str, **extra: Any) -> dict[str, Any]:
 CONVERSATION = {
     "sample_id": "conv-1",
     "conversation": {
-        "speaker_a": "Ana", "speaker_b": "Ben",
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [turn("Ana", "D1:1", "I adopted a cat called Biscuit."),
-                      turn("Ben", "D1:2", "Lovely! I started pottery.", blip_caption="a photo of a vase")],
+        "session_1": [
+            turn("Ana", "D1:1", "I adopted a cat called Biscuit."),
+            turn("Ben", "D1:2", "Lovely! I started pottery.", blip_caption="a photo of a vase"),
+        ],
         "session_2_date_time": "10:00 am on 8 June, 2023",
         "session_2": [turn("Ana", "D2:1", "Biscuit learned to open doors."), turn("Ben", "D2:2", "Ha, clever cat.")],
     },
     "qa": [
-        {"question": "What pets and hobbies came up?", "answer": "cat, pottery", "evidence": ["D1:1", "D1:2"],
-         "category": 1},
+        {
+            "question": "What pets and hobbies came up?",
+            "answer": "cat, pottery",
+            "evidence": ["D1:1", "D1:2"],
+            "category": 1,
+        },
         {"question": "When did Ana adopt Biscuit?", "answer": 2023, "evidence": ["D1:1"], "category": 2},
-        {"question": "Would Ana like a pet door?", "answer": "Likely yes; the cat opens doors",
-         "evidence": ["D2:1 D1:1"], "category": 3},
+        {
+            "question": "Would Ana like a pet door?",
+            "answer": "Likely yes; the cat opens doors",
+            "evidence": ["D2:1 D1:1"],
+            "category": 3,
+        },
         {"question": "What is the cat called?", "answer": "Biscuit", "evidence": ["D1:1; D2:1"], "category": 4},
         {"question": "What is Ben's dog called?", "adversarial_answer": "Rex", "evidence": ["D9:9"], "category": 5},
     ],
@@ -52,17 +63,34 @@ CONVERSATION = {
 
 
 def plus_item(relation: str, gap: str, cue: str, trigger: str) -> dict[str, Any]:
-    return {"relation_type": relation, "cue_dialogue": cue, "trigger_query": trigger, "time_gap": gap,
-            "model_name": "test", "scores": {}, "ranks": {}, "final_similarity_score": 0.5}
+    return {
+        "relation_type": relation,
+        "cue_dialogue": cue,
+        "trigger_query": trigger,
+        "time_gap": gap,
+        "model_name": "test",
+        "scores": {},
+        "ranks": {},
+        "final_similarity_score": 0.5,
+    }
 
 
 ITEMS = [
-    plus_item("causal", "one week later", "A: Since my fall I avoid ladders.\nB: Sensible.",
-              "A: Could you help me clean the gutters this weekend?"),
-    plus_item("state", "about one month later", "A: I've been sleeping badly for weeks.",
-              "A: Why am I so tired at work?"),
-    plus_item("goal", "two years later", "A: I want to run a marathon.\nB: Go for it!\nnot a turn",
-              "A: Should I buy new shoes?"),
+    plus_item(
+        "causal",
+        "one week later",
+        "A: Since my fall I avoid ladders.\nB: Sensible.",
+        "A: Could you help me clean the gutters this weekend?",
+    ),
+    plus_item(
+        "state", "about one month later", "A: I've been sleeping badly for weeks.", "A: Why am I so tired at work?"
+    ),
+    plus_item(
+        "goal",
+        "two years later",
+        "A: I want to run a marathon.\nB: Go for it!\nnot a turn",
+        "A: Should I buy new shoes?",
+    ),
     plus_item("value", "several months later", "B: I never eat meat.\nA: Noted.", "A: Let's get burgers!"),
 ]
 
@@ -80,17 +108,35 @@ def samples_of(release: Path, **values: Any) -> dict[str, Any]:
 
 
 def test_parse_time_gap_as_build_conv():
-    assert [parse_time_gap(g) for g in ("two weeks later", "about one month later", "a year after", "3 months later",
-                                        "several months later", "twelve weeks later", "an hour later")] == \
-        [14, 30, 365, 90, 0, 84, 0]
+    assert [
+        parse_time_gap(g)
+        for g in (
+            "two weeks later",
+            "about one month later",
+            "a year after",
+            "3 months later",
+            "several months later",
+            "twelve weeks later",
+            "an hour later",
+        )
+    ] == [14, 30, 365, 90, 0, 84, 0]
 
 
 def test_locomo_conversations_then_one_sample_per_item(release):
     samples = samples_of(release)
     assert list(samples) == ["conv-1", "plus-0", "plus-1", "plus-2", "plus-3"]
     categories = [q.category for s in samples.values() for q in s.questions]
-    assert categories == ["1-multi-hop", "2-temporal", "3-common-sense", "4-single-hop", "5-adversarial",
-                          "cognitive-causal", "cognitive-state", "cognitive-goal", "cognitive-value"]
+    assert categories == [
+        "1-multi-hop",
+        "2-temporal",
+        "3-common-sense",
+        "4-single-hop",
+        "5-adversarial",
+        "cognitive-causal",
+        "cognitive-state",
+        "cognitive-goal",
+        "cognitive-value",
+    ]
 
 
 def test_locomo_questions_keep_locomo_scoring_and_get_what_the_judge_is_shown(release):
@@ -103,8 +149,10 @@ def test_locomo_questions_keep_locomo_scoring_and_get_what_the_judge_is_shown(re
     assert q4.meta["evidence_text"] == "Ana：I adopted a cat called Biscuit.\nAna：Biscuit learned to open doors."
     assert q5.meta["ground_truth"] == "" and q5.meta["evidence_text"] == "[D9:9] [Missing turn]"
     assert {q.meta["judge"] for q in (q1, q2, q3, q4, q5)} == {"locomo-plus"}
-    assert samples_of(release)["conv-1"].messages[1].text == \
-        '1:56 pm on 8 May, 2023: Ben said, "Lovely! I started pottery." and shared a photo of a vase'
+    assert (
+        samples_of(release)["conv-1"].messages[1].text
+        == '1:56 pm on 8 May, 2023: Ben said, "Lovely! I started pottery." and shared a photo of a vase'
+    )
 
 
 def test_cue_stitched_by_time_gap_and_trigger_asked_after(release):
@@ -137,8 +185,7 @@ def test_items_pair_with_conversations_in_turn(tmp_path, release):
 def test_categories_option(release):
     assert list(samples_of(release, categories="cognitive")) == ["plus-0", "plus-1", "plus-2", "plus-3"]
     only = samples_of(release, categories="2,4")
-    assert list(only) == ["conv-1"] and [q.category for q in only["conv-1"].questions] == ["2-temporal",
-                                                                                          "4-single-hop"]
+    assert list(only) == ["conv-1"] and [q.category for q in only["conv-1"].questions] == ["2-temporal", "4-single-hop"]
     with pytest.raises(MemplugError, match="option categories='6'"):
         samples_of(release, categories="6")
 
@@ -150,24 +197,30 @@ def test_official_model_input_per_category_with_recalled_turns():
     trigger = AgentQuestion("trigger", 'Ana said, "Could you help me clean the gutters?"', "cognitive-causal")
     (message,) = protocol.messages(trigger, items)
     # utils._build_model_input(input_prompt, category="Cognitive"): the stitched lines, the trigger last
-    assert message["content"] == (CONV_START + INSTRUCTION_COGNITIVE + 'Ana said, "Since my fall I avoid ladders."\n'
-                                  'Ben said, "Sensible."\nAna said, "Could you help me clean the gutters?"')
+    assert message["content"] == (
+        CONV_START + INSTRUCTION_COGNITIVE + 'Ana said, "Since my fall I avoid ladders."\n'
+        'Ben said, "Sensible."\nAna said, "Could you help me clean the gutters?"'
+    )
     question = AgentQuestion("q0", "What is the cat called?", "4-single-hop")
     (message,) = protocol.messages(question, items[:1])
-    assert message["content"] == (CONV_START + INSTRUCTION_QA + 'Ana said, "Since my fall I avoid ladders."\n\n'
-                                  "Question: What is the cat called?")
+    assert message["content"] == (
+        CONV_START + INSTRUCTION_QA + 'Ana said, "Since my fall I avoid ladders."\n\nQuestion: What is the cat called?'
+    )
 
 
 def test_the_dataset_keeps_the_contract(release):
     assert_dataset_conforms(LoCoMoPlusBuilder(), data=release)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda items: items[0].pop("time_gap"), r"locomo_plus.json: \[0\]: missing 'time_gap'"),
-    (lambda items: items[1].update(trigger_query="Could you help?"), r"\[1\]: trigger_query has no line starting"),
-    (lambda items: items.clear(), "expected a non-empty list"),
-    (lambda items: items[2].update(relation_type="mood"), r"\[2\]: relation_type 'mood' is not one of causal"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda items: items[0].pop("time_gap"), r"locomo_plus.json: \[0\]: missing 'time_gap'"),
+        (lambda items: items[1].update(trigger_query="Could you help?"), r"\[1\]: trigger_query has no line starting"),
+        (lambda items: items.clear(), "expected a non-empty list"),
+        (lambda items: items[2].update(relation_type="mood"), r"\[2\]: relation_type 'mood' is not one of causal"),
+    ],
+)
 def test_bad_items_are_one_line(release, mutate, message):
     items = json.loads(json.dumps(ITEMS))
     mutate(items)
@@ -206,7 +259,9 @@ def test_where_the_files_are(tmp_path, release):
 # -- the judge ------------------------------------------------------------------------------
 
 
-def judged(reply: str, question: Any, prediction: str = "Maybe not the ladder.") -> tuple[float | None, str, dict[str, Any]]:
+def judged(
+    reply: str, question: Any, prediction: str = "Maybe not the ladder."
+) -> tuple[float | None, str, dict[str, Any]]:
     llm = FakeJudgeLLM(reply)
     score = asyncio.run(Judge(MetricConfig(judge=llm)).score(ScoreContext(question, prediction, ())))  # type: ignore[arg-type]
     ((prompt, params),) = llm.calls
@@ -218,7 +273,8 @@ def test_cognitive_question_is_judged_on_its_cue(release):
     score, prompt, params = judged('{"label": "correct", "reason": "uses the fall"}', q)
     assert score == 1.0 and params == {"temperature": 0, "seed": 0, "max_tokens": 512}
     assert prompt == sent(PROMPT_TEMPLATES["Cognitive"]).format(
-        evidence="Ana：Since my fall I avoid ladders.\nBen：Sensible.", pred="Maybe not the ladder.", gold="")
+        evidence="Ana：Since my fall I avoid ladders.\nBen：Sensible.", pred="Maybe not the ladder.", gold=""
+    )
     assert prompt.startswith("Below is a conversation between two people: A and B.")
     assert judged('{"label": "partial", "reason": "vague"}', q)[0] == 0.5
     assert judged("I refuse", q)[0] == 0.0  # no label: 0, as the official summary counts it
@@ -234,8 +290,21 @@ def test_locomo_questions_get_their_category_prompt(release):
 
 
 def test_end_to_end_offline_and_with_the_judge(tmp_path, release, openai_stub, monkeypatch):
-    out = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "locomo-plus", "--data", str(release),
-                                   "--output", str(tmp_path / "offline"), "--quiet"])
+    out = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "locomo-plus",
+            "--data",
+            str(release),
+            "--output",
+            str(tmp_path / "offline"),
+            "--quiet",
+        ],
+    )
     assert out.exit_code == 0, out.output
     (run,) = (tmp_path / "offline").iterdir()
     summary = json.loads((run / "summary.json").read_text())
@@ -249,17 +318,42 @@ def test_end_to_end_offline_and_with_the_judge(tmp_path, release, openai_stub, m
         return json.dumps({"label": label, "reason": "r"})
 
     openai_stub.reply = reply
-    out = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "locomo-plus", "--data", str(release),
-                                   "--judge", "openai/stub", "--api-base", openai_stub.base_url,
-                                   "--output", str(tmp_path / "judged"), "--quiet"], env={"OPENAI_API_KEY": "sk-test"})
+    out = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "locomo-plus",
+            "--data",
+            str(release),
+            "--judge",
+            "openai/stub",
+            "--api-base",
+            openai_stub.base_url,
+            "--output",
+            str(tmp_path / "judged"),
+            "--quiet",
+        ],
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert out.exit_code == 0, out.output
     (run,) = (tmp_path / "judged").iterdir()
     metrics = json.loads((run / "summary.json").read_text())["metrics"]
     # llm_as_judge._compute_summary of these nine labels: overall_avg 0.6667 (6 of 9), Cognitive 0.5
     assert metrics["overall"]["judge"] == pytest.approx(6 / 9)
     assert {c: m["judge"] for c, m in metrics["by_category"].items()} == {
-        "1-multi-hop": 1.0, "2-temporal": 0.0, "3-common-sense": 1.0, "4-single-hop": 1.0, "5-adversarial": 1.0,
-        "cognitive-causal": 0.5, "cognitive-goal": 0.5, "cognitive-state": 0.5, "cognitive-value": 0.5}
+        "1-multi-hop": 1.0,
+        "2-temporal": 0.0,
+        "3-common-sense": 1.0,
+        "4-single-hop": 1.0,
+        "5-adversarial": 1.0,
+        "cognitive-causal": 0.5,
+        "cognitive-goal": 0.5,
+        "cognitive-state": 0.5,
+        "cognitive-value": 0.5,
+    }
     judge = json.loads((run / "run.json").read_text())["resolved"]["judge"]
     assert judge["name"] == "locomo-plus" and judge["prompt_sha256"] == LOCOMO_PLUS.sha256
     # an offline run judged afterwards, from its stored records: the same figures

@@ -37,8 +37,48 @@ def sha(text: str) -> str:
 
 
 #: per item of locomo_plus_sample.json: where build_context puts the cue's first turn in the stitched dialogue
-CUE_AT = [380, 419, 354, 35, 0, 419, 334, 0, 0, 0, 334, 334, 0, 419, 0, 215, 215, 215, 354, 380, 0, 354, 334, 0, 334,
-          354, 0, 76, 0, 354, 354, 354, 419, 334, 354, 35, 215, 334, 419, 354]
+CUE_AT = [
+    380,
+    419,
+    354,
+    35,
+    0,
+    419,
+    334,
+    0,
+    0,
+    0,
+    334,
+    334,
+    0,
+    419,
+    0,
+    215,
+    215,
+    215,
+    354,
+    380,
+    0,
+    354,
+    334,
+    0,
+    334,
+    354,
+    0,
+    76,
+    0,
+    354,
+    354,
+    354,
+    419,
+    334,
+    354,
+    35,
+    215,
+    334,
+    419,
+    354,
+]
 #: sha256 of "\n\n".join(input_prompt) and of "\n\n".join(evidence) of _process_locomo_plus's 40 samples
 COGNITIVE_INPUTS = "4b73d224c444cb848416e47e014e85c12f9983d7e37b63c50ef9e2d4cb7b451b"
 COGNITIVE_EVIDENCE = "2fb80760cd13746360c30ff0370277ac2bb3063d0182c63eef7b8bddfc2616a4"
@@ -49,9 +89,14 @@ LOCOMO_GOLD = "7fc9f7323fcd09cfb12a5418f3e234add2415ceba7c3c04e8777ca8f84b63a77"
 
 @pytest.fixture(scope="module")
 def samples(shared_data):
-    return list(load(shared_data / "locomo_plus" / "locomo_plus_sample.json",
-                     shared_data / "locomo" / "locomo_conv26.json",
-                     locomo_categories=frozenset({1, 2, 3, 4, 5}), cognitive=True))
+    return list(
+        load(
+            shared_data / "locomo_plus" / "locomo_plus_sample.json",
+            shared_data / "locomo" / "locomo_conv26.json",
+            locomo_categories=frozenset({1, 2, 3, 4, 5}),
+            cognitive=True,
+        )
+    )
 
 
 def test_stitching_equals_unified_input(samples):
@@ -76,18 +121,27 @@ def test_whole_history_recalled_the_reader_prompt_is_the_official_model_input(sa
     """An agent that recalls every turn in order (``--agent full``) gives the reader exactly
     what evaluate_qa.py gives the model for a cognitive question."""
     protocol = protocol_of(LoCoMoPlusBuilder.info)
-    prompts = [protocol.messages(AgentQuestion.of(s.questions[0]), [Recalled(m.text) for m in s.messages])[0]["content"]
-               for s in samples[1:]]
+    prompts = [
+        protocol.messages(AgentQuestion.of(s.questions[0]), [Recalled(m.text) for m in s.messages])[0]["content"]
+        for s in samples[1:]
+    ]
     assert sha("\n\n".join(prompts)) == COGNITIVE_MODEL_INPUTS
 
 
 #: reply -> (label, score) by _parse_judge_response and label_to_score
 READINGS = [
-    ('{"label": "correct", "reason": "ok"}', 1.0), ('{"label": "partial", "reason": "x"}', 0.5),
-    ('```json\n{"label": "wrong", "reason": "no"}\n```', 0.0), ('{"reason": "r", "label": "correct"}', 1.0),
+    ('{"label": "correct", "reason": "ok"}', 1.0),
+    ('{"label": "partial", "reason": "x"}', 0.5),
+    ('```json\n{"label": "wrong", "reason": "no"}\n```', 0.0),
+    ('{"reason": "r", "label": "correct"}', 1.0),
     ("The answer is incorrect.", 1.0),  # the official fallback finds "correct" inside "incorrect"
-    ("WRONG", 0.0), ("Partial credit", 0.5), ('{"label": "Correct"}', 1.0), ('{"label": 1, "reason": "x"}', 0.0),
-    ("", 0.0), ("I cannot decide", 0.0), ('{"label": "mostly right", "reason": "x"}', 0.0),
+    ("WRONG", 0.0),
+    ("Partial credit", 0.5),
+    ('{"label": "Correct"}', 1.0),
+    ('{"label": 1, "reason": "x"}', 0.0),
+    ("", 0.0),
+    ("I cannot decide", 0.0),
+    ('{"label": "mostly right", "reason": "x"}', 0.0),
 ]
 
 
@@ -111,9 +165,17 @@ SENT = {
 @pytest.mark.parametrize("category", sorted(SENT))
 def test_the_judge_sends_what_the_official_script_sends(category):
     llm = FakeJudgeLLM('{"label": "correct", "reason": "r"}')
-    question = Question("q", "What does Caroline do?", ("painting",), meta={
-        "judge": "locomo-plus", "locomo_plus_category": category, "evidence_text": "Caroline：I paint.",
-        "ground_truth": "painting"})
+    question = Question(
+        "q",
+        "What does Caroline do?",
+        ("painting",),
+        meta={
+            "judge": "locomo-plus",
+            "locomo_plus_category": category,
+            "evidence_text": "Caroline：I paint.",
+            "ground_truth": "painting",
+        },
+    )
     asyncio.run(Judge(MetricConfig(judge=llm)).score(ScoreContext(question, "She paints.", ())))  # type: ignore[arg-type]
     ((prompt, _),) = llm.calls
     assert sha(prompt) == SENT[category]
@@ -122,10 +184,19 @@ def test_the_judge_sends_what_the_official_script_sends(category):
 def test_summary_equals_compute_summary():
     """memplug's summary.json over the judge's scores gives _compute_summary's overall_avg
     (0.6429 for these seven) and, pooled over the relation types, its Cognitive avg (0.625)."""
-    scored = [("cognitive-causal", 1.0), ("cognitive-goal", 0.5), ("cognitive-state", 0.0), ("cognitive-value", 1.0),
-              ("1-multi-hop", 1.0), ("2-temporal", 0.0), ("5-adversarial", 1.0)]
-    records = [QuestionRecord(sample_id=f"s{i}", question_id="q", category=c, question="?", scores={"judge": v})
-               for i, (c, v) in enumerate(scored)]
+    scored = [
+        ("cognitive-causal", 1.0),
+        ("cognitive-goal", 0.5),
+        ("cognitive-state", 0.0),
+        ("cognitive-value", 1.0),
+        ("1-multi-hop", 1.0),
+        ("2-temporal", 0.0),
+        ("5-adversarial", 1.0),
+    ]
+    records = [
+        QuestionRecord(sample_id=f"s{i}", question_id="q", category=c, question="?", scores={"judge": v})
+        for i, (c, v) in enumerate(scored)
+    ]
     summary = summarize(records, "bm25", "locomo-plus", "r", 0.0, resamples=10)
     assert round(summary.metrics.overall["judge"], 4) == 0.6429
     cognitive = [summary.metrics.by_category[c]["judge"] for c in summary.metrics.by_category if c.startswith("cog")]
@@ -134,8 +205,12 @@ def test_summary_equals_compute_summary():
 
 #: sha256 of each template of prompt.py PROMPT_TEMPLATES as copied
 PINNED = {
-    "multi-hop": "6eba7bc55145", "single-hop": "e0cc6dfb7fb3", "temporal": "f951d90c7a75",
-    "common-sense": "3147a06f69f3", "adversarial": "2a73bc69e805", "Cognitive": "83875348ab83",
+    "multi-hop": "6eba7bc55145",
+    "single-hop": "e0cc6dfb7fb3",
+    "temporal": "f951d90c7a75",
+    "common-sense": "3147a06f69f3",
+    "adversarial": "2a73bc69e805",
+    "Cognitive": "83875348ab83",
     "default": "117bbafb8c4d",
 }
 
@@ -145,9 +220,12 @@ def test_prompts_are_pinned_and_equal_the_source_when_at_hand():
     repo = Path("/work/.mirror/xjtuleeyf+Locomo-Plus/repo")
     if not repo.is_dir():
         pytest.skip("the official repository is not fetched here")
-    source = subprocess.run(["git", "--git-dir", str(repo), "show",
-                             f"{lp_judge.COMMIT}:evaluation_framework/task_eval/prompt.py"],
-                            capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "--git-dir", str(repo), "show", f"{lp_judge.COMMIT}:evaluation_framework/task_eval/prompt.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     found = re.search(r"^PROMPT_TEMPLATES = \{\n.*?^\}\n", source, re.S | re.M)
     assert found is not None
     namespace: dict[str, Any] = {}
@@ -156,5 +234,8 @@ def test_prompts_are_pinned_and_equal_the_source_when_at_hand():
 
 
 def test_the_real_data_keeps_the_dataset_contract(shared_data):
-    assert_dataset_conforms(LoCoMoPlusBuilder(), data=shared_data / "locomo_plus" / "locomo_plus_sample.json",
-                            options={"locomo": str(shared_data / "locomo" / "locomo_conv26.json")})
+    assert_dataset_conforms(
+        LoCoMoPlusBuilder(),
+        data=shared_data / "locomo_plus" / "locomo_plus_sample.json",
+        options={"locomo": str(shared_data / "locomo" / "locomo_conv26.json")},
+    )

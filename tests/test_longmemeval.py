@@ -43,7 +43,7 @@ def test_one_sample_per_question_with_its_haystack_in_order(samples):
     assert first.speaker == "user" and first.time == "2023-05-22T14:05:00"
     assert first.meta == {"session": "answer_280352e9", "date": "2023/05/22 (Mon) 14:05"}
     # the official chunk text, has_answer left out (run_generation.py pops it)
-    assert first.text.startswith("Session Date: 2023/05/22 (Mon) 14:05\nSession Content:\n\n[{\"role\": \"user\"")
+    assert first.text.startswith('Session Date: 2023/05/22 (Mon) 14:05\nSession Content:\n\n[{"role": "user"')
     assert "has_answer" not in first.text
 
 
@@ -57,8 +57,14 @@ def test_question_time_targets_and_categories(samples):
     (count,) = samples["0a995998"].questions
     assert count.answers == ("3",) and count.meta["answer"] == 3  # an integer answer
     cats = {s.questions[0].category for s in samples.values()}
-    assert cats == {"single-session-user", "knowledge-update", "temporal-reasoning_abs", "single-session-assistant",
-                    "multi-session", "single-session-preference"}
+    assert cats == {
+        "single-session-user",
+        "knowledge-update",
+        "temporal-reasoning_abs",
+        "single-session-assistant",
+        "multi-session",
+        "single-session-preference",
+    }
 
 
 def test_abstention_questions_have_no_targets_and_no_answer_metrics(samples):
@@ -92,8 +98,9 @@ def test_recall_and_session_hit_read_the_session_before_the_last_colon(samples):
 def test_oracle_layout_loads_too():
     loaded = list(load_release(FIXTURES / "longmemeval_oracle.json"))
     assert len(loaded) == 6
-    assert all(set(m.meta["session"] for m in s.messages) <= set(s.questions[0].meta["answer_session_ids"])
-               for s in loaded)
+    assert all(
+        set(m.meta["session"] for m in s.messages) <= set(s.questions[0].meta["answer_session_ids"]) for s in loaded
+    )
 
 
 def test_the_prompt_is_the_official_generation_prompt(samples):
@@ -103,9 +110,14 @@ def test_the_prompt_is_the_official_generation_prompt(samples):
     items = [Recalled(m.text, message_ids=(m.id,)) for m in s.messages[2:4]]
     (msg,) = protocol.messages(AgentQuestion.of(s.questions[0]), items)
     # what run_generation.py's prepare_prompt writes for these two chunks
-    history = "".join("\n### Session {}:\nSession Date: {}\nSession Content:\n{}\n".format(
-        i + 1, "2023/05/22 (Mon) 14:05", "\n" + json.dumps([{"role": m.speaker, "content": json.loads(
-            m.text.split("\n\n", 1)[1])[0]["content"]}])) for i, m in enumerate(s.messages[2:4]))
+    history = "".join(
+        "\n### Session {}:\nSession Date: {}\nSession Content:\n{}\n".format(
+            i + 1,
+            "2023/05/22 (Mon) 14:05",
+            "\n" + json.dumps([{"role": m.speaker, "content": json.loads(m.text.split("\n\n", 1)[1])[0]["content"]}]),
+        )
+        for i, m in enumerate(s.messages[2:4])
+    )
     assert msg["content"] == PROMPT_COT.format(history, "2023/05/30 (Tue) 23:40", "What degree did I graduate with?")
     assert set(protocol.describe()["variations"]) == {"turn-not-round", "recall-order"}
 
@@ -124,13 +136,16 @@ def test_options_and_info_for(tmp_path):
     assert plain.messages[0].text == "Can you suggest a good recipe for banana bread?"
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda r: r.pop("question_date"), "question_date"),
-    (lambda r: r.update(question_type="open-domain"), "question_type"),
-    (lambda r: r["haystack_dates"].pop(), "haystack_dates"),
-    (lambda r: r["haystack_sessions"][0].append({"role": "user"}), "role"),
-    (lambda r: r.update(answer=None), "answer"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda r: r.pop("question_date"), "question_date"),
+        (lambda r: r.update(question_type="open-domain"), "question_type"),
+        (lambda r: r["haystack_dates"].pop(), "haystack_dates"),
+        (lambda r: r["haystack_sessions"][0].append({"role": "user"}), "role"),
+        (lambda r: r.update(answer=None), "answer"),
+    ],
+)
 def test_malformed_rows_name_the_place(tmp_path, mutate, match):
     rows = json.loads(S_FILE.read_text())
     mutate(rows[1])
@@ -166,8 +181,9 @@ def test_provenance_warns_naming_the_file(tmp_path, caplog):
 
 
 def test_end_to_end_offline(tmp_path, memplug_cli):
-    out = memplug_cli("eval", "--agent", "bm25", "--dataset", "longmemeval", "--data", str(S_FILE),
-                      "--output", str(tmp_path))
+    out = memplug_cli(
+        "eval", "--agent", "bm25", "--dataset", "longmemeval", "--data", str(S_FILE), "--output", str(tmp_path)
+    )
     assert out.exit_code == 0, out.output
     (run,) = tmp_path.iterdir()
     resolved = json.loads((run / "run.json").read_text())["resolved"]
@@ -186,15 +202,37 @@ def test_end_to_end_with_the_official_judge(tmp_path, memplug_cli, openai_stub):
         return "Yes." if "Abstention" not in body["messages"][-1]["content"] else "no"
 
     openai_stub.reply = reply
-    out = memplug_cli("eval", "--agent", "bm25", "--dataset", "longmemeval", "--data", str(S_FILE),
-                      "--judge", "openai/stub", "--api-base", openai_stub.base_url, "--output", str(tmp_path),
-                      env={"OPENAI_API_KEY": "sk-test"})
+    out = memplug_cli(
+        "eval",
+        "--agent",
+        "bm25",
+        "--dataset",
+        "longmemeval",
+        "--data",
+        str(S_FILE),
+        "--judge",
+        "openai/stub",
+        "--api-base",
+        openai_stub.base_url,
+        "--output",
+        str(tmp_path),
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert out.exit_code == 0, out.output
-    judged = [b for b in openai_stub.chat_requests if "Is the model response correct?" in b["messages"][-1]["content"]
-              or "unanswerable" in b["messages"][-1]["content"]]
+    judged = [
+        b
+        for b in openai_stub.chat_requests
+        if "Is the model response correct?" in b["messages"][-1]["content"]
+        or "unanswerable" in b["messages"][-1]["content"]
+    ]
     assert len(judged) == 6 and all(b["max_tokens"] == 10 and b["temperature"] == 0 for b in judged)
-    assert sum("Does the model correctly identify the question as unanswerable?" in b["messages"][-1]["content"]
-               for b in judged) == 1
+    assert (
+        sum(
+            "Does the model correctly identify the question as unanswerable?" in b["messages"][-1]["content"]
+            for b in judged
+        )
+        == 1
+    )
     (run,) = tmp_path.iterdir()
     judge = json.loads((run / "run.json").read_text())["resolved"]["judge"]
     assert judge["name"] == "longmemeval" and judge["model"] == "openai/stub"

@@ -20,8 +20,17 @@ from memplug.models import Sample
 from memplug.protocols import BuildOptions
 from memplug.testing import CliResult, assert_dataset_conforms, run_cli
 
-META_KEYS = ("source", "qa_pair_ids", "question_ids", "question_types", "question_dates", "previous_events",
-             "keypoints", "demo", "haystack_sessions")
+META_KEYS = (
+    "source",
+    "qa_pair_ids",
+    "question_ids",
+    "question_types",
+    "question_dates",
+    "previous_events",
+    "keypoints",
+    "demo",
+    "haystack_sessions",
+)
 STORY = " ".join(f"Sentence number {i} of the story tells what happened on day {i}." for i in range(400))
 
 
@@ -52,34 +61,60 @@ def build(data: Path | None, **values: Any) -> list[Sample]:
 @pytest.fixture
 def release(tmp_path: Path) -> Path:
     """A release folder of two splits: AR (RULER-QA, EventQA, LongMemEval) and LRU (InfBench-Sum)."""
-    write_release(tmp_path, "Accurate_Retrieval", [
-        row("ruler_qa1_197K", ["What happened on day 3?", "What happened on day 7?"], [["day 3"], ["day 7", "7"]]),
-        row("eventqa_full", ["Which event comes next?", "And then?"], [["day 4", "story"], ["day 5"]]),
-        row("longmemeval_s*", ["What colour is my car?", "Where do I live?"], [["blue"], ["Berlin"]],
-            question_ids=["q1", "q2_abs"], question_types=["single-session-user", "knowledge-update"],
-            question_dates=["2023/05/30 (Tue) 23:40", "2023/06/01 (Thu) 10:00"]),
-    ])
-    write_release(tmp_path, "Long_Range_Understanding", [
-        row("infbench_sum_eng_shots2", ["Summarise the story."], [["A story told day by day."]],
-            keypoints=["It is told day by day.", "It has 400 days."]),
-    ])
+    write_release(
+        tmp_path,
+        "Accurate_Retrieval",
+        [
+            row("ruler_qa1_197K", ["What happened on day 3?", "What happened on day 7?"], [["day 3"], ["day 7", "7"]]),
+            row("eventqa_full", ["Which event comes next?", "And then?"], [["day 4", "story"], ["day 5"]]),
+            row(
+                "longmemeval_s*",
+                ["What colour is my car?", "Where do I live?"],
+                [["blue"], ["Berlin"]],
+                question_ids=["q1", "q2_abs"],
+                question_types=["single-session-user", "knowledge-update"],
+                question_dates=["2023/05/30 (Tue) 23:40", "2023/06/01 (Thu) 10:00"],
+            ),
+        ],
+    )
+    write_release(
+        tmp_path,
+        "Long_Range_Understanding",
+        [
+            row(
+                "infbench_sum_eng_shots2",
+                ["Summarise the story."],
+                [["A story told day by day."]],
+                keypoints=["It is told day by day.", "It has 400 days."],
+            ),
+        ],
+    )
     return tmp_path
 
 
 def test_the_release_is_read_and_kept_by_source_as_the_official_loader(release):
-    assert sources_in(release) == {"ruler_qa1_197K": 1, "eventqa_full": 1, "longmemeval_s*": 1,
-                                   "infbench_sum_eng_shots2": 1}
+    assert sources_in(release) == {
+        "ruler_qa1_197K": 1,
+        "eventqa_full": 1,
+        "longmemeval_s*": 1,
+        "infbench_sum_eng_shots2": 1,
+    }
     kept = rows(release, "eventqa_full")
     assert [r.source for r in kept] == ["eventqa_full"]
     assert split_of(release, "infbench_sum_eng_shots2") == "Long_Range_Understanding"
     # _process_single_sample_qa_lists: a missing list field is an empty list
-    assert kept[0].metadata["question_types"] == [] and kept[0].metadata["qa_pair_ids"] == ["eventqa_full_no0",
-                                                                                           "eventqa_full_no1"]
+    assert kept[0].metadata["question_types"] == [] and kept[0].metadata["qa_pair_ids"] == [
+        "eventqa_full_no0",
+        "eventqa_full_no1",
+    ]
 
 
 def test_an_unknown_source_lists_the_sources_the_file_has(release):
-    with pytest.raises(MemplugError, match=r"no rows of source 'ruler_qa2_421K'.*ruler_qa1_197K \(1\).*"
-                                           r"infbench_sum_eng_shots2 \(1\)"):
+    with pytest.raises(
+        MemplugError,
+        match=r"no rows of source 'ruler_qa2_421K'.*ruler_qa1_197K \(1\).*"
+        r"infbench_sum_eng_shots2 \(1\)",
+    ):
         build(release, source="ruler_qa2_421K")
     with pytest.raises(MemplugError, match="holds 4 sources; pick one with -o source=NAME"):
         MABBuilder().info_for({}, release)
@@ -92,8 +127,11 @@ def test_json_with_the_same_columns_reads_like_parquet(tmp_path, release):
     as_jsonl = tmp_path / "ar.jsonl"
     as_jsonl.write_text("\n".join(json.dumps(r) for r in pq.read_table(parquet).to_pylist()))
     one = [build(p, source="ruler_qa1_197K", chunk=64) for p in (parquet, as_json, as_jsonl)]
-    assert [(s.messages, s.questions) for s in one[0]] == [(s.messages, s.questions) for s in one[1]] \
+    assert (
+        [(s.messages, s.questions) for s in one[0]]
+        == [(s.messages, s.questions) for s in one[1]]
         == [(s.messages, s.questions) for s in one[2]]
+    )
     assert [s.meta["file"] for s in one[0] + one[1]] == [str(parquet), str(as_json)]
 
 
@@ -101,8 +139,10 @@ def test_a_sample_is_the_official_chunks_and_question_answer_pairs(release):
     [sample] = build(release, source="ruler_qa1_197K", chunk=200)
     assert sample.id == "ruler_qa1_197K" and sample.meta["competency"] == "AR"
     assert len(sample.messages) == sample.meta["n_chunks"] > 5
-    assert sample.messages[0].text.startswith("Dialogue between User and Assistant 2025-07-07 00:00:00\\n<User> "
-                                              "The following context is the documents I have read: \nSentence")
+    assert sample.messages[0].text.startswith(
+        "Dialogue between User and Assistant 2025-07-07 00:00:00\\n<User> "
+        "The following context is the documents I have read: \nSentence"
+    )
     assert [q.id for q in sample.questions] == ["ruler_qa1_197K_no0", "ruler_qa1_197K_no1"]
     assert sample.questions[1].answers == ("day 7", "7") and sample.questions[1].meta["answer"] == ["day 7", "7"]
     assert_dataset_conforms(MABBuilder(), options={"source": "ruler_qa1_197K", "chunk": "200"}, data=release)
@@ -112,9 +152,13 @@ def test_a_row_with_one_question_asks_it_with_every_answer(release):
     [sample] = build(release, source="infbench_sum_eng_shots2")
     [question] = sample.questions
     # _create_query_answer_pairs: one question, its gold the whole answers list
-    assert question.meta["answer"] == [["A story told day by day."]] and question.answers == ("A story told day by day.",)
-    assert question.meta["judge"] == "infbench-sum" and question.meta["keypoints"] == ["It is told day by day.",
-                                                                                     "It has 400 days."]
+    assert question.meta["answer"] == [["A story told day by day."]] and question.answers == (
+        "A story told day by day.",
+    )
+    assert question.meta["judge"] == "infbench-sum" and question.meta["keypoints"] == [
+        "It is told day by day.",
+        "It has 400 days.",
+    ]
 
 
 def test_longmemeval_questions_carry_type_id_date_and_its_judge(release):
@@ -152,14 +196,18 @@ def test_info_names_the_sources_protocol_metric_and_competency(release):
 
 
 def test_a_source_without_data_says_where_the_release_is():
-    with pytest.raises(MemplugError, match=r"download data/Test_Time_Learning-00000-of-00001.parquet from "
-                                           r"huggingface.co/datasets/ai-hyz/MemoryAgentBench and pass --data PATH"):
+    with pytest.raises(
+        MemplugError,
+        match=r"download data/Test_Time_Learning-00000-of-00001.parquet from "
+        r"huggingface.co/datasets/ai-hyz/MemoryAgentBench and pass --data PATH",
+    ):
         build(None, source="icl_nlu_8296shot_balance")
 
 
 def test_recsys_needs_the_entity_map(tmp_path):
-    path = write_release(tmp_path, "Test_Time_Learning", [row("recsys_redial_full", ["User: hi", "User: more"],
-                                                              [["1"], ["2"]])])
+    path = write_release(
+        tmp_path, "Test_Time_Learning", [row("recsys_redial_full", ["User: hi", "User: more"], [["1"], ["2"]])]
+    )
     with pytest.raises(MemplugError, match="entity2id.json"):
         build(path, source="recsys_redial_full")
     (tmp_path / "entity2id.json").write_text(json.dumps({"<http://dbpedia.org/resource/Up_(2009_film)>": 1}))
@@ -181,8 +229,23 @@ def test_the_generator_hides_every_needle_in_one_chunk():
 
 
 def test_eval_runs_offline_on_the_generated_niah_mq(tmp_path):
-    result = run_cli(["eval", "--agent", "bm25", "--dataset", "mab", "-o", "tokens=4000", "-o", "questions=4",
-                      "-o", "chunk=256", "--quiet"], cwd=tmp_path)
+    result = run_cli(
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "mab",
+            "-o",
+            "tokens=4000",
+            "-o",
+            "questions=4",
+            "-o",
+            "chunk=256",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+    )
     assert result.exit_code == 0, result.stderr
     assert result.run_dir is not None
     run = json.loads((result.run_dir / "run.json").read_text())
@@ -195,8 +258,9 @@ def test_eval_runs_offline_on_the_generated_niah_mq(tmp_path):
 def test_eval_runs_a_release_file_of_factconsolidation(tmp_path, shared_data):
     source = json.loads((shared_data / "factconsolidation" / "factconsolidation_sh_6k.json").read_text())
     path = write_release(tmp_path, "Conflict_Resolution", [source])
-    result = run_cli(["eval", "--agent", "bm25", "--dataset", "mab", "--data", path, "--limit", "1", "--quiet"],
-                     cwd=tmp_path)
+    result = run_cli(
+        ["eval", "--agent", "bm25", "--dataset", "mab", "--data", path, "--limit", "1", "--quiet"], cwd=tmp_path
+    )
     assert result.exit_code == 0, result.stderr
     assert result.run_dir is not None
     run = json.loads((result.run_dir / "run.json").read_text())
@@ -207,8 +271,9 @@ def test_eval_runs_a_release_file_of_factconsolidation(tmp_path, shared_data):
 
 def test_a_parquet_file_that_is_not_the_release_is_one_line(tmp_path):
     path = tmp_path / "other.parquet"
-    pq.write_table(pa.Table.from_pylist([{"context": "x", "questions": ["q"], "answers": [["a"]], "metadata": "m"}]),
-                   path)
+    pq.write_table(
+        pa.Table.from_pylist([{"context": "x", "questions": ["q"], "answers": [["a"]], "metadata": "m"}]), path
+    )
     with pytest.raises(MemplugError, match="column metadata must be a struct with a source field"):
         sources_in(path)
     (tmp_path / "broken.parquet").write_text("not parquet")
@@ -231,22 +296,26 @@ def test_factcon_reads_the_parquet_release_as_its_json_copy(tmp_path, shared_dat
     folder = tmp_path / "MemoryAgentBench"
     write_release(folder, "Conflict_Resolution", [json.loads(copy.read_text())])
     from_parquet, from_json = list(load_release(folder)), list(load_release(copy))
-    assert [(s.id, s.messages, s.questions) for s in from_parquet] == [(s.id, s.messages, s.questions)
-                                                                       for s in from_json]
+    assert [(s.id, s.messages, s.questions) for s in from_parquet] == [
+        (s.id, s.messages, s.questions) for s in from_json
+    ]
     assert len(from_parquet[0].questions) == 100
 
 
 def test_report_groups_runs_of_several_sources_by_competency(tmp_path, shared_data):
     copy = shared_data / "factconsolidation" / "factconsolidation_mh_6k.json"
     path = write_release(tmp_path, "Conflict_Resolution", [json.loads(copy.read_text())])
-    runs = [_run_dir(run_cli(["eval", "--agent", "bm25", "--dataset", "mab", *args, "--quiet"], cwd=tmp_path))
-            for args in (["-o", "tokens=3000", "-o", "questions=2", "-o", "chunk=256"], ["--data", path])]
+    runs = [
+        _run_dir(run_cli(["eval", "--agent", "bm25", "--dataset", "mab", *args, "--quiet"], cwd=tmp_path))
+        for args in (["-o", "tokens=3000", "-o", "questions=2", "-o", "chunk=256"], ["--data", path])
+    ]
     markdown = run_cli(["report", *runs, "--format", "markdown"], cwd=tmp_path)
     assert markdown.exit_code == 0, markdown.stderr
     lines = markdown.stdout.splitlines()
     assert lines[0] == "| | AR |  | CR |  |"
-    assert lines[2] == ("| agent | ruler_niah_mq_synthetic (ruler_recall) | avg | factconsolidation_mh_6k (subem) "
-                        "| avg |")
+    assert lines[2] == (
+        "| agent | ruler_niah_mq_synthetic (ruler_recall) | avg | factconsolidation_mh_6k (subem) | avg |"
+    )
     assert lines[3].startswith("| bm25 (extractive) | ")
     latex = run_cli(["report", *runs, "--format", "latex"], cwd=tmp_path).stdout
     assert r"\multicolumn{2}{c}{AR} & \multicolumn{2}{c}{CR}" in latex and r"factconsolidation\_mh\_6k" in latex
@@ -255,11 +324,12 @@ def test_report_groups_runs_of_several_sources_by_competency(tmp_path, shared_da
     page = run_cli(["report", *runs, "--html", tmp_path / "page.html"], cwd=tmp_path)
     assert page.exit_code == 0, page.stderr
     html = (tmp_path / "page.html").read_text()
-    assert '<h2>By competency</h2>' in html and '<th colspan="2">AR</th><th colspan="2">CR</th>' in html
+    assert "<h2>By competency</h2>" in html and '<th colspan="2">AR</th><th colspan="2">CR</th>' in html
 
 
 def test_judged_sources_end_to_end(release, tmp_path, openai_stub):
     """InfBench-Sum's three calls and LongMemEval's yes/no prompt, through the runner."""
+
     def reply(body: dict[str, Any]) -> str:
         prompt = body["messages"][-1]["content"]
         if "Answer yes or no only" in prompt:
@@ -273,9 +343,26 @@ def test_judged_sources_end_to_end(release, tmp_path, openai_stub):
     openai_stub.reply = reply
     scores: dict[str, Any] = {}
     for source in ("infbench_sum_eng_shots2", "longmemeval_s*"):
-        result = run_cli(["eval", "--agent", "bm25", "--dataset", "mab", "--data", release, "-o", f"source={source}",
-                          "--judge", "openai/stub", "--api-base", openai_stub.base_url, "--quiet"],
-                         cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"})
+        result = run_cli(
+            [
+                "eval",
+                "--agent",
+                "bm25",
+                "--dataset",
+                "mab",
+                "--data",
+                release,
+                "-o",
+                f"source={source}",
+                "--judge",
+                "openai/stub",
+                "--api-base",
+                openai_stub.base_url,
+                "--quiet",
+            ],
+            cwd=tmp_path,
+            env={"OPENAI_API_KEY": "sk-test"},
+        )
         assert result.exit_code == 0, result.stderr
         assert result.run_dir is not None
         resolved = json.loads((result.run_dir / "run.json").read_text())["resolved"]

@@ -37,7 +37,9 @@ def flat(answer: Any) -> tuple[str, ...]:
     return tuple(a for item in answer for a in (item if isinstance(item, list) else [item]))
 
 
-def scores(source: str, reply: str, answer: Any, metrics: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, float]:
+def scores(
+    source: str, reply: str, answer: Any, metrics: dict[str, Any], meta: dict[str, Any] | None = None
+) -> dict[str, float]:
     """memplug's scores of ``reply`` as the runner computes them under ``source``'s protocol."""
     protocol = official(source_info(source))
     question = Question("q", "?", flat(answer), meta=meta or {})
@@ -50,8 +52,10 @@ def scores(source: str, reply: str, answer: Any, metrics: dict[str, Any], meta: 
 QA_METRICS = {"exact_match": ExactMatch(), "substring_exact_match": SubstringExactMatch(), "f1": TokenF1()}
 
 
-@pytest.mark.parametrize("kind,source", [("default", "ruler_qa1_197K"), ("icl", "icl_banking77_5900shot_balance"),
-                                         ("eventqa", "eventqa_full")])
+@pytest.mark.parametrize(
+    "kind,source",
+    [("default", "ruler_qa1_197K"), ("icl", "icl_banking77_5900shot_balance"), ("eventqa", "eventqa_full")],
+)
 def test_question_answering_scores_are_the_official_ones(kind, source):
     registry = get_plugins().registry("metrics")
     metrics: dict[str, Any] = dict(QA_METRICS)
@@ -72,8 +76,11 @@ def test_ruler_niah_recall_is_the_official_one():
 def test_recsys_recall_matches_titles_as_the_official_code(tmp_path):
     entity_map = tmp_path / "entity2id.json"
     entity_map.write_text(json.dumps(FIGURES["entity2id"]))
-    metrics = {"recsys_recall@1": RecsysRecall1(), "recsys_recall@5": RecsysRecall(),
-               "recsys_recall@10": RecsysRecall10()}
+    metrics = {
+        "recsys_recall@1": RecsysRecall1(),
+        "recsys_recall@5": RecsysRecall(),
+        "recsys_recall@10": RecsysRecall10(),
+    }
     for (reply, answer), want in zip(FIGURES["recsys_cases"], FIGURES["recsys"]):
         got = scores("recsys_redial_full", reply, answer, metrics, {"entity_map": str(entity_map)})
         assert got == pytest.approx(want), reply
@@ -96,13 +103,18 @@ class ScriptedJudge:
 
         class Done:
             text = self.replies[len(self.prompts) - 1]
+
         return Done()
 
 
 def test_infbench_sum_judge_is_the_official_f1_with_the_official_prompts():
     case = FIGURES["infbench_sum"]
-    question = Question("infbench_sum_eng_shots2_no0", "summarise", flat(case["answer"]),
-                        meta={"keypoints": case["keypoints"], "answer": case["answer"], "judge": "infbench-sum"})
+    question = Question(
+        "infbench_sum_eng_shots2_no0",
+        "summarise",
+        flat(case["answer"]),
+        meta={"keypoints": case["keypoints"], "answer": case["answer"], "judge": "infbench-sum"},
+    )
     for replies, want in zip(case["replies"], case["results"]):
         llm = ScriptedJudge(replies)
         got = asyncio.run(infbench.score(llm, question, case["summary"]))  # type: ignore[arg-type]
@@ -126,8 +138,12 @@ def test_infbench_sum_judge_is_pinned_and_registered():
 
 def test_longmemeval_questions_get_the_official_prompt_with_the_release_answer():
     for (qtype, text, answer, reply, qid), want in zip(FIGURES["longmemeval_cases"], FIGURES["longmemeval"]):
-        question = Question(qid, text, tuple(answer), meta={"judge": "longmemeval", "question_type": qtype,
-                                                             "question_id": qid, "answer": answer})
+        question = Question(
+            qid,
+            text,
+            tuple(answer),
+            meta={"judge": "longmemeval", "question_type": qtype, "question_id": qid, "answer": answer},
+        )
         prompt = LONGMEMEVAL.prompt(LONGMEMEVAL.choose(question) or "")
         assert sha(prompt.render(text, LONGMEMEVAL.gold(question), reply)) == want, qid
 

@@ -28,50 +28,117 @@ def statement(mid: int, message: str, time: str, place: str = BOSTON) -> dict[st
 
 
 def qa(question: str, answer: str, targets: list[Any], choices: list[str], truth: str, time: str) -> dict[str, Any]:
-    return {"qid": 0, "question": question, "answer": answer, "target_step_id": targets,
-            "choices": dict(zip("ABCD", choices)), "ground_truth": truth, "time": time}
+    return {
+        "qid": 0,
+        "question": question,
+        "answer": answer,
+        "target_step_id": targets,
+        "choices": dict(zip("ABCD", choices)),
+        "ground_truth": truth,
+        "time": time,
+    }
 
 
 COMPANIES = ["Globex", "Initech", "Umbrella", "TechInnovate Systems LLC"]
 THIRD_SIMPLE = {
     "roles": [
-        {"tid": 0, "message_list": [
-            statement(0, "My subordinate is Maya Carter.", TUE.format("08:00")),
-            statement(1, "Maya Carter holds an Associate Degree.", TUE.format("08:05")),
-            statement(2, "My uncle Landon Pierce is 27 years old.", WED.format("09:00"), "Salem, MA"),
-        ], "QA": qa("What is the education level of my subordinate?", "Associate Degree", [1],
-                    ["Bachelor's Degree", "Associate Degree", "High School Diploma", "Master's Degree"], "B",
-                    "'2024-10-04 08:49' Friday")},
-        {"tid": 1, "message_list": [
-            statement(0, "My niece works at TechInnovate Systems LLC.", TUE.format("10:00"), "Austin, TX"),
-            statement(1, "My niece is called Ruby Hale.", TUE.format("10:02"), "Austin, TX"),
-        ], "QA": qa("Where does Ruby Hale work?", "TechInnovate Systems LLC", [0, 1], COMPANIES, "D",
-                    "'2024-10-03 11:00' Thursday")},
+        {
+            "tid": 0,
+            "message_list": [
+                statement(0, "My subordinate is Maya Carter.", TUE.format("08:00")),
+                statement(1, "Maya Carter holds an Associate Degree.", TUE.format("08:05")),
+                statement(2, "My uncle Landon Pierce is 27 years old.", WED.format("09:00"), "Salem, MA"),
+            ],
+            "QA": qa(
+                "What is the education level of my subordinate?",
+                "Associate Degree",
+                [1],
+                ["Bachelor's Degree", "Associate Degree", "High School Diploma", "Master's Degree"],
+                "B",
+                "'2024-10-04 08:49' Friday",
+            ),
+        },
+        {
+            "tid": 1,
+            "message_list": [
+                statement(0, "My niece works at TechInnovate Systems LLC.", TUE.format("10:00"), "Austin, TX"),
+                statement(1, "My niece is called Ruby Hale.", TUE.format("10:02"), "Austin, TX"),
+            ],
+            "QA": qa(
+                "Where does Ruby Hale work?",
+                "TechInnovate Systems LLC",
+                [0, 1],
+                COMPANIES,
+                "D",
+                "'2024-10-03 11:00' Thursday",
+            ),
+        },
     ],
 }
 #: a high-level trajectory: one session of statements, targets as [step, session]
 THIRD_HIGH = {
     "movie": [
-        {"tid": 0, "message_list": [[
-            statement(0, "I watched The Godfather again.", TUE.format("08:00")),
-            statement(1, "The weather was rainy.", TUE.format("09:00")),
-            statement(2, "I loved 12 Angry Men.", WED.format("08:00")),
-        ]], "QA": qa("What kind of movies might I prefer?", "Drama", [[0, 0], [2, 0]],
-                     ["Musical", "Drama", "Horror", "Children"], "B", "'2024-10-03 08:13' Thursday")},
+        {
+            "tid": 0,
+            "message_list": [
+                [
+                    statement(0, "I watched The Godfather again.", TUE.format("08:00")),
+                    statement(1, "The weather was rainy.", TUE.format("09:00")),
+                    statement(2, "I loved 12 Angry Men.", WED.format("08:00")),
+                ]
+            ],
+            "QA": qa(
+                "What kind of movies might I prefer?",
+                "Drama",
+                [[0, 0], [2, 0]],
+                ["Musical", "Drama", "Horror", "Children"],
+                "B",
+                "'2024-10-03 08:13' Thursday",
+            ),
+        },
     ],
 }
 #: two sessions of turns, the second spelled user/assistant as some files do
 FIRST_SIMPLE = {
     "roles": [
-        {"tid": 0, "message_list": [
-            [{"sid": 0, "user_message": "I want to tell you about my uncle, Landon Pierce.",
-              "assistant_message": "Sure, tell me.", "time": TUE.format("08:00"), "place": BOSTON},
-             {"sid": 1, "user_message": "He is 27 years old.", "assistant_message": "Landon is quite young at 27.",
-              "time": TUE.format("08:01"), "place": BOSTON}],
-            [{"sid": 2, "user": "My niece works at TechInnovate Systems LLC.", "assistant": "Noted!",
-              "time": WED.format("08:00"), "place": BOSTON}],
-        ], "QA": qa("What is the name of my niece's company?", "TechInnovate Systems LLC", [[2, 1]], COMPANIES, "D",
-                    "'2024-10-04 08:49' Friday")},
+        {
+            "tid": 0,
+            "message_list": [
+                [
+                    {
+                        "sid": 0,
+                        "user_message": "I want to tell you about my uncle, Landon Pierce.",
+                        "assistant_message": "Sure, tell me.",
+                        "time": TUE.format("08:00"),
+                        "place": BOSTON,
+                    },
+                    {
+                        "sid": 1,
+                        "user_message": "He is 27 years old.",
+                        "assistant_message": "Landon is quite young at 27.",
+                        "time": TUE.format("08:01"),
+                        "place": BOSTON,
+                    },
+                ],
+                [
+                    {
+                        "sid": 2,
+                        "user": "My niece works at TechInnovate Systems LLC.",
+                        "assistant": "Noted!",
+                        "time": WED.format("08:00"),
+                        "place": BOSTON,
+                    }
+                ],
+            ],
+            "QA": qa(
+                "What is the name of my niece's company?",
+                "TechInnovate Systems LLC",
+                [[2, 1]],
+                COMPANIES,
+                "D",
+                "'2024-10-04 08:49' Friday",
+            ),
+        },
     ],
 }
 
@@ -101,13 +168,21 @@ OFFICIAL_THIRD_STORED = [
     "2[|]My uncle Landon Pierce is 27 years old. (place: Salem, MA; time'2024-10-02 09:00' Wednesday)",
 ]
 #: Membenenv.get_recall(res, std) on these inputs, as it returned them
-OFFICIAL_RECALL = [([1, 5, 1], [1], 1.0), ([0, 3], [0, 1], 0.5), ([3, 4], [0, 1], 0.0), ([2, 0, 1], [0, 0, 2], 1.0),
-                   ([], [1], 0.0)]
+OFFICIAL_RECALL = [
+    ([1, 5, 1], [1], 1.0),
+    ([0, 3], [0, 1], 0.5),
+    ([3, 4], [0, 1], 0.0),
+    ([2, 0, 1], [0, 0, 2], 1.0),
+    ([], [1], 0.0),
+]
 
 
 def write_memdata(root: Path) -> Path:
-    for mode, name, data in (("ThirdAgent", "simple", THIRD_SIMPLE), ("ThirdAgent", "highlevel", THIRD_HIGH),
-                             ("FirstAgent", "simple", FIRST_SIMPLE)):
+    for mode, name, data in (
+        ("ThirdAgent", "simple", THIRD_SIMPLE),
+        ("ThirdAgent", "highlevel", THIRD_HIGH),
+        ("FirstAgent", "simple", FIRST_SIMPLE),
+    ):
         (root / mode).mkdir(parents=True, exist_ok=True)
         (root / mode / f"{name}.json").write_text(json.dumps(data, indent=4), encoding="utf-8")
     return root
@@ -124,8 +199,12 @@ def memdata(tmp_path: Path) -> Path:
 
 def test_one_sample_per_trajectory_with_the_official_steps_and_targets(memdata):
     samples = load(memdata)
-    assert list(samples) == ["membench-FirstAgent-simple-roles-0", "membench-ThirdAgent-highlevel-movie-0",
-                             "membench-ThirdAgent-simple-roles-0", "membench-ThirdAgent-simple-roles-1"]
+    assert list(samples) == [
+        "membench-FirstAgent-simple-roles-0",
+        "membench-ThirdAgent-highlevel-movie-0",
+        "membench-ThirdAgent-simple-roles-0",
+        "membench-ThirdAgent-simple-roles-1",
+    ]
     first = samples["membench-FirstAgent-simple-roles-0"]
     assert [m.text for m in first.messages] == OFFICIAL_FIRST_STORED  # sessions flattened, both key spellings
     assert [m.text for m in samples["membench-ThirdAgent-simple-roles-0"].messages] == OFFICIAL_THIRD_STORED
@@ -147,12 +226,15 @@ def test_the_prompt_is_instruction_first_over_full_memory(memdata):
     items = [Recalled(m.text, message_ids=(m.id,)) for m in sample.messages]
     protocol = protocol_of(MemBenchBuilder.info)
     assert protocol.messages(AgentQuestion.of(sample.questions[0]), items) == [
-        {"role": "user", "content": OFFICIAL_FIRST_PROMPT}]
+        {"role": "user", "content": OFFICIAL_FIRST_PROMPT}
+    ]
     assert protocol.top_k == 10 and protocol.unit == "message" and protocol.variations == ("no-json-schema",)
 
 
-@pytest.mark.parametrize("reply,letter", [('{"choice": "B"}', "B"), ("B", "B"), (" B\n", "B"), ("B.", "B."),
-                                          ('{"answer": "B"}', '{"answer":"B"}')])
+@pytest.mark.parametrize(
+    "reply,letter",
+    [('{"choice": "B"}', "B"), ("B", "B"), (" B\n", "B"), ("B.", "B."), ('{"answer": "B"}', '{"answer":"B"}')],
+)
 def test_replies_are_read_as_the_official_agent_reads_them(reply, letter):
     assert parse_choice(reply) == letter
 
@@ -184,15 +266,18 @@ def _broken(memdata: Path, change: Callable[[Any], object]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda t: t["QA"].update(target_step_id=[7]), "target_step_id 7 names no step"),
-    (lambda t: t["QA"].update(ground_truth="E"), "ground_truth 'E' is not one of"),
-    (lambda t: t["QA"]["choices"].pop("D"), "keys A, B, C, D"),
-    (lambda t: t["message_list"][0].pop("place"), "lacks 'place'"),
-    (lambda t: t["message_list"][1].pop("message"), "needs 'message'"),
-    (lambda t: t.pop("QA"), "tid, message_list, QA"),
-    (lambda t: t.update(message_list=[]), "non-empty list"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda t: t["QA"].update(target_step_id=[7]), "target_step_id 7 names no step"),
+        (lambda t: t["QA"].update(ground_truth="E"), "ground_truth 'E' is not one of"),
+        (lambda t: t["QA"]["choices"].pop("D"), "keys A, B, C, D"),
+        (lambda t: t["message_list"][0].pop("place"), "lacks 'place'"),
+        (lambda t: t["message_list"][1].pop("message"), "needs 'message'"),
+        (lambda t: t.pop("QA"), "tid, message_list, QA"),
+        (lambda t: t.update(message_list=[]), "non-empty list"),
+    ],
+)
 def test_broken_trajectories_name_the_file_and_the_place(memdata, change, message):
     path = _broken(memdata, change)
     with pytest.raises(DataError, match=message) as err:
@@ -217,8 +302,21 @@ def test_broken_layouts_are_one_line_errors(tmp_path):
 
 
 def test_eval_runs_end_to_end_offline(memdata, tmp_path):
-    result = run_cli(["eval", "--agent", "bm25", "--dataset", "membench", "--data", memdata,
-                      "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path)
+    result = run_cli(
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "membench",
+            "--data",
+            memdata,
+            "--output",
+            tmp_path / "runs",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+    )
     assert result.exit_code == 0, result.stderr
     assert result.run_dir is not None
     summary = json.loads((result.run_dir / "summary.json").read_text())
@@ -233,17 +331,47 @@ def test_eval_runs_end_to_end_offline(memdata, tmp_path):
 
 def test_bad_data_is_one_line_exit_2_before_any_run(memdata, tmp_path):
     _broken(memdata, lambda t: t["QA"].update(ground_truth="Z"))
-    result = run_cli(["eval", "--agent", "bm25", "--dataset", "membench", "--data", memdata,
-                      "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path)
+    result = run_cli(
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "membench",
+            "--data",
+            memdata,
+            "--output",
+            tmp_path / "runs",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+    )
     assert result.exit_code == 2 and result.run_dir is None
     assert len(result.stderr.strip().splitlines()) == 1 and "ground_truth 'Z'" in result.stderr
 
 
 def test_the_llm_reader_gets_instruction_first_and_a_json_choice_counts(memdata, tmp_path, openai_stub):
     openai_stub.reply = '{"choice": "D"}'
-    result = run_cli(["eval", "--agent", "full", "--dataset", "membench", "--data", memdata, "--llm", "openai/stub",
-                      "--api-base", openai_stub.base_url, "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path,
-                     env={"OPENAI_API_KEY": "sk-test"})
+    result = run_cli(
+        [
+            "eval",
+            "--agent",
+            "full",
+            "--dataset",
+            "membench",
+            "--data",
+            memdata,
+            "--llm",
+            "openai/stub",
+            "--api-base",
+            openai_stub.base_url,
+            "--output",
+            tmp_path / "runs",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert result.exit_code == 0, result.stderr
     assert OFFICIAL_FIRST_PROMPT in [b["messages"][-1]["content"] for b in openai_stub.chat_requests]
     assert result.run_dir is not None

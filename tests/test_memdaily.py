@@ -80,8 +80,13 @@ def test_merged_memdaily_json_gives_the_same_questions(release, tmp_path):
         qtype = path.stem.split("_", 1)[1].rsplit("_", 1)[0]
         raw = json.loads(path.read_text(encoding="utf-8"))
         kept_items = [t for t in raw if kept(t["question_list"][0])]
-        merged[qtype] = {"roles": [{"tid": i, "message_list": t["message_list"], "QA": t["question_list"][0]}
-                                   for i, t in enumerate(kept_items)], "events": None}
+        merged[qtype] = {
+            "roles": [
+                {"tid": i, "message_list": t["message_list"], "QA": t["question_list"][0]}
+                for i, t in enumerate(kept_items)
+            ],
+            "events": None,
+        }
     (tmp_path / "memdaily.json").write_text(json.dumps(merged, ensure_ascii=False), encoding="utf-8")
     from_dir = load(tmp_path)
     per_type = load(release)
@@ -91,12 +96,24 @@ def test_merged_memdaily_json_gives_the_same_questions(release, tmp_path):
 
 
 def test_quirks_are_handled_not_fixed(tmp_path):
-    item = {"tid": 0, "message_list": [
-        {"mid": 0, "message": "我表弟今年36岁。。", "time": "2024年04月03日 周三 08:00", "place": "北京"},
-        {"mid": 1, "message": "我表妹今年30岁。", "time": "2024年04月02日 周二 08:00", "place": "北京"}],
-        "question_list": [{"qid": 0, "question": "我表弟多大？", "answer": "36岁", "target_step_id": [0],
-                           "choices": {"A": "36岁", "B": "35岁", "C": "37岁", "D": "34岁  "}, "ground_truth": "A",
-                           "time": "2024年04月05日 周五 07:54"}]}
+    item = {
+        "tid": 0,
+        "message_list": [
+            {"mid": 0, "message": "我表弟今年36岁。。", "time": "2024年04月03日 周三 08:00", "place": "北京"},
+            {"mid": 1, "message": "我表妹今年30岁。", "time": "2024年04月02日 周二 08:00", "place": "北京"},
+        ],
+        "question_list": [
+            {
+                "qid": 0,
+                "question": "我表弟多大？",
+                "answer": "36岁",
+                "target_step_id": [0],
+                "choices": {"A": "36岁", "B": "35岁", "C": "37岁", "D": "34岁  "},
+                "ground_truth": "A",
+                "time": "2024年04月05日 周五 07:54",
+            }
+        ],
+    }
     path = tmp_path / "01_simple_roles.json"
     path.write_text(json.dumps([item], ensure_ascii=False), encoding="utf-8")
     (s,) = load(path, stamp=False)
@@ -142,7 +159,8 @@ def test_memdaily_eta_mixes_noise_and_remaps_targets(release, tmp_path):
         for q, vq in zip(s.questions, v.questions):
             assert [by_id[t] for t in q.targets] == [old[t] for t in vq.targets]
     assert [m.text for m in load(release, stamp=False, eta=10, noise=posts)[0].messages] == [
-        m.text for m in noisy[0].messages]
+        m.text for m in noisy[0].messages
+    ]
     with pytest.raises(Exception, match="go together"):
         load(release, eta=10)
     with pytest.raises(MemplugError, match="eta=0: must be >= 1"):

@@ -77,7 +77,9 @@ def test_check_catches_wrong_answers_targets_and_contradictions():
     assert any("hints give" in p for p in builder.check([bad_answer]).problems)
     bad_target = attrs.evolve(sample, questions=[attrs.evolve(q, targets=(*q.targets, "99"))])
     assert any("not messages of the trajectory" in p for p in builder.check([bad_target]).problems)
-    bad_letter = attrs.evolve(sample, questions=[attrs.evolve(q, correct_choice=next(k for k in q.choices if k != q.correct_choice))])
+    bad_letter = attrs.evolve(
+        sample, questions=[attrs.evolve(q, correct_choice=next(k for k in q.choices if k != q.correct_choice))]
+    )
     assert not builder.check([bad_letter]).ok
     # a second message telling the same fact with another value
     hint = next(h for h in sample.meta["hints"] if h["message"] == q.targets[0])
@@ -152,7 +154,12 @@ def test_llm_rewrites_wording_only():
     assert MemSimBuilder().check(rewritten).ok
     for a, b in zip(plain, rewritten):
         qa, qb = a.questions[0], b.questions[0]
-        assert (qa.answers, qa.choices, qa.correct_choice, qa.targets) == (qb.answers, qb.choices, qb.correct_choice, qb.targets)
+        assert (qa.answers, qa.choices, qa.correct_choice, qa.targets) == (
+            qb.answers,
+            qb.choices,
+            qb.correct_choice,
+            qb.targets,
+        )
         assert all("Just so you know" in m.text for m in b.messages)
     liar = FakeLLM(lambda t: "Something else entirely.")  # loses the facts: every rewrite is discarded
     assert as_jsonl(generate(n=12, llm=liar)) == as_jsonl(plain)

@@ -45,7 +45,10 @@ def test_memdaily_profiles_follow_the_network_edges(space):
         user = p["user"]
         for c in ("colleague_1", "colleague_2"):  # colleagues share the user's job
             assert (p[c]["workplace"], p[c]["company"], p[c]["occupation"]) == (
-                user["workplace"], user["company"], user["occupation"])
+                user["workplace"],
+                user["company"],
+                user["occupation"],
+            )
         assert p["relative_1"]["relationship"] != p["relative_2"]["relationship"]
         assert p["colleague_1"]["relationship"] != p["colleague_2"]["relationship"]
         names = [user["name"]] + [p[e]["name"] for e in PERSONS]

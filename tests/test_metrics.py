@@ -125,7 +125,7 @@ def test_bleu_by_hand() -> None:
     # p1 = 3/4; p2 = 1/3 (on mat); p3 = 0/2 -> exp smoothing 1/(2*2) = 1/4;
     # p4 = 0/1 -> 1/(4*1) = 1/4; BP = 1 (4 = 4); BLEU = (3/4 * 1/3 * 1/4 * 1/4) ** (1/4) = 64 ** -1/4
     score = Bleu(MetricConfig()).score(ctx("The cat sat on the mat.", ("the cat is on the mat",)))
-    assert score == pytest.approx(64 ** -0.25)
+    assert score == pytest.approx(64**-0.25)
     # one word, effective order 1: p1 = 1, BP = exp(1 - 2/1) = e^-1
     assert sentence_bleu(["paris"], [["paris", "france"]]) == pytest.approx(math.exp(-1))
     # [36, years] vs [36, years, old]: p1 = p2 = 1, BP = exp(1 - 3/2)
@@ -134,7 +134,7 @@ def test_bleu_by_hand() -> None:
     assert sentence_bleu(["x", "y", "z"], [["a", "b", "c"]]) == 0.0
     # Chinese characters: [高, 中, 学, 历] vs [高, 中]: p1 = 2/4, p2 = 1/3, p3 = 0/2 -> 1/4,
     # p4 = 0/1 -> 1/4; BP = 1; (1/2 * 1/3 * 1/4 * 1/4) ** (1/4) = 96 ** -1/4
-    assert Bleu().score(ctx("高中学历", ("高中",), "zh")) == pytest.approx(96 ** -0.25)
+    assert Bleu().score(ctx("高中学历", ("高中",), "zh")) == pytest.approx(96**-0.25)
 
 
 @pytest.mark.parametrize(
@@ -159,13 +159,20 @@ CHOICES = {"A": "35 years old.", "B": "37 years old.", "C": "34 years old.", "D"
 @pytest.mark.parametrize(
     ("prediction", "expected"),
     [
-        ("D", "D"), ("D.", "D"), ("(D)", "D"), ("d", "D"), ("Answer: D", "D"),
-        ("The answer is (D).", "D"), ("答案：D", "D"), ("D. 36 years old", "D"),
+        ("D", "D"),
+        ("D.", "D"),
+        ("(D)", "D"),
+        ("d", "D"),
+        ("Answer: D", "D"),
+        ("The answer is (D).", "D"),
+        ("答案：D", "D"),
+        ("D. 36 years old", "D"),
         ("36 years old", "D"),  # equal to D's text after normalisation
         ("I think he is 36", "D"),  # closest by token F1: only D shares "36"
         ("35 or 36", None),  # two choices tie: undecided
         ("the answer is a dog", None),  # a lower-case "a" inside prose is not a letter
-        ("E", None), ("", None),
+        ("E", None),
+        ("", None),
     ],
 )
 def test_resolve_choice(prediction: str, expected: str | None) -> None:
@@ -187,7 +194,11 @@ def test_accuracy() -> None:
 
 
 def test_recall_at_k() -> None:
-    items = (Recalled("x", message_ids=("m1", "m2")), Recalled("y", message_ids=("m5",)), Recalled("z", message_ids=("m3",)))
+    items = (
+        Recalled("x", message_ids=("m1", "m2")),
+        Recalled("y", message_ids=("m5",)),
+        Recalled("z", message_ids=("m3",)),
+    )
     c = ctx("", ("a",), targets=("m1", "m3"), items=items)
     at2 = RecallAtK(MetricConfig(top_k=2))
     assert at2.name == "recall@2"

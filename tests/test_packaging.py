@@ -53,8 +53,11 @@ def test_licence_is_an_spdx_expression_with_its_files():
 def test_python_versions_agree_with_what_ci_installs_the_wheel_on():
     project = pyproject()["project"]
     tested = smoke_pythons()
-    classified = [c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
-                  if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    classified = [
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
     assert classified == tested
     assert project["requires-python"] == f">={tested[0]}"
     assert "Typing :: Typed" in project["classifiers"] and (ROOT / "core" / "py.typed").is_file()

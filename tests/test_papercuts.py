@@ -19,13 +19,17 @@ def one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> s
 
 
 def test_a_mistyped_command_gets_did_you_mean(testkit_env, tmp_path):
-    one_line_error(memplug_main(["evl"], env=testkit_env, cwd=tmp_path), "no such command 'evl'",
-                   'did you mean "eval"?')
+    one_line_error(
+        memplug_main(["evl"], env=testkit_env, cwd=tmp_path), "no such command 'evl'", 'did you mean "eval"?'
+    )
 
 
 def test_a_name_in_other_letter_case_gets_did_you_mean(testkit_env, tmp_path):
-    one_line_error(memplug_main(["eval", "--agent", "LOOKUP", "--dataset", "counting"], env=testkit_env, cwd=tmp_path),
-                   "unknown agent 'LOOKUP'", 'did you mean "lookup"?')
+    one_line_error(
+        memplug_main(["eval", "--agent", "LOOKUP", "--dataset", "counting"], env=testkit_env, cwd=tmp_path),
+        "unknown agent 'LOOKUP'",
+        'did you mean "lookup"?',
+    )
 
 
 def test_another_tools_run_directory_is_not_taken_for_an_unfinished_run(testkit_env, tmp_path):
@@ -39,9 +43,12 @@ def test_another_tools_run_directory_is_not_taken_for_an_unfinished_run(testkit_
 
 
 def test_the_headline_says_the_data_was_generated_and_who_answered(testkit_env, tmp_path):
-    """"(official)" stood beside the scores of one generated sample answered offline, unsaid."""
-    result = memplug_main(["eval", "--agent", "lookup", "--dataset", "counting", "-o", "answer=false", "--output",
-                           str(tmp_path)], env=testkit_env, cwd=tmp_path)
+    """ "(official)" stood beside the scores of one generated sample answered offline, unsaid."""
+    result = memplug_main(
+        ["eval", "--agent", "lookup", "--dataset", "counting", "-o", "answer=false", "--output", str(tmp_path)],
+        env=testkit_env,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     headline = " ".join(result.stdout.split())
     assert "generated data, answered by the offline extractive reader" in headline, result.stdout
@@ -53,22 +60,30 @@ def test_a_missing_provider_key_is_said_before_litellm_is_imported(testkit_env, 
     import sys
 
     env = {k: v for k, v in testkit_env.items() if k != "OPENAI_API_KEY"}
-    code = ("import atexit, sys; atexit.register(lambda: print('litellm imported:', 'litellm' in sys.modules, "
-            "file=sys.stderr)); sys.argv = ['memplug', 'eval', '--agent', 'lookup', '--dataset', 'counting', "
-            "'--llm', 'openai/gpt-4o-mini']; from memplug.cli import main; main()")
-    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=120)
+    code = (
+        "import atexit, sys; atexit.register(lambda: print('litellm imported:', 'litellm' in sys.modules, "
+        "file=sys.stderr)); sys.argv = ['memplug', 'eval', '--agent', 'lookup', '--dataset', 'counting', "
+        "'--llm', 'openai/gpt-4o-mini']; from memplug.cli import main; main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [
         "memplug: error: --llm openai/gpt-4o-mini: openai needs OPENAI_API_KEY in the environment (or give "
-        "--api-base URL of a server that needs no key)", "litellm imported: False"]
+        "--api-base URL of a server that needs no key)",
+        "litellm imported: False",
+    ]
 
 
-@pytest.mark.parametrize(("model", "said"), [
-    ("gemini/gemini-1.5-flash", "gemini needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment"),
-    ("gpt-4o-mini", "openai needs OPENAI_API_KEY in the environment"),  # a bare name: litellm's price map
-    ("anthropic/claude-3-5-haiku-latest", "anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN"),
-])
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        ("gemini/gemini-1.5-flash", "gemini needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment"),
+        ("gpt-4o-mini", "openai needs OPENAI_API_KEY in the environment"),  # a bare name: litellm's price map
+        ("anthropic/claude-3-5-haiku-latest", "anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN"),
+    ],
+)
 def test_each_common_provider_s_key_is_checked_without_litellm(model, said, monkeypatch):
     """Only six providers were known before litellm's import: `--llm gemini/...` took 8 s to
     say GEMINI_API_KEY was missing."""
@@ -84,23 +99,33 @@ def test_each_common_provider_s_key_is_checked_without_litellm(model, said, monk
     with pytest.raises(MemplugError, match=said):
         preflight.check_keys(RunSpec(agent="bm25", dataset="memsim", llm=model))
     assert had_litellm or "litellm" not in sys.modules
-    monkeypatch.setenv("GOOGLE_API_KEY" if "gemini" in model else "ANTHROPIC_AUTH_TOKEN" if "anthropic" in model
-                       else "OPENAI_API_KEY", "k")  # any one of the provider's variables will do
+    monkeypatch.setenv(
+        "GOOGLE_API_KEY" if "gemini" in model else "ANTHROPIC_AUTH_TOKEN" if "anthropic" in model else "OPENAI_API_KEY",
+        "k",
+    )  # any one of the provider's variables will do
     preflight.check_keys(RunSpec(agent="bm25", dataset="memsim", llm=model))
 
 
 def test_letta_without_a_model_fails_before_a_run_directory_exists(testkit_env, tmp_path):
     """It made a run directory and showed a progress bar before every sample failed on it."""
-    result = memplug_main(["eval", "--agent", "letta", "--dataset", "counting", "--output", str(tmp_path / "runs")],
-                          env=testkit_env, cwd=tmp_path)
+    result = memplug_main(
+        ["eval", "--agent", "letta", "--dataset", "counting", "--output", str(tmp_path / "runs")],
+        env=testkit_env,
+        cwd=tmp_path,
+    )
     one_line_error(result, "agent 'letta' needs a model")
     assert not (tmp_path / "runs").exists()
 
 
 def test_a_model_without_a_provider_is_one_short_line(testkit_env, tmp_path):
     """`--judge foo` ended in litellm's 300-character "LLM Provider NOT provided..." message."""
-    line = one_line_error(memplug_main(["eval", "--agent", "lookup", "--dataset", "counting", "--judge", "foo"],
-                                       env=testkit_env, cwd=tmp_path), "'foo'", "it names no provider")
+    line = one_line_error(
+        memplug_main(
+            ["eval", "--agent", "lookup", "--dataset", "counting", "--judge", "foo"], env=testkit_env, cwd=tmp_path
+        ),
+        "'foo'",
+        "it names no provider",
+    )
     assert len(line) < 200, line
 
 
@@ -130,8 +155,10 @@ def test_a_sweep_ends_with_a_line_per_cell_and_points_to_report(tmp_path):
     from memplug.cli import cli
 
     config = tmp_path / "sweep.toml"
-    config.write_text('name = "tiny"\n[base]\noptions = { n = "3" }\n[grid]\nagents = ["bm25", "recent"]\n'
-                      'datasets = ["memsim"]\nseeds = [0, 1]\n')
+    config.write_text(
+        'name = "tiny"\n[base]\noptions = { n = "3" }\n[grid]\nagents = ["bm25", "recent"]\n'
+        'datasets = ["memsim"]\nseeds = [0, 1]\n'
+    )
     result = CliRunner().invoke(cli, ["sweep", str(config), "--output", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -164,7 +191,8 @@ def test_ray_log_lines_go_to_the_run_log_not_the_terminal(monkeypatch, capfd):
     root.addHandler(keep)
     try:
         logging.getLogger("ray._private.authentication.authentication_token_setup").warning(
-            "Token authentication is enabled for this Ray cluster.")
+            "Token authentication is enabled for this Ray cluster."
+        )
     finally:
         root.removeHandler(keep)
     assert capfd.readouterr().err == ""
@@ -178,8 +206,9 @@ def test_a_mean_over_fewer_questions_than_its_row_says_its_n(tmp_path, shared_da
     from memplug.results import RunDir
     from memplug.runner import Evaluation, RunSpec
 
-    path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(shared_data / "memdaily"),
-                              limit=60)).run(output=tmp_path)
+    path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(shared_data / "memdaily"), limit=60)).run(
+        output=tmp_path
+    )
     n = RunDir(path).summary().n
     assert n is not None and n.overall["accuracy"] < n.overall["recall@5"]
     capsys.readouterr()
@@ -200,8 +229,9 @@ def test_a_run_begun_under_another_protocol_is_not_resumed_under_this_one(shared
     stored = json.loads((path / "run.json").read_text())
     stored["resolved"]["protocol"]["version"] = "1"
     (path / "run.json").write_text(json.dumps(stored))
-    with pytest.raises(MemplugError, match="asked under the answer protocol locomo-rag v1, this memplug asks "
-                                           "under locomo-rag v2"):
+    with pytest.raises(
+        MemplugError, match="asked under the answer protocol locomo-rag v1, this memplug asks under locomo-rag v2"
+    ):
         Evaluation(spec).run(resume=path)
     stored["resolved"]["protocol"]["version"] = "2"
     (path / "run.json").write_text(json.dumps(stored))

@@ -61,7 +61,8 @@ def test_an_anchor_changed_with_its_answer_is_caught_by_the_memory(sample: Sampl
     anchor = q.anchors[0]
     bad = with_question(sample, q, answers=(q.answers[0].replace(anchor, "March 3, 1999"),), anchors=("March 3, 1999",))
     assert [p for p in problems(bad) if q.id in p] == [
-        f"sample {sample.id} question {q.id}: anchors ['March 3, 1999'] are in no referenced memory {list(q.targets)}"]
+        f"sample {sample.id} question {q.id}: anchors ['March 3, 1999'] are in no referenced memory {list(q.targets)}"
+    ]
 
 
 def test_an_anchor_missing_from_the_answer_is_caught(sample: Sample) -> None:

@@ -43,8 +43,14 @@ def test_fixture_directory_loads_one_sample_per_character_with_questions() -> No
     assert [s.id for s in samples] == ["Wang Xiaoming", "Li Hua"]  # "Nobody Asked" has no QA
     wang = samples[0]
     ids = [m.id for m in wang.messages]
-    assert ids == [f"profile/{f}" for f in PROFILE_FIELDS] + ["profile_description", "1_0", "1_1", "1_0_0", "1_1_0",
-                                                              "1_0_0#0"]
+    assert ids == [f"profile/{f}" for f in PROFILE_FIELDS] + [
+        "profile_description",
+        "1_0",
+        "1_1",
+        "1_0_0",
+        "1_1_0",
+        "1_0_0#0",
+    ]
     kinds = {m.id: (m.meta["kind"], m.meta["memory_type"]) for m in wang.messages}
     assert kinds["profile/Age"] == ("profile", "semantic") and kinds["1_1"] == ("social_relationship", "semantic")
     assert kinds["1_0_0"] == ("events", "episodic") and kinds["1_0_0#0"] == ("dialogues", "episodic")
@@ -108,24 +114,45 @@ def _qa_item(data):
 @pytest.mark.parametrize(
     ("name", "change", "message"),
     [
-        (QA, lambda d: d[0]["Wang Xiaoming"].update(hobbies=[]),
-         r"perltqa_en_v2\.json: \['Wang Xiaoming'\]\.hobbies: unknown section"),
+        (
+            QA,
+            lambda d: d[0]["Wang Xiaoming"].update(hobbies=[]),
+            r"perltqa_en_v2\.json: \['Wang Xiaoming'\]\.hobbies: unknown section",
+        ),
         (QA, lambda d: _qa_item(d).pop("Answer"), r"\.events\[0\]\.1_0_0\[0\]: missing key 'Answer'"),
-        (QA, lambda d: _qa_item(d).update({"Reference Memory": "['1_0_0'"}),
-         r"1_0_0\[0\]\.Reference Memory: cannot parse reference list"),
-        (QA, lambda d: _qa_item(d).update({"Memory Anchors": [{"Grand Canyon": ["a", 2]}]}),
-         r"Memory Anchors\[0\]\.Grand Canyon: expected \[start, end\] integers"),
+        (
+            QA,
+            lambda d: _qa_item(d).update({"Reference Memory": "['1_0_0'"}),
+            r"1_0_0\[0\]\.Reference Memory: cannot parse reference list",
+        ),
+        (
+            QA,
+            lambda d: _qa_item(d).update({"Memory Anchors": [{"Grand Canyon": ["a", 2]}]}),
+            r"Memory Anchors\[0\]\.Grand Canyon: expected \[start, end\] integers",
+        ),
         (QA, lambda d: d.append({"Ghost": {}}), r"\[2\]\.Ghost: character not in the memory file"),
         (QA, lambda d: d.append({"Li Hua": {}}), r"\[2\]\.Li Hua: character listed twice"),
         (QA, lambda d: d.__setitem__(0, []), r"perltqa_en_v2\.json: \[0\]: expected dict, got list"),
-        (MEMORY, lambda d: d["Wang Xiaoming"].update(world_knowledge={}),
-         r"perltmem_en_v2\.json: 'Wang Xiaoming'\.world_knowledge: unknown section"),
-        (MEMORY, lambda d: d["Wang Xiaoming"]["social_relationship"]["1_1"].pop("Relationship"),
-         r"'Wang Xiaoming'\.social_relationship\.1_1: missing key 'Relationship'"),
-        (MEMORY, lambda d: d["Wang Xiaoming"]["dialogues"]["1_0_0#0"].update(contents=["hi"]),
-         r"dialogues\.1_0_0#0\.contents: expected dict, got list"),
-        (MEMORY, lambda d: d["Wang Xiaoming"]["profile"].update(Age=None),
-         r"'Wang Xiaoming'\.profile\.Age: expected str or int or float, got NoneType"),
+        (
+            MEMORY,
+            lambda d: d["Wang Xiaoming"].update(world_knowledge={}),
+            r"perltmem_en_v2\.json: 'Wang Xiaoming'\.world_knowledge: unknown section",
+        ),
+        (
+            MEMORY,
+            lambda d: d["Wang Xiaoming"]["social_relationship"]["1_1"].pop("Relationship"),
+            r"'Wang Xiaoming'\.social_relationship\.1_1: missing key 'Relationship'",
+        ),
+        (
+            MEMORY,
+            lambda d: d["Wang Xiaoming"]["dialogues"]["1_0_0#0"].update(contents=["hi"]),
+            r"dialogues\.1_0_0#0\.contents: expected dict, got list",
+        ),
+        (
+            MEMORY,
+            lambda d: d["Wang Xiaoming"]["profile"].update(Age=None),
+            r"'Wang Xiaoming'\.profile\.Age: expected str or int or float, got NoneType",
+        ),
         (MEMORY, lambda d: d["Wang Xiaoming"].pop("profile"), r"'Wang Xiaoming': missing key 'profile'"),
     ],
 )

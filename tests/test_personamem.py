@@ -36,31 +36,87 @@ CONTEXTS = {
         {"role": "assistant", "content": "Assistant: Kyoto is lovely when the cherry trees bloom."},
     ],
 }
-OPTIONS_MUSIC = ["(a) Yoga retreats help mental health.", "(b) Meditation groups help.",
-                 "(c) Absolutely, I recall you mentioned the community music therapy workshop.",
-                 "(d) Art's role in wellness is what you'd stress, isn't it?"]
+OPTIONS_MUSIC = [
+    "(a) Yoga retreats help mental health.",
+    "(b) Meditation groups help.",
+    "(c) Absolutely, I recall you mentioned the community music therapy workshop.",
+    "(d) Art's role in wellness is what you'd stress, isn't it?",
+]
 #: (question_id, question_type, question, correct, options, shared context, end index)
 ROWS = [
     ("q1", "recall_user_shared_facts", "Can music be used in therapy?", "(c)", OPTIONS_MUSIC, SID_A, 3),
-    ("q2", "acknowledge_latest_user_preferences", "I went to another art therapy session.", "(a)",
-     ["(a) It's nice you're continuing with art therapy.", "(b) Cooking classes are fun.",
-      "(c) Nature walks are calming.", "(d) I don't know your hobbies."], SID_A, 5),
-    ("q3", "recall_user_shared_facts", "What did I try with paint and clay?", "(b)",
-     ["(a) A cooking class", "(b) An art therapy class", "(c) A dance session", "(d) A yoga retreat"], SID_A, 5),
-    ("q4", "track_full_preference_evolution", "How have my hobbies changed?", "(d)",
-     ["(a) You always loved art therapy.", "(b) You never tried art.", "(c) You dislike the outdoors.",
-      "(d) You moved from art therapy to gardening."], SID_A, 6),
-    ("q5", "recall_user_shared_facts", "Where am I travelling in spring?", "(a)",
-     ["(a) Kyoto", "(b) Paris", "(c) Lima", "(d) Oslo"], SID_B, 3),
+    (
+        "q2",
+        "acknowledge_latest_user_preferences",
+        "I went to another art therapy session.",
+        "(a)",
+        [
+            "(a) It's nice you're continuing with art therapy.",
+            "(b) Cooking classes are fun.",
+            "(c) Nature walks are calming.",
+            "(d) I don't know your hobbies.",
+        ],
+        SID_A,
+        5,
+    ),
+    (
+        "q3",
+        "recall_user_shared_facts",
+        "What did I try with paint and clay?",
+        "(b)",
+        ["(a) A cooking class", "(b) An art therapy class", "(c) A dance session", "(d) A yoga retreat"],
+        SID_A,
+        5,
+    ),
+    (
+        "q4",
+        "track_full_preference_evolution",
+        "How have my hobbies changed?",
+        "(d)",
+        [
+            "(a) You always loved art therapy.",
+            "(b) You never tried art.",
+            "(c) You dislike the outdoors.",
+            "(d) You moved from art therapy to gardening.",
+        ],
+        SID_A,
+        6,
+    ),
+    (
+        "q5",
+        "recall_user_shared_facts",
+        "Where am I travelling in spring?",
+        "(a)",
+        ["(a) Kyoto", "(b) Paris", "(c) Lima", "(d) Oslo"],
+        SID_B,
+        3,
+    ),
 ]
-HEADER = ["persona_id", "question_id", "question_type", "topic", "context_length_in_tokens",
-          "context_length_in_letters", "distance_to_ref_in_blocks", "distance_to_ref_in_tokens",
-          "num_irrelevant_tokens", "distance_to_ref_proportion_in_context", "user_question_or_message",
-          "correct_answer", "all_options", "shared_context_id", "end_index_in_shared_context"]
+HEADER = [
+    "persona_id",
+    "question_id",
+    "question_type",
+    "topic",
+    "context_length_in_tokens",
+    "context_length_in_letters",
+    "distance_to_ref_in_blocks",
+    "distance_to_ref_in_tokens",
+    "num_irrelevant_tokens",
+    "distance_to_ref_proportion_in_context",
+    "user_question_or_message",
+    "correct_answer",
+    "all_options",
+    "shared_context_id",
+    "end_index_in_shared_context",
+]
 
 
-def write_release(folder: Path, size: str = "32k", rows: Sequence[Sequence[object]] = ROWS,
-                  contexts: Mapping[str, list[dict[str, str]]] = CONTEXTS) -> Path:
+def write_release(
+    folder: Path,
+    size: str = "32k",
+    rows: Sequence[Sequence[object]] = ROWS,
+    contexts: Mapping[str, list[dict[str, str]]] = CONTEXTS,
+) -> Path:
     """questions_<size>.csv and shared_contexts_<size>.jsonl as the release writes them:
     all_options is str() of a Python list, each context one {id: [messages]} line."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -69,8 +125,25 @@ def write_release(folder: Path, size: str = "32k", rows: Sequence[Sequence[objec
         writer = csv.writer(fh)
         writer.writerow(HEADER)
         for qid, qtype, text, correct, options, sid, end in rows:
-            writer.writerow(["7", qid, qtype, "therapy", "1200", "6100", "2", "300", "150", "25.00%", text, correct,
-                             str(options), sid, str(end)])
+            writer.writerow(
+                [
+                    "7",
+                    qid,
+                    qtype,
+                    "therapy",
+                    "1200",
+                    "6100",
+                    "2",
+                    "300",
+                    "150",
+                    "25.00%",
+                    text,
+                    correct,
+                    str(options),
+                    sid,
+                    str(end),
+                ]
+            )
     with (folder / f"shared_contexts_{size}.jsonl").open("w", encoding="utf-8") as fh:
         for sid, turns in contexts.items():
             fh.write(json.dumps({sid: turns}) + "\n")
@@ -119,7 +192,7 @@ def test_the_prompt_is_the_official_user_message(release):
     # Evaluation.query_llm: question + '\n\n' + instructions + '\n\n' + all_options, the cell as it is
     with release.open(encoding="utf-8", newline="") as fh:
         cell = next(csv.DictReader(fh))["all_options"]
-    assert cell == str(OPTIONS_MUSIC) and '"(d) Art\'s role' in cell  # str() switches quotes: kept
+    assert cell == str(OPTIONS_MUSIC) and "\"(d) Art's role" in cell  # str() switches quotes: kept
     assert user == {"role": "user", "content": q.text + "\n\n" + INSTRUCTIONS + "\n\n" + cell}
     assert system == {"role": "system", "content": items[0].text + "\n\n" + items[1].text}
     assert protocol_of(PersonaMemBuilder.info).describe()["variations"] == ["context-as-one-message"]
@@ -128,15 +201,26 @@ def test_the_prompt_is_the_official_user_message(release):
 #: Evaluation.extract_answer of inference_standalone_openai.py @ 041d82ac, run on these
 #: (reply, correct_answer) pairs in a scratch copy: its verdicts, not memplug's
 OFFICIAL_VERDICTS = [
-    ("<final_answer>(c)", "(c)", True), ("<final_answer>(c)</final_answer>", "(c)", True),
-    ("  <final_answer> c  ", "(c)", True), ("c", "(c)", True), ("C", "(c)", True),
-    ("(C) is the best reply.", "(c)", True), ("The answer is (b).", "(c)", False),
-    ("(a) and (c) both fit, but <final_answer>(c)", "(c)", True), ("I think (a) fits. <final_answer> c", "(c)", True),
-    ("I think (c) fits. <final_answer> b", "(c)", True), ("Option d is a distractor. <final_answer>(d)", "(d)", True),
-    ("a or b", "(a)", False), ("<final_answer>(a)<final_answer>(b)", "(a)", False),
+    ("<final_answer>(c)", "(c)", True),
+    ("<final_answer>(c)</final_answer>", "(c)", True),
+    ("  <final_answer> c  ", "(c)", True),
+    ("c", "(c)", True),
+    ("C", "(c)", True),
+    ("(C) is the best reply.", "(c)", True),
+    ("The answer is (b).", "(c)", False),
+    ("(a) and (c) both fit, but <final_answer>(c)", "(c)", True),
+    ("I think (a) fits. <final_answer> c", "(c)", True),
+    ("I think (c) fits. <final_answer> b", "(c)", True),
+    ("Option d is a distractor. <final_answer>(d)", "(d)", True),
+    ("a or b", "(a)", False),
+    ("<final_answer>(a)<final_answer>(b)", "(a)", False),
     ("<final_answer>(a)<final_answer>(b)", "(b)", True),
-    ("The best response is a reply that acknowledges the workshop.", "(a)", True), ("", "(a)", False),
-    ("<final_answer>", "(a)", False), ("Answer: (e)", "(a)", False), ("(A)", "(a)", True), ("d)", "(d)", True),
+    ("The best response is a reply that acknowledges the workshop.", "(a)", True),
+    ("", "(a)", False),
+    ("<final_answer>", "(a)", False),
+    ("Answer: (e)", "(a)", False),
+    ("(A)", "(a)", True),
+    ("d)", "(d)", True),
 ]
 
 
@@ -164,13 +248,16 @@ def test_a_folder_needs_a_size_when_it_holds_several(tmp_path):
         load(tmp_path, size="64k")
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda rows: [(*r[:3], "(e)", *r[4:]) for r in rows], "correct_answer '\\(e\\)' is not one of the options"),
-    (lambda rows: [(*r[:4], ["a", "b"], *r[5:]) for r in rows], "must start with a new letter"),
-    (lambda rows: [(*r[:6], 9) for r in rows], "end_index_in_shared_context 9 is outside"),
-    (lambda rows: [(*r[:5], "nope", r[6]) for r in rows], "shared_context_id 'nope' is not in"),
-    (lambda rows: rows + rows[:1], "question_id 'q1' repeats"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda rows: [(*r[:3], "(e)", *r[4:]) for r in rows], "correct_answer '\\(e\\)' is not one of the options"),
+        (lambda rows: [(*r[:4], ["a", "b"], *r[5:]) for r in rows], "must start with a new letter"),
+        (lambda rows: [(*r[:6], 9) for r in rows], "end_index_in_shared_context 9 is outside"),
+        (lambda rows: [(*r[:5], "nope", r[6]) for r in rows], "shared_context_id 'nope' is not in"),
+        (lambda rows: rows + rows[:1], "question_id 'q1' repeats"),
+    ],
+)
 def test_broken_rows_name_the_file_and_the_problem(tmp_path, change, message):
     path = write_release(tmp_path, rows=change(list(ROWS)))
     with pytest.raises(DataError, match=message):
@@ -198,8 +285,21 @@ def test_broken_files_are_one_line_errors(tmp_path):
 
 
 def test_eval_runs_end_to_end_offline(release, tmp_path):
-    result = run_cli(["eval", "--agent", "bm25", "--dataset", "personamem", "--data", release,
-                      "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path)
+    result = run_cli(
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "personamem",
+            "--data",
+            release,
+            "--output",
+            tmp_path / "runs",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+    )
     assert result.exit_code == 0, result.stderr
     assert result.run_dir is not None
     summary = json.loads((result.run_dir / "summary.json").read_text())
@@ -225,17 +325,47 @@ def test_short_rows_and_unreadable_bytes_are_data_errors(tmp_path):
 
 def test_bad_data_is_one_line_exit_2_before_any_run(tmp_path):
     path = write_release(tmp_path / "pm", rows=[(*ROWS[0][:6], 99)])
-    result = run_cli(["eval", "--agent", "bm25", "--dataset", "personamem", "--data", path,
-                      "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path)
+    result = run_cli(
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "personamem",
+            "--data",
+            path,
+            "--output",
+            tmp_path / "runs",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+    )
     assert result.exit_code == 2 and result.run_dir is None
     assert len(result.stderr.strip().splitlines()) == 1 and "end_index_in_shared_context 99" in result.stderr
 
 
 def test_the_llm_reader_sends_the_official_message_and_is_scored_officially(release, tmp_path, openai_stub):
     openai_stub.reply = "The reply that fits is (c).\n<final_answer>(c)"
-    result = run_cli(["eval", "--agent", "full", "--dataset", "personamem", "--data", release, "--llm", "openai/stub",
-                      "--api-base", openai_stub.base_url, "--output", tmp_path / "runs", "--quiet"], cwd=tmp_path,
-                     env={"OPENAI_API_KEY": "sk-test"})
+    result = run_cli(
+        [
+            "eval",
+            "--agent",
+            "full",
+            "--dataset",
+            "personamem",
+            "--data",
+            release,
+            "--llm",
+            "openai/stub",
+            "--api-base",
+            openai_stub.base_url,
+            "--output",
+            tmp_path / "runs",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert result.exit_code == 0, result.stderr
     asked = {b["messages"][-1]["content"].split("\n\n")[0]: b["messages"] for b in openai_stub.chat_requests}
     system, user = asked["I went to another art therapy session."]

@@ -38,10 +38,10 @@ COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"
 
 SYSTEM_MESSAGE = "You are a helpful assistant that can read the context and memorize it for future retrieval."
 FACTCONSOLIDATION: dict[str, Any] = {
-    'system': SYSTEM_MESSAGE,
-    'memorize': 'Dialogue between User and Assistant {time_stamp} \\n<User> The following context is the facts I have learned: \n{context}\n <Assistant> I have learned the facts and I will answer the question you ask.',  # noqa: E501
-    'query': {
-        'rag_agent': "Pretend you are a knowledge management system. Each fact in the knowledge pool is provided with a serial number at the beginning, and the newer fact has larger serial number. \n You need to solve the conflicts of facts in the knowledge pool by finding the newest fact with larger serial number. You need to answer a question based on this rule. You should give a very concise answer without saying other words for the question **only** from the knowledge pool you have memorized rather than the real facts in real world. \n\nFor example:\n\n [Knowledge Pool] \n\n Question: Based on the provided Knowledge Pool, what is the name of the current president of Russia? \nAnswer: Donald Trump \n\n Now Answer the Question: Based on the provided Knowledge Pool, {question} \nAnswer:",  # noqa: E501
+    "system": SYSTEM_MESSAGE,
+    "memorize": "Dialogue between User and Assistant {time_stamp} \\n<User> The following context is the facts I have learned: \n{context}\n <Assistant> I have learned the facts and I will answer the question you ask.",  # noqa: E501
+    "query": {
+        "rag_agent": "Pretend you are a knowledge management system. Each fact in the knowledge pool is provided with a serial number at the beginning, and the newer fact has larger serial number. \n You need to solve the conflicts of facts in the knowledge pool by finding the newest fact with larger serial number. You need to answer a question based on this rule. You should give a very concise answer without saying other words for the question **only** from the knowledge pool you have memorized rather than the real facts in real world. \n\nFor example:\n\n [Knowledge Pool] \n\n Question: Based on the provided Knowledge Pool, what is the name of the current president of Russia? \nAnswer: Donald Trump \n\n Now Answer the Question: Based on the provided Knowledge Pool, {question} \nAnswer:",  # noqa: E501
     },
 }
 
@@ -49,6 +49,7 @@ FACTCONSOLIDATION: dict[str, Any] = {
 def chunk_text_into_sentences(text, model_name="gpt-4o-mini", chunk_size=4096):
     import nltk
     import tiktoken
+
     # nltk.download('punkt', quiet=True)  -- offline: memplug's sentence_splitter() found punkt_tab
     try:
         encoding = tiktoken.encoding_for_model(model_name)
@@ -59,7 +60,7 @@ def chunk_text_into_sentences(text, model_name="gpt-4o-mini", chunk_size=4096):
     current_chunk_sentences: list[str] = []
     current_chunk_token_count = 0
     for sentence in sentences:
-        sentence_tokens = encoding.encode(sentence, allowed_special={'<|endoftext|>'})
+        sentence_tokens = encoding.encode(sentence, allowed_special={"<|endoftext|>"})
         sentence_token_count = len(sentence_tokens)
         if current_chunk_token_count + sentence_token_count > chunk_size:
             text_chunks.append(" ".join(current_chunk_sentences))
@@ -74,8 +75,10 @@ def chunk_text_into_sentences(text, model_name="gpt-4o-mini", chunk_size=4096):
 
 
 def memorize(message, time_stamp):  # agent.py _handle_rag_agent, time.strftime(...) passed in
-    memorize_template = FACTCONSOLIDATION['memorize']
-    return memorize_template.format(context=message, **({'time_stamp': time_stamp} if '{time_stamp}' in memorize_template else {}))  # noqa: E501
+    memorize_template = FACTCONSOLIDATION["memorize"]
+    return memorize_template.format(
+        context=message, **({"time_stamp": time_stamp} if "{time_stamp}" in memorize_template else {})
+    )  # noqa: E501
 
 
 def format_chat(message, include_system=True, system_message="You are a helpful assistant."):
@@ -87,16 +90,16 @@ def format_chat(message, include_system=True, system_message="You are a helpful 
 
 def bm25_rag_messages(page_contents, message):  # agent.py _handle_bm25_rag, after retrieval
     retrieval_context = [f"{doc}\n" for doc in page_contents]
-    retrieval_memory_string = "\n".join([f"Memory {i+1}:\n{text}" for i, text in enumerate(retrieval_context)])
+    retrieval_memory_string = "\n".join([f"Memory {i + 1}:\n{text}" for i, text in enumerate(retrieval_context)])
     ask_llm_message = retrieval_memory_string + "\n" + message
-    return format_chat(message=ask_llm_message, system_message=FACTCONSOLIDATION['system'])
+    return format_chat(message=ask_llm_message, system_message=FACTCONSOLIDATION["system"])
 
 
 def normalize_answer(answer_text):
     text = answer_text.lower()
-    text = ''.join(char for char in text if char not in string.punctuation)
-    text = re.sub(r'\b(a|an|the)\b', ' ', text)
-    text = ' '.join(text.split())
+    text = "".join(char for char in text if char not in string.punctuation)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    text = " ".join(text.split())
     return text
 
 
@@ -104,9 +107,10 @@ def f1_score(prediction, ground_truth):
     normalized_prediction = normalize_answer(prediction)
     normalized_ground_truth = normalize_answer(ground_truth)
     ZERO_METRIC = (0, 0, 0)
-    special_answers = {'yes', 'no', 'noanswer'}
-    if ((normalized_prediction in special_answers or normalized_ground_truth in special_answers) and
-            normalized_prediction != normalized_ground_truth):
+    special_answers = {"yes", "no", "noanswer"}
+    if (
+        normalized_prediction in special_answers or normalized_ground_truth in special_answers
+    ) and normalized_prediction != normalized_ground_truth:
         return ZERO_METRIC
     prediction_tokens = normalized_prediction.split()
     ground_truth_tokens = normalized_ground_truth.split()
@@ -141,13 +145,13 @@ def drqa_metric_max_over_ground_truths(metric_function, prediction, ground_truth
 def parse_output(output_text, answer_prefix="Answer:"):
     extraction_patterns = [
         re.compile(f"(?:{answer_prefix})(.*)(?:\n|$)", flags=re.IGNORECASE),
-        re.compile(r"(?:^)(.*)(?:\n|$)")
+        re.compile(r"(?:^)(.*)(?:\n|$)"),
     ]
     for pattern in extraction_patterns:
         match = pattern.search(output_text)
         if match:
             extracted_text = match[1].strip()
-            clean_answer = re.sub(f'^{re.escape(answer_prefix)}', '', extracted_text, flags=re.IGNORECASE).strip()
+            clean_answer = re.sub(f"^{re.escape(answer_prefix)}", "", extracted_text, flags=re.IGNORECASE).strip()
             return clean_answer
     return None
 
@@ -156,8 +160,9 @@ def calculate_metrics(prediction, ground_truth_answers):  # ROUGE left out
     return {
         "exact_match": drqa_metric_max_over_ground_truths(drqa_exact_match_score, prediction, ground_truth_answers),
         "f1": drqa_metric_max_over_ground_truths(lambda x, y: f1_score(x, y)[0], prediction, ground_truth_answers),
-        "substring_exact_match": drqa_metric_max_over_ground_truths(substring_exact_match_score, prediction,
-                                                                    ground_truth_answers),
+        "substring_exact_match": drqa_metric_max_over_ground_truths(
+            substring_exact_match_score, prediction, ground_truth_answers
+        ),
     }
 
 
@@ -167,8 +172,10 @@ def default_post_process(output, answer):
     parsed_prediction = parse_output(prediction)
     if parsed_prediction is not None:
         parsed_metrics = calculate_metrics(parsed_prediction, answer)
-        metrics = {metric_name: max(original_score, parsed_metrics[metric_name])
-                   for metric_name, original_score in metrics.items()}
+        metrics = {
+            metric_name: max(original_score, parsed_metrics[metric_name])
+            for metric_name, original_score in metrics.items()
+        }
     return metrics, {"parsed_output": parsed_prediction}
 
 
@@ -205,8 +212,12 @@ def test_memories_are_the_official_chunks(shared_data, release, punkt, chunk):
     assert [m.text for m in sample.messages] == official
     assert len(official) == (12 if chunk == 512 else 2)
     # the official chunker may cut a fact's serial from its sentence; memplug keeps that
-    assert sample.messages[0].text.endswith(" 37.\n <Assistant> I have learned the facts and I will answer the "
-                                            "question you ask.") or chunk != 512
+    assert (
+        sample.messages[0].text.endswith(
+            " 37.\n <Assistant> I have learned the facts and I will answer the question you ask."
+        )
+        or chunk != 512
+    )
     assert protocol_of(info).chunk_size == chunk and protocol_of(info).unit == "message"
 
 
@@ -229,7 +240,7 @@ def test_the_prompt_equals_memoryagentbenchs_on_the_same_memories(shared_data, r
     chunks = [m.text for m in sample.messages][:10]
     for i in (0, 1, 99):
         question = sample.questions[i]
-        query = FACTCONSOLIDATION['query']['rag_agent'].format(question=release["questions"][i])
+        query = FACTCONSOLIDATION["query"]["rag_agent"].format(question=release["questions"][i])
         ours = protocol.messages(AgentQuestion.of(question), [Recalled(c) for c in chunks])
         assert ours == bm25_rag_messages(chunks, query)
         assert protocol.messages(AgentQuestion.of(question), []) == bm25_rag_messages([], query)
@@ -237,19 +248,19 @@ def test_the_prompt_equals_memoryagentbenchs_on_the_same_memories(shared_data, r
 
 #: raw replies a model gives to "Which sport is goaltender associated with?" (gold: pesäpallo)
 REPLIES = [
-    "pesäpallo",                                    # clean
-    "Pesäpallo.",                                   # clean, capitalised, full stop
-    "  pesäpallo \n",                               # white space
-    "Answer: pesäpallo",                            # "Answer: ..."
-    "answer: Answer: pesäpallo",                    # the prefix repeated
+    "pesäpallo",  # clean
+    "Pesäpallo.",  # clean, capitalised, full stop
+    "  pesäpallo \n",  # white space
+    "Answer: pesäpallo",  # "Answer: ..."
+    "answer: Answer: pesäpallo",  # the prefix repeated
     "Based on the knowledge pool, the newest fact is 388, so goaltender is associated with pesäpallo.",  # verbose
-    "The newest fact about goaltender has serial 388.\nAnswer: pesäpallo",    # reasoning, then the answer line
-    "pesäpallo\nThe newest fact (388) says so.",   # answer, then an explanation
-    "The newest fact about goaltender has serial 388.\npesäpallo",            # answer on the second line
-    "答案：pesäpallo",                               # Chinese prefix
-    "ice hockey",                                   # wrong
-    "Answer: ice hockey\nor pesäpallo",             # wrong on the answer line, gold further on
-    "",                                             # empty
+    "The newest fact about goaltender has serial 388.\nAnswer: pesäpallo",  # reasoning, then the answer line
+    "pesäpallo\nThe newest fact (388) says so.",  # answer, then an explanation
+    "The newest fact about goaltender has serial 388.\npesäpallo",  # answer on the second line
+    "答案：pesäpallo",  # Chinese prefix
+    "ice hockey",  # wrong
+    "Answer: ice hockey\nor pesäpallo",  # wrong on the answer line, gold further on
+    "",  # empty
 ]
 #: MemoryAgentBench's default_post_process on REPLIES (computed by the copied code above)
 OFFICIAL: dict[str, list[float]] = {  # (exact_match, substring_exact_match, f1): max over the raw and the parsed output
@@ -270,8 +281,10 @@ def _ours(protocol, question, reply, raw_too=True):
     config = MetricConfig()
     ctx = ScoreContext(question, protocol.parse_reply(reply), ())
     raw = reply if raw_too and protocol.score_raw_too else None
-    return {m.name: asyncio.run(score_with(m, ctx, raw))
-            for m in (ExactMatch(config), SubstringExactMatch(config), TokenF1(config))}
+    return {
+        m.name: asyncio.run(score_with(m, ctx, raw))
+        for m in (ExactMatch(config), SubstringExactMatch(config), TokenF1(config))
+    }
 
 
 def test_replies_are_parsed_and_scored_as_memoryagentbenchs_code_does(shared_data):
@@ -286,8 +299,10 @@ def test_replies_are_parsed_and_scored_as_memoryagentbenchs_code_does(shared_dat
         # memplug's score of the parsed output alone equals the official metric functions' on it
         on_parsed = calculate_metrics(parsed, list(question.answers))
         assert _ours(protocol, question, reply, raw_too=False) == {
-            "em": float(on_parsed["exact_match"]), "subem": float(on_parsed["substring_exact_match"]),
-            "f1": pytest.approx(on_parsed["f1"])}, reply
+            "em": float(on_parsed["exact_match"]),
+            "subem": float(on_parsed["substring_exact_match"]),
+            "f1": pytest.approx(on_parsed["f1"]),
+        }, reply
         # and the official post-processing (best of raw and parsed) differs only where the raw reply holds the gold
         official, extra = default_post_process({"output": reply}, [list(question.answers)])
         assert extra["parsed_output"] == parsed
@@ -296,7 +311,8 @@ def test_replies_are_parsed_and_scored_as_memoryagentbenchs_code_does(shared_dat
         assert official["f1"] == pytest.approx(OFFICIAL["f1"][i], abs=1e-3), reply
         # and with the raw reply scored too, memplug's equals the official post-processing on every reply
         assert (ours["em"], ours["subem"], ours["f1"]) == pytest.approx(
-            (float(official["exact_match"]), float(official["substring_exact_match"]), official["f1"])), reply
+            (float(official["exact_match"]), float(official["substring_exact_match"]), official["f1"])
+        ), reply
         if i in RAW_ONLY:
             assert _ours(protocol, question, reply, raw_too=False)["subem"] < ours["subem"], reply
 
@@ -344,8 +360,10 @@ PUNKT_TAB_ENGLISH = {
 }
 
 #: abbreviations, initials, decimals and quotes: where punkt's learned parameters decide
-TRICKY = ('Mr. J. R. Smith paid $3.50 at 5 p.m. on Jan. 4 in Washington, D.C. and left. "Why?" he asked. '
-          "Dr. Lee works for Acme Inc. in the U.S. Prof. Kim disagreed! Fact 36. Hines Ward plays cornerback. 37.")
+TRICKY = (
+    'Mr. J. R. Smith paid $3.50 at 5 p.m. on Jan. 4 in Washington, D.C. and left. "Why?" he asked. '
+    "Dr. Lee works for Acme Inc. in the U.S. Prof. Kim disagreed! Fact 36. Hines Ward plays cornerback. 37."
+)
 
 
 def test_the_shipped_punkt_model_is_nltk_datas_english_punkt_tab():

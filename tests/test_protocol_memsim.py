@@ -23,23 +23,24 @@ from memplug.protocols import BuildOptions, MetricConfig, ScoreContext
 
 # --- MemSim's code (db9d5d5), the LLM call removed --------------------------------------
 
+
 def official_message(m):  # rawdata/infuse_noise.py, OT == 0
-    return '%s (消息地点 %s, 消息时间 %s)' % (m['message'], m['place'], m['time'])
+    return "%s (消息地点 %s, 消息时间 %s)" % (m["message"], m["place"], m["time"])
 
 
 def official_prompt(memory_list, question, choices, time):  # FullMemAgent.response_answer
-    mem = ''
+    mem = ""
     for index, m in enumerate(memory_list):
-        mem += '[%d] %s\n' % (index, m)
-    prompt = '[用户消息] \n'
+        mem += "[%d] %s\n" % (index, m)
+    prompt = "[用户消息] \n"
     prompt += mem
-    prompt += '[单选题] %s \n' % question
+    prompt += "[单选题] %s \n" % question
     for k, v in choices.items():
-        prompt += '%s: %s\n' % (k, v)
-    prompt += '当前时间是 %s\n' % time
-    prompt += '请根据[用户消息]，给出[单选题]的正确答案。\n'
-    prompt += '只输出答案所对应的选项，不要输出解释或其他任何的内容。\n'
-    prompt += '输出样例: A'
+        prompt += "%s: %s\n" % (k, v)
+    prompt += "当前时间是 %s\n" % time
+    prompt += "请根据[用户消息]，给出[单选题]的正确答案。\n"
+    prompt += "只输出答案所对应的选项，不要输出解释或其他任何的内容。\n"
+    prompt += "输出样例: A"
     return prompt
 
 
@@ -115,8 +116,9 @@ def test_a_run_records_its_protocol(tmp_path, shared_data):
     from memplug.results import RunDir
     from memplug.runner import Evaluation, RunSpec
 
-    path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(shared_data / "memdaily"),
-                              limit=3)).run(output=tmp_path)
+    path = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=str(shared_data / "memdaily"), limit=3)).run(
+        output=tmp_path
+    )
     resolved = RunDir(path).info().resolved
     protocol = resolved["protocol"]
     assert protocol["name"] == "memsim" and protocol["official"] and protocol["parse"] == "memsim"
@@ -150,8 +152,9 @@ def test_runs_under_two_protocols_are_never_compared_silently(tmp_path, shared_d
 
     data = str(shared_data / "memdaily" / "01_simple_roles.json")
     official = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=data, limit=5)).run(output=tmp_path)
-    lenient = Evaluation(RunSpec(agent="bm25", dataset="memdaily", data=data, limit=5,
-                                 dataset_options={"parse": "lenient"})).run(output=tmp_path)
+    lenient = Evaluation(
+        RunSpec(agent="bm25", dataset="memdaily", data=data, limit=5, dataset_options={"parse": "lenient"})
+    ).run(output=tmp_path)
     (pair,) = comparisons([official, lenient])
     assert pair["metrics"] == {} and "memsim v1 (official) vs memsim v1 (parse=lenient)" in pair["skipped"]
     shown = CliRunner().invoke(cli, ["report", str(official), str(lenient)], env={"COLUMNS": "200"})
@@ -174,7 +177,10 @@ def test_every_prompt_of_the_release_equals_memsims(shared_data):
         raw = {str(t["tid"]): t for t in json.loads(path.read_text(encoding="utf-8"))}
         info = loader.info_for(values, path)
         for built in loader.build(BuildOptions(values=values, data=path)):
-            qas = {f"{built.id}-q{qa.get('qid', j)}": qa for j, qa in enumerate(raw[str(built.meta["tid"])]["question_list"])}
+            qas = {
+                f"{built.id}-q{qa.get('qid', j)}": qa
+                for j, qa in enumerate(raw[str(built.meta["tid"])]["question_list"])
+            }
             for question in built.questions:
                 qa = qas[question.id]
                 (message,) = protocol_of(info).messages(AgentQuestion.of(question), [])

@@ -30,9 +30,11 @@ def figure8(memories: list[str], question: str) -> str:
     """PerLTQA (arXiv 2402.16288) App. A.5, Figure 8, with [memories] and [question] filled in
     as memplug writes memories: one per line, numbered from 1."""
     memory = "\n".join(f"{i}. {' '.join(m.split())}" for i, m in enumerate(memories, start=1))
-    return ("Please answer the following question based on the provided memory information, ignoring any "
-            "irrelevant memories. Keep the response under fifty words.\n\n"
-            f"Memory Information: {memory}\nQuestion: {question}\nAnswer:")
+    return (
+        "Please answer the following question based on the provided memory information, ignoring any "
+        "irrelevant memories. Keep the response under fifty words.\n\n"
+        f"Memory Information: {memory}\nQuestion: {question}\nAnswer:"
+    )
 
 
 def build(lang: str = "en") -> tuple[list[Sample], DatasetInfo]:
@@ -75,9 +77,9 @@ def test_the_prompt_is_the_papers_figure_8_filled_in():
 #: replies to "What is the gender of Wang Xiaoming?" (gold: "Wang Xiaoming is male.") and their
 #: memplug scores (f1, rouge_l): memplug's figures, there is no official code to compute them
 REPLIES_EN = [
-    ("Wang Xiaoming is male.", 1.0, 1.0),                                 # clean
-    ("  male\n", 0.4, 0.4),                                               # short, white space
-    ("Answer: Wang Xiaoming is male.", 0.889, 0.889),                     # "Answer: ..." is not parsed away
+    ("Wang Xiaoming is male.", 1.0, 1.0),  # clean
+    ("  male\n", 0.4, 0.4),  # short, white space
+    ("Answer: Wang Xiaoming is male.", 0.889, 0.889),  # "Answer: ..." is not parsed away
     ("Based on the memory information, Wang Xiaoming is male.", 0.667, 0.667),  # verbose
     ("Wang Xiaoming is male.\nHis nickname is Obviously.", 0.667, 0.667),  # multi-line
     ("", 0.0, 0.0),

@@ -18,8 +18,10 @@ from memplug import executors, ray_reaper
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="the reaper reads /proc (Linux)")
 
-ROOT = ("import subprocess, sys, time; "
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); time.sleep(120)")
+ROOT = (
+    "import subprocess, sys, time; "
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); time.sleep(120)"
+)
 
 
 def _alive(pid: int) -> bool:
@@ -92,8 +94,13 @@ def test_a_pid_used_again_is_never_signalled():
 
 
 def test_the_reaper_refuses_bad_arguments():
-    result = subprocess.run([sys.executable, "-I", "-S", ray_reaper.__file__, "x"], stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", ray_reaper.__file__, "x"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 2 and result.stderr.startswith("usage:")
 
 

@@ -39,19 +39,37 @@ def read(question: Question, recalled: tuple[Recalled, ...]) -> str:
         # the answer may come first; function words around it are trimmed
         ("What is the capital of France?", ["Paris is the capital of France."], "Paris"),
         # "the country of" introduces the answer and is trimmed; the unrelated item is ignored
-        ("Which country was rugby union created in?",
-         ["The chairperson of Fatah is Mahmoud Abbas.", "Rugby union was created in the country of India."], "India"),
+        (
+            "Which country was rugby union created in?",
+            ["The chairperson of Fatah is Mahmoud Abbas.", "Rugby union was created in the country of India."],
+            "India",
+        ),
         # stemming links "work" and "worked"; a comma between capitalised words stays inside a name
-        ("Where did Pedro Pierluisi work?", ["Pedro Pierluisi worked in the city of Washington, D.C.."], "Washington, D.C"),
-        ("Who is the director of the BBC?",
-         ["The director of the BBC is Tony Hall, Baron Hall of Birkenhead.\nVictoria Beckham is married to David Beckham."],
-         "Tony Hall, Baron Hall of Birkenhead"),
+        (
+            "Where did Pedro Pierluisi work?",
+            ["Pedro Pierluisi worked in the city of Washington, D.C.."],
+            "Washington, D.C",
+        ),
+        (
+            "Who is the director of the BBC?",
+            [
+                "The director of the BBC is Tony Hall, Baron Hall of Birkenhead.\nVictoria Beckham is married to David Beckham."
+            ],
+            "Tony Hall, Baron Hall of Birkenhead",
+        ),
         # "how old" asks for a number: "36 years" beats "this year"; the better-matching sentence wins
         ("How old is my cousin now?", ["My boss is 44 years old.", "My cousin is 36 years old this year."], "36 years"),
         # Chinese: bigrams "我的", "上司" match; "名叫" is trimmed
-        ("我的上司叫什么名字？", ["我的上司的邮箱地址是zhaoyalin0205@szfinancecenter.com。", "我的上司名叫赵雅琳。"], "赵雅琳"),
-        ("我上司的邮箱地址是什么？", ["我的上司的邮箱地址是zhaoyalin0205@szfinancecenter.com。"],
-         "zhaoyalin0205@szfinancecenter.com"),
+        (
+            "我的上司叫什么名字？",
+            ["我的上司的邮箱地址是zhaoyalin0205@szfinancecenter.com。", "我的上司名叫赵雅琳。"],
+            "赵雅琳",
+        ),
+        (
+            "我上司的邮箱地址是什么？",
+            ["我的上司的邮箱地址是zhaoyalin0205@szfinancecenter.com。"],
+            "zhaoyalin0205@szfinancecenter.com",
+        ),
         ("我的上司老家是哪里的？", ["我的上司，他老家是重庆的。"], "重庆"),
         # 今年 (this year) is trimmed off a Chinese phrase
         ("我表弟现在多大了呀？", ["我的表弟今年36岁。"], "36岁"),
@@ -150,12 +168,15 @@ def test_factconsolidation_whole_context_newest_first(shared_data: Path) -> None
     beat a half-matching one near the top, and the newer of two conflicting facts must win."""
     import re
 
-    release = json.loads((shared_data / "factconsolidation" / "factconsolidation_sh_6k.json").read_text(encoding="utf-8"))
+    release = json.loads(
+        (shared_data / "factconsolidation" / "factconsolidation_sh_6k.json").read_text(encoding="utf-8")
+    )
     facts = [re.sub(r"^\d+\.\s*", "", line) for line in release["context"].splitlines()[1:] if line.strip()]
     recalled = tuple(Recalled(f) for f in reversed(facts))
     pairs = list(zip(release["questions"], release["answers"]))[:50]
     hits = sum(
-        SubstringExactMatch().score(ScoreContext(Question("q", q, tuple(golds)), extract_answer(q, recalled), recalled)) == 1.0
+        SubstringExactMatch().score(ScoreContext(Question("q", q, tuple(golds)), extract_answer(q, recalled), recalled))
+        == 1.0
         for q, golds in pairs
     )
     assert hits / len(pairs) >= 0.85  # measured: 0.91 on all 100 questions
@@ -192,12 +213,14 @@ def test_llm_reader_fills_the_answer_prompt() -> None:
     )
     # the reader returns the raw reply; the protocol's parser (memplug's: strip) makes the prediction
     assert answer.strip() == "D. 36 years old" and protocol_of(info).parse_reply(answer) == "D. 36 years old"
-    (messages, params), = llm.calls
+    ((messages, params),) = llm.calls
     assert params == {"temperature": 0}
-    assert messages == [{
-        "role": "user",
-        "content": 'Memory:\n1. My cousin is 36.\n2. Two lines\nQ: How old is my cousin?\nA. 35\nD. 36\nJSON example: {"a": 1}',
-    }]
+    assert messages == [
+        {
+            "role": "user",
+            "content": 'Memory:\n1. My cousin is 36.\n2. Two lines\nQ: How old is my cousin?\nA. 35\nD. 36\nJSON example: {"a": 1}',
+        }
+    ]
 
 
 def test_fill_prompt_open_question_has_empty_choices() -> None:

@@ -25,8 +25,12 @@ def readme_commands() -> list[str]:
 
 
 def readme_params() -> list[object]:
-    return [pytest.param(c, marks=pytest.mark.integration) if re.search(rf"--agent ({'|'.join(EXTERNAL_AGENTS)})\b", c)
-            else c for c in readme_commands()]
+    return [
+        pytest.param(c, marks=pytest.mark.integration)
+        if re.search(rf"--agent ({'|'.join(EXTERNAL_AGENTS)})\b", c)
+        else c
+        for c in readme_commands()
+    ]
 
 
 def test_the_readme_has_the_commands_this_test_runs():

@@ -43,12 +43,20 @@ def test_the_guard_covers_the_native_agents() -> None:
 
 @pytest.mark.parametrize("dataset", ["memsim", "memdaily"])
 @pytest.mark.parametrize("agent", NATIVE)
-def test_every_native_agent_recalls_something_with_default_options(agent: str, dataset: str,
-                                                                     samples: dict[str, list[Sample]]) -> None:
+def test_every_native_agent_recalls_something_with_default_options(
+    agent: str, dataset: str, samples: dict[str, list[Sample]]
+) -> None:
     entry = get_plugins().registry("agents").get(agent)
-    problems = check_agent(entry.load(), samples=samples[dataset], top_k=5, chunk_size=512, min_recall=0,
-                           expect_recall=agent not in RECALL_NOTHING, whole_history=agent in WHOLE_HISTORY,
-                           reference=bool(entry.info.get("reference")))
+    problems = check_agent(
+        entry.load(),
+        samples=samples[dataset],
+        top_k=5,
+        chunk_size=512,
+        min_recall=0,
+        expect_recall=agent not in RECALL_NOTHING,
+        whole_history=agent in WHOLE_HISTORY,
+        reference=bool(entry.info.get("reference")),
+    )
     assert problems == [], f"{agent} on {dataset}:\n" + "\n".join(problems)
 
 
@@ -56,8 +64,11 @@ def test_the_guard_catches_decay_with_the_seeds_raw_cosine(samples: dict[str, li
     """What the guard is for: the seed's threshold on wordllama's cosines recalls nothing."""
     decay = get_plugins().registry("agents").get("decay").load()
     for dataset, questions in (("memsim", 10), ("memdaily", 10)):
-        problems = check_agent(decay, options={"relevance": "cosine"}, samples=samples[dataset], top_k=5,
-                               chunk_size=512, min_recall=0)
-        assert problems == [f"your agent recalled nothing on {questions} questions: the answering message was in "
-                            "none of its top 5 (recall@5 = 0; every Recall empty); with its default options, an "
-                            "agent that searches should find some (expect_recall=False for one that does not)"]
+        problems = check_agent(
+            decay, options={"relevance": "cosine"}, samples=samples[dataset], top_k=5, chunk_size=512, min_recall=0
+        )
+        assert problems == [
+            f"your agent recalled nothing on {questions} questions: the answering message was in "
+            "none of its top 5 (recall@5 = 0; every Recall empty); with its default options, an "
+            "agent that searches should find some (expect_recall=False for one that does not)"
+        ]

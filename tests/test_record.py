@@ -25,8 +25,11 @@ def _run(tmp_path: Path, **kw: Any) -> RunDir:
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 
 
-@pytest.mark.parametrize("options", [{}, {"fail_question": "q1"}, {"fail_sample": "s2"}, {"answer": "false"}],
-                         ids=["answered", "question-errors", "ingest-error", "reader"])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"fail_question": "q1"}, {"fail_sample": "s2"}, {"answer": "false"}],
+    ids=["answered", "question-errors", "ingest-error", "reader"],
+)
 def test_a_runs_records_and_summary_round_trip_byte_for_byte(testkit, tmp_path, options):
     rd = _run(tmp_path, agent_options=options)
     lines = rd.samples.read_bytes().splitlines(keepends=True)
@@ -52,8 +55,12 @@ def test_an_old_run_json_reads_typed_and_writes_back_the_same(old):
     text = (old / "run.json").read_text(encoding="utf-8")
     assert json.dumps(info.to_json(), ensure_ascii=False, indent=2) + "\n" == text
     raw = json.loads(text)
-    assert (info.run_id, info.status, info.dataset, info.agent) == (raw["run_id"], raw["status"],
-                                                                    raw["spec"]["dataset"], raw["spec"]["agent"])
+    assert (info.run_id, info.status, info.dataset, info.agent) == (
+        raw["run_id"],
+        raw["status"],
+        raw["spec"]["dataset"],
+        raw["spec"]["agent"],
+    )
     assert info.top_k == raw["spec"]["top_k"] and info.metrics == raw["resolved"]["metrics"]
     assert info.outcome is None and info.protocol is None  # runs from before outcomes and protocols
 
@@ -68,8 +75,11 @@ def test_the_typed_fields_hold_what_the_lines_say(testkit, tmp_path):
     rd = _run(tmp_path, agent_options={"fail_question": "q1"})
     for record, line in zip(rd.records(), rd.samples.read_bytes().splitlines()):
         raw = json.loads(line)
-        assert (record.sample_id, record.question_id, record.error) == (raw["sample_id"], raw["question_id"],
-                                                                       raw["error"])
+        assert (record.sample_id, record.question_id, record.error) == (
+            raw["sample_id"],
+            raw["question_id"],
+            raw["error"],
+        )
         assert record.scores == raw["scores"] and record.timings.n_messages == raw["timings"]["n_messages"]
         assert [i.text for i in record.recalled] == [i["text"] for i in raw["recalled"]]
         if record.error:  # failed in recall: no recall time, no scores

@@ -24,8 +24,13 @@ from memplug.plugins import Plugins
 def memplug_json(env: dict[str, str], *args: str, real: bool = False) -> dict[str, Any]:
     """`memplug list --json ARGS`: in process, or with ``real`` in a process of its own."""
     if real:
-        out = subprocess.run([sys.executable, "-m", "memplug.cli", "list", "--json", *args], env=env,
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "memplug.cli", "list", "--json", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     else:
         out = memplug_main(["list", "--json", *args], env=env)
         assert out.returncode == 0, out.stderr
@@ -35,8 +40,24 @@ def memplug_json(env: dict[str, str], *args: str, real: bool = False) -> dict[st
 
 def test_builtins_register_through_entry_points(plugins):
     agents = plugins.registry("agents")
-    assert {"full", "recent", "embedding", "bm25", "none", "noisy", "oracle", "decay", "emg",
-            "mem0", "letta", "cognee", "llamaindex", "graphiti", "mcp", "hybrid"} <= set(agents.names())
+    assert {
+        "full",
+        "recent",
+        "embedding",
+        "bm25",
+        "none",
+        "noisy",
+        "oracle",
+        "decay",
+        "emg",
+        "mem0",
+        "letta",
+        "cognee",
+        "llamaindex",
+        "graphiti",
+        "mcp",
+        "hybrid",
+    } <= set(agents.names())
     assert agents.get("bm25").plugin == "memplug"
     assert {"memsim", "memdaily", "factcon", "perltqa"} <= set(plugins.registry("datasets").names())
     assert {"extractive", "llm"} <= set(plugins.registry("readers").names())
@@ -46,8 +67,16 @@ def test_entry_points_from_an_installed_distribution(testkit_env):
     listed = memplug_json(testkit_env, real=True)
     lookup = next(a for a in listed["agents"] if a["name"] == "lookup")
     assert lookup["plugin"] == "memplug-testkit" and lookup["version"] == "0.0.1"
-    assert [o["name"] for o in lookup["options"]] == ["delay", "fail_question", "fail_sample", "answer", "wrong", "die_once",
-                                                      "hang", "inline"]
+    assert [o["name"] for o in lookup["options"]] == [
+        "delay",
+        "fail_question",
+        "fail_sample",
+        "answer",
+        "wrong",
+        "die_once",
+        "hang",
+        "inline",
+    ]
     counting = next(d for d in listed["datasets"] if d["name"] == "counting")
     assert counting["dataset_version"] == "1"
 
@@ -62,11 +91,16 @@ def test_load_plugins_restricts_third_party(testkit_env):
 def test_broken_plugin_is_listed_and_others_work(testkit_env, tmp_path):
     site = tmp_path / "broken-site"
     write_dist(site, "memplug-broken", "9.9", {"broken": "memplug_does_not_exist_xyz"})
-    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-testkit,memplug-broken",
-           "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
+    env = {
+        **testkit_env,
+        "MEMPLUG_LOAD_PLUGINS": "memplug-testkit,memplug-broken",
+        "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site),
+    }
     listed = memplug_json(env)
-    assert any(b["plugin"].startswith("memplug-broken") and "memplug_does_not_exist_xyz" in b["error"]
-               for b in listed["broken"])
+    assert any(
+        b["plugin"].startswith("memplug-broken") and "memplug_does_not_exist_xyz" in b["error"]
+        for b in listed["broken"]
+    )
     assert "lookup" in {a["name"] for a in listed["agents"]}
 
 
@@ -80,8 +114,10 @@ def test_duplicate_name_is_reported_not_fatal(plugins):
     plugins.register(Duplicate(), dist="memplug-dup")
     agents = plugins.registry("agents")
     assert agents.get("bm25").plugin == "memplug"
-    assert any("registered by both memplug" in b.error and b.plugin == "memplug-dup" and b.stage == "clash"
-               for b in plugins.broken)
+    assert any(
+        "registered by both memplug" in b.error and b.plugin == "memplug-dup" and b.stage == "clash"
+        for b in plugins.broken
+    )
 
 
 def test_typo_suggests_the_closest_name(plugins):
@@ -127,8 +163,14 @@ def test_missing_extra_gives_the_install_command():
 def test_a_dotted_requirement_whose_parent_is_missing_is_missing_not_a_crash():
     from memplug.plugins import Entry
 
-    entry = Entry("agents", "x", "m:X", "p", None,
-                  {"requires": ("nonexistent_pkg_xyz.core", "nonexistent_pkg_xyz.a.b", "json", "os.path")})
+    entry = Entry(
+        "agents",
+        "x",
+        "m:X",
+        "p",
+        None,
+        {"requires": ("nonexistent_pkg_xyz.core", "nonexistent_pkg_xyz.a.b", "json", "os.path")},
+    )
     assert entry.missing == ["nonexistent_pkg_xyz.core", "nonexistent_pkg_xyz.a.b"]
     assert entry.describe()["available"] is False
     with pytest.raises(MemplugError, match=r"needs nonexistent_pkg_xyz\.core"):
@@ -190,8 +232,9 @@ def test_a_hook_that_raises_keeps_what_it_registered_and_is_named_for_unknown_na
         agents.get("late")
     message = str(raised.value)
     assert message.startswith("unknown agent 'late'") and "\n" not in message
-    assert ("1 installed plugin(s) failed to load: memplug-halfway 0.2: register_agents: RuntimeError: "
-            "config file missing") in message
+    assert (
+        "1 installed plugin(s) failed to load: memplug-halfway 0.2: register_agents: RuntimeError: config file missing"
+    ) in message
     with pytest.raises(MemplugError, match="is not available: it is installed by memplug-halfway 0.2"):
         agents.get("halfway")  # the distribution's name contains it
     with pytest.raises(MemplugError) as raised:
@@ -203,15 +246,18 @@ def test_bad_hooks_make_a_broken_plugin_and_every_command_still_works(testkit_en
     site = tmp_path / "bad-hooks"
     (site / "memplug_badhooks").mkdir(parents=True)
     (site / "memplug_badhooks" / "__init__.py").write_text(
-        "from memplug import hookimpl\n"
-        "@hookimpl\ndef register_agents(register, extra_arg):\n    pass\n")
+        "from memplug import hookimpl\n@hookimpl\ndef register_agents(register, extra_arg):\n    pass\n"
+    )
     (site / "memplug_misspelt.py").write_text(
-        "from memplug import hookimpl\n"
-        "@hookimpl\ndef register_agent(register):\n    register('ghost', 'x:Y')\n")
+        "from memplug import hookimpl\n@hookimpl\ndef register_agent(register):\n    register('ghost', 'x:Y')\n"
+    )
     write_dist(site, "memplug-badhooks", "1.0", {"badhooks": "memplug_badhooks"})
     write_dist(site, "memplug-misspelt", "2.0", {"misspelt": "memplug_misspelt"})
-    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-testkit,memplug-badhooks,memplug-misspelt",
-           "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
+    env = {
+        **testkit_env,
+        "MEMPLUG_LOAD_PLUGINS": "memplug-testkit,memplug-badhooks,memplug-misspelt",
+        "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site),
+    }
     listed = memplug_json(env)
     errors = {b["plugin"].split()[0]: b["error"] for b in listed["broken"]}
     assert "extra_arg" in errors["memplug-badhooks"]
@@ -222,12 +268,17 @@ def test_bad_hooks_make_a_broken_plugin_and_every_command_still_works(testkit_en
 def test_an_agent_of_a_plugin_that_failed_to_load_says_so(testkit_env, tmp_path):
     site = tmp_path / "broken-site"
     write_dist(site, "memplug-hindsight", "0.3", {"hindsight": "memplug_hindsight_missing_module"})
-    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "memplug-hindsight",
-           "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
+    env = {
+        **testkit_env,
+        "MEMPLUG_LOAD_PLUGINS": "memplug-hindsight",
+        "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site),
+    }
     result = memplug_main(["eval", "--agent", "hindsight", "--dataset", "memsim"], env=env, cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert ("agent 'hindsight' is not available: it is installed by memplug-hindsight 0.3 but failed to load: "
-            "ModuleNotFoundError: No module named 'memplug_hindsight_missing_module'") in result.stderr
+    assert (
+        "agent 'hindsight' is not available: it is installed by memplug-hindsight 0.3 but failed to load: "
+        "ModuleNotFoundError: No module named 'memplug_hindsight_missing_module'"
+    ) in result.stderr
 
 
 def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp_path):
@@ -236,8 +287,11 @@ def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp
     (site / "memplug_vendor_raises.py").write_text("raise ImportError('needs vendorlib>=2\\n(found 1.4)')\n")
     write_dist(site, "acme-memory-tools", "1.2", {"acme": "memplug_vendor_raises"})
     write_dist(site, "memplug-zep", "0.1", {"zepmem": "memplug_zep_missing_module"})
-    env = {**testkit_env, "MEMPLUG_LOAD_PLUGINS": "acme-memory-tools,memplug-zep",
-           "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site)}
+    env = {
+        **testkit_env,
+        "MEMPLUG_LOAD_PLUGINS": "acme-memory-tools,memplug-zep",
+        "PYTHONPATH": testkit_env["PYTHONPATH"] + ":" + str(site),
+    }
 
     def eval_agent(name: str) -> subprocess.CompletedProcess[str]:
         return memplug_main(["eval", "--agent", name, "--dataset", "memsim"], env=env, cwd=tmp_path)
@@ -250,7 +304,9 @@ def test_an_unknown_agent_names_the_plugins_that_failed_to_load(testkit_env, tmp
     assert "memplug-zep 0.1: ModuleNotFoundError: No module named 'memplug_zep_missing_module'" in result.stderr
     result = eval_agent("acme")  # the entry point's name
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert ("agent 'acme' is not available: it is installed by acme-memory-tools 1.2 but failed "
-            "to load: ImportError: needs vendorlib>=2 (found 1.4)") in result.stderr
+    assert (
+        "agent 'acme' is not available: it is installed by acme-memory-tools 1.2 but failed "
+        "to load: ImportError: needs vendorlib>=2 (found 1.4)"
+    ) in result.stderr
     result = eval_agent("zep")  # part of the distribution's name
     assert "agent 'zep' is not available: it is installed by memplug-zep 0.1 (entry point 'zepmem')" in result.stderr

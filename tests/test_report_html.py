@@ -210,8 +210,16 @@ def test_each_dataset_gets_its_own_charts(tmp_path: Path) -> None:
     recent = FIXTURE_RUNS / RUN_IDS[2]
     page = write_html([memsim, other, recent], tmp_path / "out.html").read_text(encoding="utf-8")
     # memsim's first run is paired with recent, across the memdaily run between them; memdaily has no pair
-    assert _figures(page) == ["paired-memsim", "accuracy", "recall@5", "accuracy", "recall@5", "efficiency",
-                              "cost-memsim", "cost-memdaily"]
+    assert _figures(page) == [
+        "paired-memsim",
+        "accuracy",
+        "recall@5",
+        "accuracy",
+        "recall@5",
+        "efficiency",
+        "cost-memsim",
+        "cost-memdaily",
+    ]
     assert _paired_rows(page).keys() == {("accuracy", RUN_IDS[2]), ("recall@5", RUN_IDS[2])}
     assert "$0.0000" in page
 
@@ -238,8 +246,14 @@ def test_paired_section_shows_what_compare_computes(run_dirs: list[Path], page: 
     assert list(rows) == [(m, run_id) for m in ("accuracy", "recall@5") for run_id in RUN_IDS[1:]]
     for comparison, run_id in zip(expected, RUN_IDS[1:]):
         for metric, c in comparison["metrics"].items():
-            numbers = [str(c["n"]), f"{c['mean_a']:.3f}", f"{c['mean_b']:.3f}", f"{c['diff']:+.3f}",
-                       f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]", f"{c['p_value']:.3g}"]
+            numbers = [
+                str(c["n"]),
+                f"{c['mean_a']:.3f}",
+                f"{c['mean_b']:.3f}",
+                f"{c['diff']:+.3f}",
+                f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]",
+                f"{c['p_value']:.3g}",
+            ]
             if c["test"] == "mcnemar-exact":  # with the cluster-aware p and the discordant counts
                 numbers += [f"bootstrap {c['p_bootstrap']:.3g}", c["test"], f"{c['a_only']} / {c['b_only']} discordant"]
             else:
@@ -256,10 +270,12 @@ def test_paired_section_shows_what_compare_computes(run_dirs: list[Path], page: 
 
 def test_scores_show_the_questions_behind_them(page: str) -> None:
     # the runs table: recent's 2 errors leave 22 questions behind its overall scores
-    assert page.count("<span class=\"ci\">n=24</span>") == 4 and page.count("<span class=\"ci\">n=22</span>") == 2
+    assert page.count('<span class="ci">n=24</span>') == 4 and page.count('<span class="ci">n=22</span>') == 2
     # by category (summary["n"]): recent's errors were a comparative and a post_processing question
-    accuracy_table = page[page.index('<table class="bycat">'):page.index("</table>", page.index('<table class="bycat">'))]
-    recent_row = accuracy_table[accuracy_table.index("<tr><td class=\"label\">recent"):]
+    accuracy_table = page[
+        page.index('<table class="bycat">') : page.index("</table>", page.index('<table class="bycat">'))
+    ]
+    recent_row = accuracy_table[accuracy_table.index('<tr><td class="label">recent') :]
     assert re.findall(r'class="n">n=(\d+)', recent_row) == ["4", "3", "4", "4", "3", "4", "22"]
 
 
@@ -277,9 +293,14 @@ def _judge_check(model: str, agreement: float, kappa: float | None, n: int) -> d
 def test_judge_checks_and_repeats(tmp_path: Path) -> None:
     judged = _copy_run(RUN_IDS[0], tmp_path / "a")
     # as if run with --judge: a judge score, its count and interval
-    _edit_json(judged / "summary.json", lambda s: (s["metrics"]["overall"].update(judge=0.75),
-                                                   s["n"]["overall"].update(judge=24),
-                                                   s["ci"]["overall"].update(judge=[0.6, 0.9])))
+    _edit_json(
+        judged / "summary.json",
+        lambda s: (
+            s["metrics"]["overall"].update(judge=0.75),
+            s["n"]["overall"].update(judge=24),
+            s["ci"]["overall"].update(judge=[0.6, 0.9]),
+        ),
+    )
     (judged / "judge-check.json").write_text(json.dumps(_judge_check("openai/gpt-4o-mini", 0.9375, 0.8571, 16)))
     # bm25 twice, seeds 7 and 8, the second scoring 0.5 on accuracy; checked by a judge it was not scored with
     first = _copy_run(RUN_IDS[1], tmp_path / "b")
@@ -291,7 +312,9 @@ def test_judge_checks_and_repeats(tmp_path: Path) -> None:
     page = write_html([judged, first, second], tmp_path / "out.html").read_text(encoding="utf-8")
     assert "agreement 0.938<br>κ 0.857 (n=16)" in page  # under full's judge score
     assert "bm25 (seed=7, top_k=3), ollama/qwen2.5: agreement 0.800 · κ — (n=20)" in page  # kappa undefined
-    repeats = page[page.index('<table class="repeats">'):page.index("</table>", page.index('<table class="repeats">'))]
+    repeats = page[
+        page.index('<table class="repeats">') : page.index("</table>", page.index('<table class="repeats">'))
+    ]
     assert repeats.count("<tr>") == 2  # the header and the one bm25 group; full has no repeat
     accuracy = repeat_summary([0.666667, 0.5])
     assert f"{accuracy['mean']:.3f} ± {accuracy['std']:.3f}" == "0.583 ± 0.118"
@@ -301,9 +324,17 @@ def test_judge_checks_and_repeats(tmp_path: Path) -> None:
 
 # -- in a browser ----------------------------------------------------------------
 CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
 )
 #: Runs after the page's own script: counts, per chart, the data marks (bars, points; their
 #: ids hold "-mark-") the browser laid out with a non-empty box, and what the filter hid.
@@ -340,7 +371,9 @@ def _browse(chromium: str, page: Path, tmp_path: Path, *args: str, fragment: str
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
     proc = subprocess.run(
         [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri() + fragment],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
@@ -355,8 +388,11 @@ def _probed(page: Path) -> Path:
 
 def _drawn(dom: str) -> dict[str, int]:
     parsed = Page(dom)
-    return {_given(a, "data-chart"): int(a.get("data-drawn") or 0) for a in parsed.all("figure")
-            if a.get("class") == "chart"}
+    return {
+        _given(a, "data-chart"): int(a.get("data-drawn") or 0)
+        for a in parsed.all("figure")
+        if a.get("class") == "chart"
+    }
 
 
 def test_console_check_catches_a_broken_page(tmp_path: Path) -> None:
@@ -438,8 +474,9 @@ LAYOUT_PROBE = """(function () {
 })()"""
 
 
-def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int, expression: str,
-              screenshot: Path | None = None) -> tuple[Any, list[dict[str, Any]]]:
+def _devtools(
+    chromium: str, page: Path, tmp_path: Path, width: int, height: int, expression: str, screenshot: Path | None = None
+) -> tuple[Any, list[dict[str, Any]]]:
     """Open ``page`` in a viewport ``width`` CSS pixels wide, evaluate ``expression`` after the
     load event, and return its value and what the page logged or threw.
 
@@ -462,9 +499,13 @@ def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int
 
     # close_fds=False: closing would take 3 and 4 too, and pass_fds=(3, 4) fails where the
     # parent has no fd 3 or 4 open
-    proc = subprocess.Popen([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
-                             "about:blank"], close_fds=False, preexec_fn=child,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+        close_fds=False,
+        preexec_fn=child,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.close(to_chromium)
     os.close(from_chromium)
     out, replies = os.fdopen(from_us, "wb", buffering=0), os.fdopen(to_us, "rb", buffering=0)
@@ -497,15 +538,17 @@ def _devtools(chromium: str, page: Path, tmp_path: Path, width: int, height: int
     try:
         target = next(t["targetId"] for t in send("Target.getTargets")["targetInfos"] if t["type"] == "page")
         session = send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        send("Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1,
-             mobile=False)
+        send(
+            "Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1, mobile=False
+        )
         send("Page.enable", session)
         send("Runtime.enable", session)
         send("Page.navigate", session, url=page.as_uri())
         while not any(e.get("method") == "Page.loadEventFired" for e in events):
             events.append(receive())
-        value = send("Runtime.evaluate", session, expression=expression, returnByValue=True,
-                     awaitPromise=True)["result"].get("value")
+        value = send("Runtime.evaluate", session, expression=expression, returnByValue=True, awaitPromise=True)[
+            "result"
+        ].get("value")
         if screenshot is not None:
             screenshot.write_bytes(base64.b64decode(send("Page.captureScreenshot", session, format="png")["data"]))
         console = [e for e in events if e.get("method") in ("Runtime.consoleAPICalled", "Runtime.exceptionThrown")]
@@ -529,8 +572,10 @@ def _layout(chromium: str, page: Path, tmp_path: Path, width: int, screenshot: P
 
 
 #: Agent names as long as plugins' get, one with spaces and one without.
-LONG_NAMES = {RUN_IDS[1]: "mem0-graph-memory-with-reranker-and-top10",
-              RUN_IDS[2]: "letta sleeptime agent with archival memory v2"}
+LONG_NAMES = {
+    RUN_IDS[1]: "mem0-graph-memory-with-reranker-and-top10",
+    RUN_IDS[2]: "letta sleeptime agent with archival memory v2",
+}
 
 
 def _stressed(tmp_path: Path, zero_times: bool = False) -> list[Path]:
@@ -553,8 +598,9 @@ def _stressed(tmp_path: Path, zero_times: bool = False) -> list[Path]:
 
 @pytest.mark.parametrize("width", [DESKTOP, PHONE])
 @pytest.mark.parametrize("zero_times", [False, True], ids=["times", "zero-times"])
-def test_chromium_page_fits_the_window_and_chart_text_never_overlaps(tmp_path: Path, width: int,
-                                                                   zero_times: bool) -> None:
+def test_chromium_page_fits_the_window_and_chart_text_never_overlaps(
+    tmp_path: Path, width: int, zero_times: bool
+) -> None:
     chromium = _chromium()
     page = write_html(_stressed(tmp_path, zero_times), tmp_path / "report.html")
     assert all(name in page.read_text(encoding="utf-8") for name in LONG_NAMES.values())
@@ -579,7 +625,8 @@ def test_layout_probe_catches_a_wide_page_overlapping_text_and_negative_ticks(tm
         '<figure class="chart" data-chart="cost-x"><svg width="300" height="100">'
         '<g id="c1-xtick_1"><g id="c1-text_1"><text x="10" y="50">−1.00</text></g></g>'
         '<g id="c1-text_2"><text x="12" y="52">a long agent name</text></g></svg></figure></body></html>',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     layout = _layout(chromium, bad, tmp_path, PHONE)
     assert layout["innerWidth"] == PHONE and layout["scrollWidth"] > PHONE
     assert layout["overlaps"] == [["cost-x", "−1.00", "a long agent name"]]
@@ -631,8 +678,10 @@ def test_runs_on_one_point_of_the_cost_chart_are_set_side_by_side(tmp_path: Path
     from memplug import htmlreport
     from memplug.runner import Evaluation, RunSpec
 
-    paths = [Evaluation(RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "4"}, top_k=k)).run(
-        output=tmp_path) for k in (5, 6)]
+    paths = [
+        Evaluation(RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "4"}, top_k=k)).run(output=tmp_path)
+        for k in (5, 6)
+    ]
     runs = [htmlreport.load_run(p) for p in paths]
     assert runs[0].overall("accuracy") == runs[1].overall("accuracy")  # one point: same score, no cost
     svg = _chart(htmlreport._cost_chart, "accuracy", "memsim", runs, "c")

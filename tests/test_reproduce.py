@@ -19,7 +19,10 @@ def test_a_run_reproduces_to_the_same_numbers(testkit, tmp_path):
     path = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options={"wrong": "q1"})).run(output=tmp_path)
     result = reproduce(path, tmp_path / "again")
     assert result.matches and result.reproduced != path
-    assert {r.metric for r in result.rows} >= {"em", "subem"} and {r.category for r in result.rows} >= {"overall", "odd"}
+    assert {r.metric for r in result.rows} >= {"em", "subem"} and {r.category for r in result.rows} >= {
+        "overall",
+        "odd",
+    }
     assert any(r.original not in (None, 1.0) for r in result.rows)  # not a trivial all-correct run
 
 
@@ -50,7 +53,8 @@ def test_data_that_is_not_the_runs_is_refused_before_running(tmp_path, shared_da
 
 def test_an_unfinished_run_is_not_reproduced(testkit, tmp_path):
     path = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options={"fail_question": "q1"})).run(
-        output=tmp_path)
+        output=tmp_path
+    )
     with pytest.raises(MemplugError, match="only a finished run can be reproduced.*--resume"):
         reproduce(path, tmp_path)
 

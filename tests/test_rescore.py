@@ -65,28 +65,63 @@ def record(sample: int, question: int, prediction: str | None, error: str | None
     """A record as the runner writes it for the testkit's `counting` dataset, scored by hand."""
     gold = WORDS[(sample + question) % len(WORDS)]
     recalled = [{"text": f"Item {sample}-{question} is {prediction}.", "score": 1.0, "message_ids": [f"m{question}"]}]
-    scores = {} if error else {"em": float(prediction == gold), "subem": float(gold in (prediction or "")),
-                               "recall@5": 1.0}
-    return QuestionRecord.from_json({
-        "sample_id": f"s{sample}", "question_id": f"q{question}", "category": "even" if question % 2 == 0 else "odd",
-        "question": f"What is item {sample}-{question}?", "prediction": prediction, "gold": [gold], "choices": None,
-        "correct_choice": None, "targets": [f"m{question}"], "anchors": [], "recalled": [] if error else recalled,
-        "agent_answered": True, "scores": scores,
-        "timings": {"ingest_s": 0.01, "n_messages": 4, "recall_s": 0.001, "read_s": 0.0},
-        "usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
-        "error": error, "meta": {},
-        "ingest_usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
-    })
+    scores = (
+        {} if error else {"em": float(prediction == gold), "subem": float(gold in (prediction or "")), "recall@5": 1.0}
+    )
+    return QuestionRecord.from_json(
+        {
+            "sample_id": f"s{sample}",
+            "question_id": f"q{question}",
+            "category": "even" if question % 2 == 0 else "odd",
+            "question": f"What is item {sample}-{question}?",
+            "prediction": prediction,
+            "gold": [gold],
+            "choices": None,
+            "correct_choice": None,
+            "targets": [f"m{question}"],
+            "anchors": [],
+            "recalled": [] if error else recalled,
+            "agent_answered": True,
+            "scores": scores,
+            "timings": {"ingest_s": 0.01, "n_messages": 4, "recall_s": 0.001, "read_s": 0.0},
+            "usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+            "error": error,
+            "meta": {},
+            "ingest_usage": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+        }
+    )
 
 
 def write_run(folder: Path, records: list[QuestionRecord], judge: str | None = None) -> Path:
     """A finished run directory with run.json, samples.jsonl and the runner's summary."""
     folder.mkdir(parents=True)
-    spec: dict[str, Any] = {"agent": "lookup", "dataset": "counting", "data": None, "seed": 0, "llm": None, "api_base": None,
-            "reader": None, "judge": judge, "embedder": "wordllama", "chunk_size": None, "top_k": 5, "limit": None,
-            "concurrency": 4, "cache": True, "agent_options": {}, "dataset_options": {}}
-    write_json_atomic(folder / "run.json", {"run_id": folder.name, "spec": spec, "status": "finished",
-                                            "resolved": {"metrics": ["em", "subem", "recall@5"]}})
+    spec: dict[str, Any] = {
+        "agent": "lookup",
+        "dataset": "counting",
+        "data": None,
+        "seed": 0,
+        "llm": None,
+        "api_base": None,
+        "reader": None,
+        "judge": judge,
+        "embedder": "wordllama",
+        "chunk_size": None,
+        "top_k": 5,
+        "limit": None,
+        "concurrency": 4,
+        "cache": True,
+        "agent_options": {},
+        "dataset_options": {},
+    }
+    write_json_atomic(
+        folder / "run.json",
+        {
+            "run_id": folder.name,
+            "spec": spec,
+            "status": "finished",
+            "resolved": {"metrics": ["em", "subem", "recall@5"]},
+        },
+    )
     write_records_atomic(folder / "samples.jsonl", records)  # as the runner writes them
     write_json_atomic(folder / "summary.json", summarize(records, "lookup", "counting", folder.name, 1.234).to_json())
     return folder
@@ -184,7 +219,7 @@ def test_cli_prints_the_new_summary(testkit, tmp_path, memplug_cli):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--metrics", "emm"], 'unknown metric \'emm\' (did you mean "em"?)'),
+        (["--metrics", "emm"], "unknown metric 'emm' (did you mean \"em\"?)"),
         (["--metrics", "judge"], "the run had no judge; pass --judge MODEL"),
         (["--metrics", "recall@20"], "the run recalled 5 items per question (--top-k 5), so recall@20 cannot"),
     ],
@@ -244,7 +279,8 @@ def test_rescore_of_a_real_run_reproduces_its_summary(testkit, tmp_path, agent_o
     from memplug.runner import Evaluation, RunSpec
 
     path = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options=agent_options)).run(
-        output=tmp_path / "runs")
+        output=tmp_path / "runs"
+    )
     result = rescore_run(path)
     assert result.changes["questions_rescored"] == answered
     assert result.changes["identical"], result.changes["changed_summary"]
@@ -322,21 +358,28 @@ def test_rescore_with_an_endpoint_that_does_not_answer_fails_at_once(keyless_env
     from inprocess import memplug_main
 
     path = finished_run(tmp_path)
-    result = memplug_main(["rescore", path, "--judge", "openai/gpt-4o", "--api-base",
-                           f"http://127.0.0.1:{closed_port()}/v1"], env=keyless_env, cwd=tmp_path)
+    result = memplug_main(
+        ["rescore", path, "--judge", "openai/gpt-4o", "--api-base", f"http://127.0.0.1:{closed_port()}/v1"],
+        env=keyless_env,
+        cwd=tmp_path,
+    )
     one_line_exit_2(result, "does not answer")
     assert not openai_stub.log and not list(path.glob("*rescored*"))
 
 
 @pytest.mark.parametrize("fault, expected", [("401", "HTTP 401"), ("404", "HTTP 404")])
-def test_a_judge_error_every_call_would_repeat_stops_the_rescore_unretried(keyless_env, openai_stub, tmp_path,
-                                                                           fault, expected):
+def test_a_judge_error_every_call_would_repeat_stops_the_rescore_unretried(
+    keyless_env, openai_stub, tmp_path, fault, expected
+):
     from inprocess import memplug_main
 
     path = finished_run(tmp_path)
     openai_stub.fail_next(1000, fault)
-    result = memplug_main(["rescore", path, "--judge", "openai/stub-judge", "--api-base", openai_stub.base_url,
-                           "--no-cache"], env=keyless_env, cwd=tmp_path)
+    result = memplug_main(
+        ["rescore", path, "--judge", "openai/stub-judge", "--api-base", openai_stub.base_url, "--no-cache"],
+        env=keyless_env,
+        cwd=tmp_path,
+    )
     one_line_exit_2(result, expected)
     assert 1 <= len(openai_stub.chat_requests) <= 15  # each of the 15 answered questions asked at most once
     assert not list(path.glob("*rescored*"))

@@ -64,8 +64,12 @@ def recorder(testkit, plugins):
     plugins.unregister(plugin)
 
 
-SPEC = RunSpec(agent="recorder", dataset="counting", agent_options={"depth": "7"},
-               dataset_options={"samples": "3", "questions": "2"})
+SPEC = RunSpec(
+    agent="recorder",
+    dataset="counting",
+    agent_options={"depth": "7"},
+    dataset_options={"samples": "3", "questions": "2"},
+)
 
 
 def test_run_json_records_the_resolved_spec_the_runner_used(recorder: None, tmp_path: Path) -> None:
@@ -99,5 +103,5 @@ def test_a_worker_runs_the_drivers_resolution_and_resolves_nothing_again(recorde
     (config,) = _Recorder.configs
     assert dict(config.options) == driver.resolved.agent_options == {"mode": "offline-1", "depth": 7}
     assert config.chunk_size == driver.resolved.chunk_size
-    (worker_runner, _), = worker.runners.values()
+    ((worker_runner, _),) = worker.runners.values()
     assert worker_runner.plan.resolved == driver.resolved

@@ -74,8 +74,14 @@ def test_top_k_on_long_arrays_keeps_the_earliest_of_tied_scores():
     n = 50_000
     with_nan = rng.random(n)
     with_nan[::7] = np.nan
-    cases: list[np.ndarray[Any, Any]] = [rng.random(n).astype(np.float32), np.zeros(n, dtype=np.float32), rng.integers(0, 3, n).astype(np.float32),
-             (rng.random(n) < 2e-4) * rng.random(n), -rng.integers(0, 50, n).astype(np.float64), with_nan]
+    cases: list[np.ndarray[Any, Any]] = [
+        rng.random(n).astype(np.float32),
+        np.zeros(n, dtype=np.float32),
+        rng.integers(0, 3, n).astype(np.float32),
+        (rng.random(n) < 2e-4) * rng.random(n),
+        -rng.integers(0, 50, n).astype(np.float64),
+        with_nan,
+    ]
     for scores in cases:
         ranked = np.lexsort((np.arange(n), -np.where(np.isnan(scores), -np.inf, scores)))
         for k in (1, 2, 5, 20, 5000):
@@ -146,8 +152,13 @@ def test_litellm_embedder_goes_through_the_llm_layer(monkeypatch):
 
 
 def test_feedback_reaches_the_fact_named_by_the_first_hit():
-    texts = ["我的下属的单位叫深圳华厦建设有限公司。", "我的下属身高才160厘米。", "我叔叔的身高有173厘米。",
-             "我表哥个子好高，有190厘米呢。", "我上司个子挺高的，有185厘米呢。"]
+    texts = [
+        "我的下属的单位叫深圳华厦建设有限公司。",
+        "我的下属身高才160厘米。",
+        "我叔叔的身高有173厘米。",
+        "我表哥个子好高，有190厘米呢。",
+        "我上司个子挺高的，有185厘米呢。",
+    ]
     question = "那个单位名称是深圳华厦建设有限公司的人，身高是什么？"
     plain, fed = Retriever(feedback=0.0), Retriever(feedback=1.0)
     for r in (plain, fed):
@@ -199,8 +210,23 @@ def test_timestamps(text, expected):
     assert parse_time("next Tuesday-ish") is None
 
 
-_ODD_TEXTS = ["", " ", "  a", "a ", "x  y", "▁hi", "\n", "héllo 😀 世界", "<s> hi </s>", "a<unk>b", "我的上司名叫赵雅琳",
-              "tab\there", "I I I I I", "a" * 300, "Dr. Smith's 2nd appointment is on May 3, 2024 at 9:15."]
+_ODD_TEXTS = [
+    "",
+    " ",
+    "  a",
+    "a ",
+    "x  y",
+    "▁hi",
+    "\n",
+    "héllo 😀 世界",
+    "<s> hi </s>",
+    "a<unk>b",
+    "我的上司名叫赵雅琳",
+    "tab\there",
+    "I I I I I",
+    "a" * 300,
+    "Dr. Smith's 2nd appointment is on May 3, 2024 at 9:15.",
+]
 
 
 def test_static_pooler_is_wordllama_embed_bit_for_bit():
@@ -225,7 +251,8 @@ def test_static_pooler_is_wordllama_embed_bit_for_bit():
     with small_cache as patch:  # a full word cache is emptied and refilled: the same ids
         patch.setattr("memplug.adapters.retrieval.static_pool.MAX_WORDS", 5)
         assert [small.token_ids(texts[i : i + 7]) for i in range(0, 70, 7)] == [
-            expected[i : i + 7] for i in range(0, 70, 7)]
+            expected[i : i + 7] for i in range(0, 70, 7)
+        ]
         assert len(small._cache) <= 40
     # a tokenizer the word cache does not reproduce goes through the tokenizer whole
     import json

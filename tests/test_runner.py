@@ -38,14 +38,53 @@ def test_run_files_have_the_contract_keys(testkit, tmp_path):
     records = rd.records()
     assert len(records) == 18
     line = json.loads(rd.samples.read_bytes().splitlines()[0])
-    assert list(line) == ["sample_id", "question_id", "category", "question", "prediction", "reply", "gold", "choices",
-                          "correct_choice", "targets", "anchors", "question_time", "question_meta", "recalled",
-                          "agent_answered", "scores", "timings", "usage", "error", "meta", "ingest_usage", "diagnosis"]
+    assert list(line) == [
+        "sample_id",
+        "question_id",
+        "category",
+        "question",
+        "prediction",
+        "reply",
+        "gold",
+        "choices",
+        "correct_choice",
+        "targets",
+        "anchors",
+        "question_time",
+        "question_meta",
+        "recalled",
+        "agent_answered",
+        "scores",
+        "timings",
+        "usage",
+        "error",
+        "meta",
+        "ingest_usage",
+        "diagnosis",
+    ]
     assert list(line["timings"]) == ["setup_s", "ingest_s", "n_messages", "recall_s", "read_s"]
     summary = json.loads(rd.summary_json.read_text())
-    assert list(summary) == ["schema", "run_id", "agent", "dataset", "n_questions", "n_errors", "metrics", "ci", "n",
-                             "unanswerable", "diagnosis", "efficiency", "llm", "status", "n_expected", "n_answered",
-                             "n_failed", "first_error", "stopped"]
+    assert list(summary) == [
+        "schema",
+        "run_id",
+        "agent",
+        "dataset",
+        "n_questions",
+        "n_errors",
+        "metrics",
+        "ci",
+        "n",
+        "unanswerable",
+        "diagnosis",
+        "efficiency",
+        "llm",
+        "status",
+        "n_expected",
+        "n_answered",
+        "n_failed",
+        "first_error",
+        "stopped",
+    ]
     assert summary["schema"] == 2
     assert summary["metrics"]["overall"]["em"] == 1.0
     assert set(summary["metrics"]["by_category"]) == {"even", "odd"}
@@ -88,8 +127,7 @@ def test_reader_answers_when_the_agent_does_not(testkit, tmp_path):
 
 def test_limit_by_first_keeps_the_first_questions(testkit, tmp_path):
     rd = run(tmp_path, limit=4, limit_by="first")
-    assert sorted(r.key for r in rd.records()) == [
-        ("s0", "q0"), ("s0", "q1"), ("s0", "q2"), ("s1", "q0")]
+    assert sorted(r.key for r in rd.records()) == [("s0", "q0"), ("s0", "q1"), ("s0", "q2"), ("s1", "q0")]
 
 
 def test_safe_name_cannot_escape():
@@ -101,8 +139,11 @@ def test_sample_ids_with_dots_stay_inside_the_run(testkit, tmp_path, monkeypatch
     from memplug.models import Message, Question, Sample
 
     def build(self, options):
-        yield Sample("../../escape", [Message("m0", "Item 0-0 is apple.")],
-                     [Question("q0", "What is item 0-0?", ("apple",), targets=("m0",))])
+        yield Sample(
+            "../../escape",
+            [Message("m0", "Item 0-0 is apple.")],
+            [Question("q0", "What is item 0-0?", ("apple",), targets=("m0",))],
+        )
 
     monkeypatch.setattr(testkit.CountingDataset, "build", build)
     rd = run(tmp_path)
@@ -121,8 +162,25 @@ def test_resume_refuses_other_options(testkit, tmp_path):
 @pytest.mark.parametrize("kill_after", [2, 7, 13])
 def test_resume_after_sigkill_holds_every_question_once(testkit_env, tmp_path, kill_after):
     out = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "lookup", "--dataset", "counting",
-           "-o", "delay=0.03", "-o", "samples=8", "--concurrency", "2", "--output", str(out), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        "lookup",
+        "--dataset",
+        "counting",
+        "-o",
+        "delay=0.03",
+        "-o",
+        "samples=8",
+        "--concurrency",
+        "2",
+        "--output",
+        str(out),
+        "--quiet",
+    ]
     proc = subprocess.Popen(cmd, env=testkit_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     samples = None
@@ -140,8 +198,13 @@ def test_resume_after_sigkill_holds_every_question_once(testkit_env, tmp_path, k
         fh.write('{"sample_id": "s7", "question_id": "q0", "pred')
     run_dir = samples.parent
     assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
-    resumed = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--resume", str(run_dir), "--quiet"],
-                             env=testkit_env, capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "memplug.cli", "eval", "--resume", str(run_dir), "--quiet"],
+        env=testkit_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert resumed.returncode == 0, resumed.stderr
     records, end = read_records(samples)
     keys = [r.key for r in records]
@@ -167,8 +230,14 @@ def test_repeated_question_ids_and_empty_datasets_are_refused(testkit, tmp_path,
 
 
 def test_records_round_trip_through_their_lines(tmp_path):
-    record = QuestionRecord("s", "q", "c", "où ?", scores={"em": np.float64(0.5), "n": np.int64(3)},
-                            recalled=[Recalled("t", 0.25, ("1", 2))])
+    record = QuestionRecord(
+        "s",
+        "q",
+        "c",
+        "où ?",
+        scores={"em": np.float64(0.5), "n": np.int64(3)},
+        recalled=[Recalled("t", 0.25, ("1", 2))],
+    )
     line = record.to_line()
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line)["scores"] == {"em": 0.5, "n": 3}
@@ -184,7 +253,11 @@ def test_records_round_trip_through_their_lines(tmp_path):
 
 def test_recalled_as_dict_is_what_attrs_writes():
     item = Recalled("text", None, ["a", 1])
-    assert json.dumps(item.as_dict()) == json.dumps(attrs.asdict(item)) == '{"text": "text", "score": null, "message_ids": ["a", "1"]}'
+    assert (
+        json.dumps(item.as_dict())
+        == json.dumps(attrs.asdict(item))
+        == '{"text": "text", "score": null, "message_ids": ["a", "1"]}'
+    )
     assert [f.name for f in attrs.fields(Recalled)] == list(item.as_dict())  # a new field needs as_dict too
 
 

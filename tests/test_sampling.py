@@ -37,7 +37,11 @@ def test_each_stratum_gets_its_share():
     assert _strata(kept) == {("a", False): 10, ("a", True): 2, ("b", False): 6, ("c", False): 2}
     assert drawn["n"] == 20 and drawn["of"] == 100 and drawn["seed"] == 0
     assert {(d["category"], d["abstention"]): (d["drawn"], d["of"]) for d in drawn["strata"]} == {
-        ("a", True): (2, 10), ("a", False): (10, 50), ("b", False): (6, 30), ("c", False): (2, 10)}
+        ("a", True): (2, 10),
+        ("a", False): (10, 50),
+        ("b", False): (6, 30),
+        ("c", False): (2, 10),
+    }
 
 
 def test_the_remainders_go_to_the_largest_fractions():

@@ -7,15 +7,18 @@ import pytest
 from memplug.secrets import scrub
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("model openai/x failed", "model openai/x failed"),  # was "openai/***"
-    ("box of x", "box of x"),
-    ("Authorization: Bearer x", "Authorization: Bearer ***"),
-    ("request with api_key=x sent", "request with api_key=*** sent"),
-    ('{"api_key": "x"}', '{"api_key": "***"}'),
-    ("Incorrect API key provided: x. See", "Incorrect API key provided: ***. See"),
-    ("http://user:x@host/v1", "http://user:***@host/v1"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("model openai/x failed", "model openai/x failed"),  # was "openai/***"
+        ("box of x", "box of x"),
+        ("Authorization: Bearer x", "Authorization: Bearer ***"),
+        ("request with api_key=x sent", "request with api_key=*** sent"),
+        ('{"api_key": "x"}', '{"api_key": "***"}'),
+        ("Incorrect API key provided: x. See", "Incorrect API key provided: ***. See"),
+        ("http://user:x@host/v1", "http://user:***@host/v1"),
+    ],
+)
 def test_a_short_key_is_masked_where_a_secret_stands(monkeypatch, text, expected):
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     assert scrub(text) == expected

@@ -104,14 +104,18 @@ def test_settle_is_awaited_before_the_first_question_and_timed(agents, tmp_path,
     records = run.records()
     assert all(r.scores["em"] == 1.0 and r.error is None for r in records)
     assert all(r.timings.settle_s is not None and 0.15 < r.timings.settle_s < 5 for r in records)
-    assert all(r.timings.ingest_s is not None and r.timings.ingest_s < 0.15 for r in records)  # apart from the ingestion's own time
+    assert all(
+        r.timings.ingest_s is not None and r.timings.ingest_s < 0.15 for r in records
+    )  # apart from the ingestion's own time
 
 
 def test_a_settle_past_its_timeout_fails_the_sample_not_the_run(agents, tmp_path):
     run = _run(tmp_path, "settles-forever", settle_timeout=1.0)
     records = run.records()
-    assert all(r.error == "ingest failed: the agent's settle did not return within 1 s (--settle-timeout): "
-               "given up" for r in records)
+    assert all(
+        r.error == "ingest failed: the agent's settle did not return within 1 s (--settle-timeout): given up"
+        for r in records
+    )
     outcome = run.summary().outcome
     assert outcome is not None and outcome.status == "failed"
     assert run.info().spec["settle_timeout"] == 1.0
@@ -126,7 +130,8 @@ def test_settle_is_a_declared_capability():
             pass
 
     assert protocols.capability_problems(SyncAsettle) == [
-        "asettle is not an async def: the runner awaits it (SettlesAsync)"]
+        "asettle is not an async def: the runner awaits it (SettlesAsync)"
+    ]
 
 
 def test_cognee_settles_its_deferred_graph():

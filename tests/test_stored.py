@@ -24,8 +24,13 @@ BM25_RUN = "20250604-101630-bm25-memsim"
 
 
 def _run(tmp_path: Path, agent: str, **kw: Any) -> RunDir:
-    spec = RunSpec(agent=agent, dataset="counting", top_k=2,
-                   dataset_options={"samples": "3", "questions": "2", "messages": "4"}, **kw)
+    spec = RunSpec(
+        agent=agent,
+        dataset="counting",
+        top_k=2,
+        dataset_options={"samples": "3", "questions": "2", "messages": "4"},
+        **kw,
+    )
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 
 
@@ -91,8 +96,13 @@ def listers(testkit, plugins):
     class Plugin:
         @hookimpl
         def register_agents(self, register):
-            for name, cls in (("many", _Many), ("raises", _Raises), ("garbage", _Garbage),
-                              ("async-lister", _AsyncLister), ("plain", _Lister)):
+            for name, cls in (
+                ("many", _Many),
+                ("raises", _Raises),
+                ("garbage", _Garbage),
+                ("async-lister", _AsyncLister),
+                ("plain", _Lister),
+            ):
                 register(name, cls)
 
     plugin = Plugin()
@@ -118,8 +128,9 @@ def test_the_async_variant_is_used(listers: None, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("agent", ["raises", "garbage"])
-def test_a_failing_listing_never_fails_the_run(listers: None, tmp_path: Path, agent: str,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_listing_never_fails_the_run(
+    listers: None, tmp_path: Path, agent: str, caplog: pytest.LogCaptureFixture
+) -> None:
     rd = _run(tmp_path, agent)
     assert rd.info().status == "finished"
     assert not any(r.error for r in rd.records()) and len(rd.records()) == 6
@@ -147,7 +158,8 @@ def test_read_keeps_a_resumed_samples_last_line_and_skips_a_torn_one(tmp_path: P
 
 
 def test_the_runs_stored_file_appends_a_line_a_sample_and_drops_what_comes_after_close(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The driver's stored.jsonl stays open for the run: created at the first line (none
     without one), appended to (a resumed run keeps the lines there), closed at the end; a
     line after close (a thread a Ctrl-C left behind) is dropped, a failure only logged."""
@@ -195,8 +207,11 @@ def test_html_shows_what_the_agent_stored_beside_each_wrong_answer(tmp_path: Pat
     run = _with_stored(tmp_path)
     page = write_html([run], tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.count('class="muted">what the agent stored (') == 8  # every wrong answer of bm25 has its list
-    wrong_samples = {json.loads(x)["sample_id"] for x in (run / "samples.jsonl").read_text().splitlines()
-                     if (json.loads(x)["scores"] or {}).get("accuracy", 1) < 1 or json.loads(x)["error"]}
+    wrong_samples = {
+        json.loads(x)["sample_id"]
+        for x in (run / "samples.jsonl").read_text().splitlines()
+        if (json.loads(x)["scores"] or {}).get("accuracy", 1) < 1 or json.loads(x)["error"]
+    }
     assert page.count('<template id="stored-0-') == len(wrong_samples)  # each sample's list once
     first = stored.read(run)[next(iter(stored.read(run)))]
     assert first["total"] > 300 and len(first["items"]) == stored.MAX_ITEMS

@@ -38,17 +38,29 @@ def config(tmp_path: Path) -> Path:
 
 def test_cells_and_run_ids(config):
     cells = plan_cells(load_config(config), "tiny-20250101-000000-abcdef")
-    assert [(c["axes"]["agent"], c["axes"]["seed"]) for c in cells] == [("bm25", 0), ("bm25", 1), ("recent", 0),
-                                                                          ("recent", 1)]
+    assert [(c["axes"]["agent"], c["axes"]["seed"]) for c in cells] == [
+        ("bm25", 0),
+        ("bm25", 1),
+        ("recent", 0),
+        ("recent", 1),
+    ]
     assert cells[0]["run_id"] == "tiny-20250101-000000-abcdef-c000-bm25-memsim-s0"
-    assert cells[3]["spec"] == {"concurrency": 2, "agent": "recent", "dataset": "memsim", "seed": 1,
-                                "agent_options": {}, "dataset_options": {"n": "4"}}
+    assert cells[3]["spec"] == {
+        "concurrency": 2,
+        "agent": "recent",
+        "dataset": "memsim",
+        "seed": 1,
+        "agent_options": {},
+        "dataset_options": {"n": "4"},
+    }
 
 
 def test_option_sets_go_to_agent_or_dataset(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('[grid]\nagents = ["bm25"]\ndatasets = [{ name = "memsim", options = { n = "3" } }]\n'
-                    'options = [{ feedback = "0.5" }, { feedback = "0" }]\n')
+    path.write_text(
+        '[grid]\nagents = ["bm25"]\ndatasets = [{ name = "memsim", options = { n = "3" } }]\n'
+        'options = [{ feedback = "0.5" }, { feedback = "0" }]\n'
+    )
     cells = plan_cells(load_config(path), "x")
     assert [c["spec"]["agent_options"] for c in cells] == [{"feedback": "0.5"}, {"feedback": "0"}]
     assert all(c["spec"]["dataset_options"] == {"n": "3"} for c in cells)
@@ -56,23 +68,30 @@ def test_option_sets_go_to_agent_or_dataset(tmp_path):
 
 def test_model_reader_and_judge_axes(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('[base]\napi_base = "http://127.0.0.1:9/v1"\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n'
-                    'llms = ["openai/a", "openai/b"]\nreaders = ["llm"]\njudges = ["openai/j"]\n')
+    path.write_text(
+        '[base]\napi_base = "http://127.0.0.1:9/v1"\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n'
+        'llms = ["openai/a", "openai/b"]\nreaders = ["llm"]\njudges = ["openai/j"]\n'
+    )
     cells = plan_cells(load_config(path), "x")
     assert [(c["spec"]["llm"], c["spec"]["reader"], c["spec"]["judge"]) for c in cells] == [
-        ("openai/a", "llm", "openai/j"), ("openai/b", "llm", "openai/j")]
+        ("openai/a", "llm", "openai/j"),
+        ("openai/b", "llm", "openai/j"),
+    ]
     assert all(c["spec"]["api_base"] == "http://127.0.0.1:9/v1" for c in cells)
     assert len({c["run_id"] for c in cells}) == 2
 
 
-@pytest.mark.parametrize("text, error", [
-    ('[grid]\nagentz = ["bm25"]\n', "no axis agentz"),
-    ('[grid]\nagents = []\ndatasets = ["memsim"]\n', "non-empty list"),
-    ('colour = 1\n[grid]\nagents = ["bm25"]\n', "unknown key"),
-    ('[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\noptions = [{ nope = "1" }]\n', "nope"),
-    ('[grid]\nagents = ["nosuch"]\ndatasets = ["memsim"]\n', "nosuch"),
-    ('[base]\ntopk = 3\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n', "topk"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ('[grid]\nagentz = ["bm25"]\n', "no axis agentz"),
+        ('[grid]\nagents = []\ndatasets = ["memsim"]\n', "non-empty list"),
+        ('colour = 1\n[grid]\nagents = ["bm25"]\n', "unknown key"),
+        ('[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\noptions = [{ nope = "1" }]\n', "nope"),
+        ('[grid]\nagents = ["nosuch"]\ndatasets = ["memsim"]\n', "nosuch"),
+        ('[base]\ntopk = 3\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n', "topk"),
+    ],
+)
 def test_bad_config_is_one_error_before_any_directory(tmp_path, text, error):
     path = tmp_path / "s.toml"
     path.write_text(text)
@@ -147,15 +166,46 @@ def test_process_pool_sweep_matches_sequential_and_report_reads_the_sweep(config
     # paired within the cells that asked the same questions: bm25 vs recent, per seed
     assert sorted((p["a"][-14:], p["b"][-16:]) for p in out["paired"]) == [
         ("c000-bm25-memsim-s0"[-14:], "c002-recent-memsim-s0"[-16:]),
-        ("c001-bm25-memsim-s1"[-14:], "c003-recent-memsim-s1"[-16:])]
+        ("c001-bm25-memsim-s1"[-14:], "c003-recent-memsim-s1"[-16:]),
+    ]
 
 
 def test_eval_executor_options(tmp_path):
-    result = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=3", "--quiet",
-                                      "--output", str(tmp_path), "--executor", "local"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=3",
+            "--quiet",
+            "--output",
+            str(tmp_path),
+            "--executor",
+            "local",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    result = CliRunner().invoke(cli, ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=3", "--quiet",
-                                      "--output", str(tmp_path), "--llm-limit", "8"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--agent",
+            "bm25",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=3",
+            "--quiet",
+            "--output",
+            str(tmp_path),
+            "--llm-limit",
+            "8",
+        ],
+    )
     assert result.exit_code == 2 and "--executor ray" in result.output
 
 
@@ -177,8 +227,9 @@ def test_run_json_names_the_executor(testkit, tmp_path):
     local = RunDir(Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "a"))
     assert local.info().resolved["executor"] == {"name": "local"}
     with make_executor("local", workers=2) as pool:
-        pooled = RunDir(Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "b",
-                                                                                   executor=pool))
+        pooled = RunDir(
+            Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path / "b", executor=pool)
+        )
     assert pooled.info().resolved["executor"] == {"name": "local", "workers": 2}
 
 
@@ -203,34 +254,42 @@ def test_the_docs_sweep_example_parses_and_dry_runs(tmp_path, shared_data):
 
 def test_an_option_a_cell_refuses_names_the_cell(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('[base]\noptions = { n = "20" }\n[grid]\nagents = ["bm25"]\n'
-                    'datasets = ["memsim", { name = "memdaily", data = "x" }]\n')
+    path.write_text(
+        '[base]\noptions = { n = "20" }\n[grid]\nagents = ["bm25"]\n'
+        'datasets = ["memsim", { name = "memdaily", data = "x" }]\n'
+    )
     result = CliRunner().invoke(cli, ["sweep", str(path), "--dry-run"])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
-    assert result.output.startswith("memplug: error: cell c001 (bm25 on memdaily, options {'n': '20'}): -o n: "
-                                    "neither the agent nor the dataset accepts it")
+    assert result.output.startswith(
+        "memplug: error: cell c001 (bm25 on memdaily, options {'n': '20'}): -o n: "
+        "neither the agent nor the dataset accepts it"
+    )
 
 
 LOCAL_LIMIT = "--address and --llm-limit are for --executor ray (locally, --concurrency bounds the LLM calls)"
 
 
-@pytest.mark.parametrize("head, args, error", [
-    ("", ["--llm-limit", "16"], f"memplug: error: {LOCAL_LIMIT}"),
-    ("llm_limit = 16\n", [], "llm_limit is for --executor ray"),
-    ('executor = "local"\naddress = "auto"\n', [], "address is for --executor ray"),
-    ("llm_tpm = true\n", [], "llm_tpm: true is not a number of tokens a minute"),
-    ("llm_tpm = 1.5\n", [], "llm_tpm: 1.5 is not a number of tokens a minute"),
-    ('llm_tpm = "=5"\n', [], "llm_tpm: '=5' has no model before '='"),
-    ("llm_limit = { \"a\" = 0 }\n", ["--executor", "ray"], "llm_limit: a=0: at least 1 call"),
-    ("", ["--llm-tpm", "a=1=2"], "memplug: error: --llm-tpm: 'a=1=2' has more than one '='"),
-    ('executor = "dask"\n', [], "executor: 'dask' is not one of local, ray"),
-])
+@pytest.mark.parametrize(
+    "head, args, error",
+    [
+        ("", ["--llm-limit", "16"], f"memplug: error: {LOCAL_LIMIT}"),
+        ("llm_limit = 16\n", [], "llm_limit is for --executor ray"),
+        ('executor = "local"\naddress = "auto"\n', [], "address is for --executor ray"),
+        ("llm_tpm = true\n", [], "llm_tpm: true is not a number of tokens a minute"),
+        ("llm_tpm = 1.5\n", [], "llm_tpm: 1.5 is not a number of tokens a minute"),
+        ('llm_tpm = "=5"\n', [], "llm_tpm: '=5' has no model before '='"),
+        ('llm_limit = { "a" = 0 }\n', ["--executor", "ray"], "llm_limit: a=0: at least 1 call"),
+        ("", ["--llm-tpm", "a=1=2"], "memplug: error: --llm-tpm: 'a=1=2' has more than one '='"),
+        ('executor = "dask"\n', [], "executor: 'dask' is not one of local, ray"),
+    ],
+)
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_the_file_and_dry_run_refuse_what_the_command_line_refuses(tmp_path, head, args, error, dry_run):
     path = tmp_path / "s.toml"
     path.write_text(head + '[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n')
-    result = CliRunner().invoke(cli, ["sweep", str(path), "--output", str(tmp_path / "out"), *args,
-                                      *(["--dry-run"] if dry_run else [])])
+    result = CliRunner().invoke(
+        cli, ["sweep", str(path), "--output", str(tmp_path / "out"), *args, *(["--dry-run"] if dry_run else [])]
+    )
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1 and error in result.output
     if head and not args:

@@ -35,9 +35,15 @@ def _start(env: dict[str, str], cwd: Path, *args: str, config: str = CONFIG) -> 
     """`memplug sweep` of ``config``, in a session of its own (so that a test can send a
     Ctrl-C to its process group as a terminal does)."""
     (cwd / "s.toml").write_text(config)
-    return subprocess.Popen([sys.executable, "-m", "memplug.cli", "sweep", "s.toml", "--output", "sw",
-                             "--quiet", *args], env=env, cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memplug.cli", "sweep", "s.toml", "--output", "sw", "--quiet", *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _wait_for_cells(cwd: Path, process: subprocess.Popen[str], running: int) -> Sweep:

@@ -35,8 +35,9 @@ def test_the_headline_run_fits_80_columns_and_40_lines(tmp_path):
 
 
 def test_list_report_and_repeats_cut_no_cell_at_80_columns(tmp_path):
-    result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=12", "--repeats", "2",
-                  "--output", "runs"], tmp_path)
+    result = run(
+        ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=12", "--repeats", "2", "--output", "runs"], tmp_path
+    )
     assert result.returncode == 0, result.stderr
     listed = run(["list"], tmp_path)
     report = run(["report", *sorted(str(p) for p in (tmp_path / "runs").iterdir())], tmp_path)

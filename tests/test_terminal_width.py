@@ -45,13 +45,27 @@ def locomo_runs(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> 
     """bm25 and embedding on one LoCoMo conversation: one sample, five metrics."""
     cwd = tmp_path_factory.mktemp("locomo")
     data = str(shared_data / "locomo" / "locomo_conv26.json")
-    return [eval_run(cwd, "--agent", agent, "--dataset", "locomo", "--data", data, "--output", "runs")
-            for agent in ("bm25", "embedding")]
+    return [
+        eval_run(cwd, "--agent", agent, "--dataset", "locomo", "--data", data, "--output", "runs")
+        for agent in ("bm25", "embedding")
+    ]
 
 
 def test_the_memdaily_headline_run_fits_80_columns_and_40_lines(tmp_path, shared_data):
-    result = run(["eval", "--agent", "embedding", "--dataset", "memdaily", "--data", str(shared_data / "memdaily"),
-                  "--limit", "60"], tmp_path)
+    result = run(
+        [
+            "eval",
+            "--agent",
+            "embedding",
+            "--dataset",
+            "memdaily",
+            "--data",
+            str(shared_data / "memdaily"),
+            "--limit",
+            "60",
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     text = result.stdout + result.stderr
     readable(result.stdout)
@@ -108,10 +122,14 @@ def test_a_paired_comparison_over_one_sample_has_no_interval_and_no_bootstrap_p(
     for path in locomo_runs:
         assert path.name in result.stdout
     text = words(result.stdout)
-    assert re.search(r"recall@5 n 197: A 0\.\d{3}, B 0\.\d{3}, A - B [+-]0\.\d{3} n/a \(1 sample\), p n/a "
-                     r"\(paired-bootstrap\)", text), text
-    assert re.search(r"session_hit@5 n 197: .* n/a \(1 sample\), p [0-9.e-]+ \(mcnemar-exact, \d+/\d+ discordant\)",
-                     text), text
+    assert re.search(
+        r"recall@5 n 197: A 0\.\d{3}, B 0\.\d{3}, A - B [+-]0\.\d{3} n/a \(1 sample\), p n/a "
+        r"\(paired-bootstrap\)",
+        text,
+    ), text
+    assert re.search(
+        r"session_hit@5 n 197: .* n/a \(1 sample\), p [0-9.e-]+ \(mcnemar-exact, \d+/\d+ discordant\)", text
+    ), text
 
     paired = json.loads(run(["report", *map(str, locomo_runs), "--json"], tmp_path).stdout)["paired"][0]["metrics"]
     assert paired["f1"]["ci"] is None and paired["f1"]["ci_na"] == "1 sample"
@@ -135,8 +153,9 @@ def test_a_category_from_one_sample_says_n_a_in_its_cell(tmp_path):
 
 
 def test_report_of_runs_star_reads_the_repeats_file(tmp_path):
-    result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=8", "--repeats", "3", "--output", "runs"],
-                 tmp_path)
+    result = run(
+        ["eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=8", "--repeats", "3", "--output", "runs"], tmp_path
+    )
     assert result.returncode == 0, result.stderr
     readable(result.stdout)
     entries = sorted((tmp_path / "runs").iterdir())
@@ -168,8 +187,10 @@ def test_report_of_runs_star_reads_the_repeats_file(tmp_path):
 
 
 def test_many_runs_split_their_tables_instead_of_breaking_numbers(tmp_path):
-    paths = [eval_run(tmp_path, "--agent", agent, "--dataset", "memsim", "-o", "n=6", "--output", "runs")
-             for agent in ("bm25", "embedding", "recent", "none", "oracle")]
+    paths = [
+        eval_run(tmp_path, "--agent", agent, "--dataset", "memsim", "-o", "n=6", "--output", "runs")
+        for agent in ("bm25", "embedding", "recent", "none", "oracle")
+    ]
     result = run(["report", *map(str, paths)], tmp_path)
     assert result.returncode == 0, result.stderr
     readable(result.stdout)
@@ -205,8 +226,9 @@ def test_a_paired_comparison_within_one_sample():
     assert graded["p_value"] is None and graded["p_bootstrap"] is None and graded["test"] == "paired-bootstrap"
     binary = stats.paired_comparison({q: 1.0 for q in clusters}, {q: 0.0 for q in clusters}, clusters)
     assert binary["ci"] is None and binary["p_value"] == pytest.approx(2 / 2**40)  # McNemar needs no resampling
-    two = stats.paired_comparison({q: 0.9 for q in clusters}, {q: 0.1 for q in clusters},
-                                  {q: i % 2 for i, q in enumerate(clusters)})
+    two = stats.paired_comparison(
+        {q: 0.9 for q in clusters}, {q: 0.1 for q in clusters}, {q: i % 2 for i, q in enumerate(clusters)}
+    )
     assert two["ci"] is not None and "ci_na" not in two
 
 
@@ -219,10 +241,27 @@ def test_a_column_of_single_words_is_never_folded_mid_word():
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=80)
-    wide = table("judge-check", "judge", "questions", "n", "agreement", "kappa", "judge yes / exact no",
-                 "judge no / exact yes", "note")
-    wide.add_row("openai/gpt-4o-mini", "multiple_choice", "200", "0.810", "0.000", "38", "0",
-                 "a long remark that can wrap at its spaces without losing anything at all")
+    wide = table(
+        "judge-check",
+        "judge",
+        "questions",
+        "n",
+        "agreement",
+        "kappa",
+        "judge yes / exact no",
+        "judge no / exact yes",
+        "note",
+    )
+    wide.add_row(
+        "openai/gpt-4o-mini",
+        "multiple_choice",
+        "200",
+        "0.810",
+        "0.000",
+        "38",
+        "0",
+        "a long remark that can wrap at its spaces without losing anything at all",
+    )
     console.print(wide)
     out = buffer.getvalue()
     readable(out)
@@ -230,8 +269,9 @@ def test_a_column_of_single_words_is_never_folded_mid_word():
         assert re.search(rf"[┃│] {re.escape(word)} +[┃│]", out), word
 
 
-@pytest.mark.parametrize("command", ["eval", "sweep", "list", "generate", "report", "rescore", "reproduce",
-                                     "judge-check"])
+@pytest.mark.parametrize(
+    "command", ["eval", "sweep", "list", "generate", "report", "rescore", "reproduce", "judge-check"]
+)
 def test_help_fits_80_columns(command, tmp_path):
     result = run([command, "--help"], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -243,6 +283,7 @@ def test_eval_workers_is_for_ray_and_its_help_says_so(tmp_path):
     help_text = words(run(["eval", "--help"], tmp_path).stdout)
     assert "refused locally" in help_text and "Sweep" not in help_text
     result = run(["eval", "--agent", "bm25", "--dataset", "memsim", "--workers", "2", "--output", "runs"], tmp_path)
-    assert result.returncode == 2 and result.stderr.strip() == ("memplug: error: --workers is for --executor ray "
-                                                                "(locally, --concurrency sets the samples side by side)")
+    assert result.returncode == 2 and result.stderr.strip() == (
+        "memplug: error: --workers is for --executor ray (locally, --concurrency sets the samples side by side)"
+    )
     assert not (tmp_path / "runs").exists()

@@ -16,8 +16,14 @@ from memplug.models import AgentQuestion, Chunk, Recall, Recalled
 from memplug.plugins import get_plugins
 from memplug.protocols import AgentConfig
 from memplug.testing import (
-    ConformanceError, TinyDataset, assert_agent_conforms, assert_dataset_conforms, check_agent, check_dataset,
-    run_cli, tiny_samples,
+    ConformanceError,
+    TinyDataset,
+    assert_agent_conforms,
+    assert_dataset_conforms,
+    check_agent,
+    check_dataset,
+    run_cli,
+    tiny_samples,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,12 +97,15 @@ def test_the_agent_check_tells_a_memory_that_recalls_nothing_from_a_weak_one() -
     assert check_agent(RecallsNothing) == [
         "your agent recalled nothing on 8 questions: the answering message was in none of its top 3 "
         "(recall@3 = 0; every Recall empty); with its default options, an agent that searches should "
-        "find some (expect_recall=False for one that does not)"]
+        "find some (expect_recall=False for one that does not)"
+    ]
     assert check_agent(RecallsNothing, min_recall=0) == check_agent(RecallsNothing)  # never excused
     assert check_agent(RecallsNothing, expect_recall=False) == []
     weak = check_agent(FirstFactOnly)
-    assert weak == ["found the answering message of only 3 of 8 questions in the top 3, under min_recall=0.5 "
-                    "(pass expect_recall=False for an agent that does not retrieve)"]
+    assert weak == [
+        "found the answering message of only 3 of 8 questions in the top 3, under min_recall=0.5 "
+        "(pass expect_recall=False for an agent that does not retrieve)"
+    ]
     assert check_agent(FirstFactOnly, min_recall=0.375) == check_agent(FirstFactOnly, min_recall=0) == []
 
 
@@ -199,12 +208,18 @@ def test_the_example_plugin_installed_like_a_third_party_one(tmp_path: Path) -> 
         pytest.skip("memplug-hello is not installed (pip install -e plugins/memplug-hello)")
     env = {k: v for k, v in os.environ.items() if k != "MEMPLUG_LOAD_PLUGINS"}
     env["COLUMNS"] = "200"
-    listed = subprocess.run([sys.executable, "-m", "memplug.cli", "list"], capture_output=True, text=True, env=env,
-                            cwd=tmp_path, check=True)
+    listed = subprocess.run(
+        [sys.executable, "-m", "memplug.cli", "list"], capture_output=True, text=True, env=env, cwd=tmp_path, check=True
+    )
     assert "memplug-hello" in listed.stdout
     own_tests = ROOT / "plugins" / "memplug-hello" / "tests"
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", str(own_tests)],
-                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", str(own_tests)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert ran.returncode == 0, ran.stdout[-3000:]
     assert re.search(r"\b3 passed", ran.stdout), ran.stdout
 

@@ -41,8 +41,16 @@ def test_cjk_share_counts_tokens_not_characters() -> None:
 
 @pytest.mark.parametrize(
     ("language", "text", "expected"),
-    [("en", "高中", "en"), ("zh", "Paris", "zh"), ("zh-CN", "x", "zh"), ("ja", "x", "zh"),
-     ("de", "x", "en"), ("auto", "高中", "zh"), ("auto", "Paris", "en"), (None, "高中", "zh")],
+    [
+        ("en", "高中", "en"),
+        ("zh", "Paris", "zh"),
+        ("zh-CN", "x", "zh"),
+        ("ja", "x", "zh"),
+        ("de", "x", "en"),
+        ("auto", "高中", "zh"),
+        ("auto", "Paris", "en"),
+        (None, "高中", "zh"),
+    ],
 )
 def test_resolve_language(language: str | None, text: str, expected: str) -> None:
     assert resolve_language(language, text) == expected
@@ -52,7 +60,14 @@ def test_token_spans_keep_offsets_and_case() -> None:
     text = "Washington, D.C. 高中。"
     spans = token_spans(text)
     assert [(s.text, s.kind) for s in spans] == [
-        ("Washington", "word"), (",", "punct"), ("D", "word"), (".", "punct"), ("C", "word"),
-        (".", "punct"), ("高", "cjk"), ("中", "cjk"), ("。", "punct"),
+        ("Washington", "word"),
+        (",", "punct"),
+        ("D", "word"),
+        (".", "punct"),
+        ("C", "word"),
+        (".", "punct"),
+        ("高", "cjk"),
+        ("中", "cjk"),
+        ("。", "punct"),
     ]
     assert all(text[s.start : s.end] == s.text for s in spans)

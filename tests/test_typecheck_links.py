@@ -38,8 +38,13 @@ def links(tree: Path) -> dict[str, str]:
 def test_sync_links_modules_and_packages_of_core_and_the_two_folders(typecheck, tmp_path):
     tree = tmp_path / "src" / "memplug"
     changed = typecheck.sync()
-    assert links(tree) == {"__init__.py": "../../core/__init__.py", "runner.py": "../../core/runner.py",
-                           "cli": "../../core/cli", "adapters": "../../adapters", "datasets": "../../datasets"}
+    assert links(tree) == {
+        "__init__.py": "../../core/__init__.py",
+        "runner.py": "../../core/runner.py",
+        "cli": "../../core/cli",
+        "adapters": "../../adapters",
+        "datasets": "../../datasets",
+    }
     assert len(changed) == 5 and all("(commit it)" in c for c in changed)
     assert (tree / "cli" / "__init__.py").is_file()
     assert typecheck.sync() == []  # nothing to do a second time
@@ -49,16 +54,17 @@ def test_a_new_module_is_linked_and_a_gone_one_unlinked(typecheck, tmp_path):
     typecheck.sync()
     (tmp_path / "core" / "sweep.py").write_text("")
     (tmp_path / "core" / "runner.py").unlink()
-    assert sorted(typecheck.sync()) == ["linked src/memplug/sweep.py -> ../../core/sweep.py (commit it)",
-                                        "removed src/memplug/runner.py"]
+    assert sorted(typecheck.sync()) == [
+        "linked src/memplug/sweep.py -> ../../core/sweep.py (commit it)",
+        "removed src/memplug/runner.py",
+    ]
     assert "sweep.py" in links(tmp_path / "src" / "memplug")
 
 
 def test_errors_are_printed_at_the_real_files(typecheck, tmp_path):
     typecheck.sync()
     assert typecheck.real_path("src/memplug/runner.py:3: error: x  [misc]") == "core/runner.py:3: error: x  [misc]"
-    assert (typecheck.real_path("src/memplug/adapters/bm25.py:9: note: y")
-            == f"adapters{os.sep}bm25.py:9: note: y")
+    assert typecheck.real_path("src/memplug/adapters/bm25.py:9: note: y") == f"adapters{os.sep}bm25.py:9: note: y"
     assert typecheck.real_path("Found 1 error in 1 file") == "Found 1 error in 1 file"
 
 
@@ -80,6 +86,9 @@ def test_tests_are_checked_and_integration_in_a_run_of_its_own(typecheck, tmp_pa
     assert typecheck.runs() == [
         ("the package memplug", [], ""),
         ("tests/", [*flags, "tests"], ""),
-        ("tests/integration", [*flags, "tests/integration/conftest.py", "tests/integration/test_x.py"],
-         "tests/integration"),
+        (
+            "tests/integration",
+            [*flags, "tests/integration/conftest.py", "tests/integration/test_x.py"],
+            "tests/integration",
+        ),
     ]

@@ -63,10 +63,20 @@ class EMGAgent:
     options = (
         Option("activate", int, 3, "memories activated by the question before graph expansion (K in the seed)"),
         Option("depth", int, 3, "depth of the depth-first expansion from activated memories"),
-        Option("extractor", str, "rules", "how facts are extracted: rules (offline) or llm (the run's --llm)",
-               choices=("rules", "llm")),
-        Option("answer", str, "auto", "auto: answer factual questions from the graph; never: leave it to the reader",
-               choices=("auto", "never")),
+        Option(
+            "extractor",
+            str,
+            "rules",
+            "how facts are extracted: rules (offline) or llm (the run's --llm)",
+            choices=("rules", "llm"),
+        ),
+        Option(
+            "answer",
+            str,
+            "auto",
+            "auto: answer factual questions from the graph; never: leave it to the reader",
+            choices=("auto", "never"),
+        ),
         Option("dense", float, 0.0, "weight of the embedder's cosine in activation (0: BM25 only)"),
         Option("max_items", int, 100, "most memories recalled (at least top-k; 0: all that the expansion reaches)"),
     )
@@ -101,8 +111,9 @@ class EMGAgent:
             self.graph.add(text, m.id, m.time, m.meta)
         self.retriever.add([text for text, _ in units])
 
-    def _expand(self, start: int, question_scores: np.ndarray, depth: int, out: dict[int, float],
-                done: set[tuple[str, str]]) -> None:
+    def _expand(
+        self, start: int, question_scores: np.ndarray, depth: int, out: dict[int, float], done: set[tuple[str, str]]
+    ) -> None:
         """Depth-first from one memory through its entity nodes, keeping relevant neighbours.
 
         ``done`` names the neighbour lists (an entity's memories) already gone through in
@@ -192,11 +203,20 @@ class EMGAgent:
     def stored(self) -> list[StoredItem]:
         """Every memory of the graph, one sentence each, with its edit state: replaced facts
         stay in the graph (``current`` false) and are listed too."""
-        return [StoredItem(m.text, str(m.index), (m.message_id,),
-                           {"current": m.current, "operation": m.operation,
-                            **({"triple": [m.triple.subject, m.triple.relation, m.triple.value]} if m.triple else {}),
-                            **({"replaced_by": m.replaced_by} if m.replaced_by is not None else {})})
-                for m in self.graph.memories]
+        return [
+            StoredItem(
+                m.text,
+                str(m.index),
+                (m.message_id,),
+                {
+                    "current": m.current,
+                    "operation": m.operation,
+                    **({"triple": [m.triple.subject, m.triple.relation, m.triple.value]} if m.triple else {}),
+                    **({"replaced_by": m.replaced_by} if m.replaced_by is not None else {}),
+                },
+            )
+            for m in self.graph.memories
+        ]
 
     def close(self) -> None:
         """Everything lives in memory; nothing to release."""

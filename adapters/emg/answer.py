@@ -109,9 +109,7 @@ class GraphAnswerer:
             return None
         entity, start, end = found
         # remaining relation words with their distance from the entity mention
-        remaining = {
-            i: w for i, w in enumerate(words) if (i < start or i >= end) and w not in _QUESTION_WORDS
-        }
+        remaining = {i: w for i, w in enumerate(words) if (i < start or i >= end) and w not in _QUESTION_WORDS}
         path: list[Memory] = []
         value = ""  # the last hop's value
         seen: set[int] = set()
@@ -136,8 +134,15 @@ class GraphAnswerer:
             return None
         return value, path
 
-    def _hop(self, groups: dict[str, list[int]], remaining: dict[int, str], start: int, end: int,
-             when: float | None, seen: set[int]) -> tuple[float, Memory, Triple, int] | None:
+    def _hop(
+        self,
+        groups: dict[str, list[int]],
+        remaining: dict[int, str],
+        start: int,
+        end: int,
+        when: float | None,
+        seen: set[int],
+    ) -> tuple[float, Memory, Triple, int] | None:
         """The next fact to follow: (match, fact, its triple, the word it matched), or None."""
         # facts with one relation match a word equally, so the best of them is the latest
         # valid one: each relation is compared once (a hub such as "I" has thousands of
@@ -169,8 +174,16 @@ class GraphAnswerer:
                 return m, m.triple
         return None
 
-    def _hub_hop(self, entity: str, groups: dict[str, list[int]], remaining: dict[int, str], start: int,
-                 end: int, when: float | None, seen: set[int]) -> tuple[float, Memory, Triple, int] | None:
+    def _hub_hop(
+        self,
+        entity: str,
+        groups: dict[str, list[int]],
+        remaining: dict[int, str],
+        start: int,
+        end: int,
+        when: float | None,
+        seen: set[int],
+    ) -> tuple[float, Memory, Triple, int] | None:
         """:meth:`_hop` for an entity with many relations, the same fact: each word is compared
         with all the relations at once (one matrix product, stems looked up), and only the
         relations that can be the best (within ``_MARGIN`` of it) are looked at one by one,

@@ -91,8 +91,10 @@ def _value_start(words: list[str], lo: int) -> int | None:
             first = k - 1
             break
     for i in range(first, n - 1):
-        if words[i] in FUNCTION_WORDS and words[i + 1] not in FUNCTION_WORDS and not (
-            words[i + 1] in _ARTICLES and i + 2 < n and not _is_name_word(words[i + 2])
+        if (
+            words[i] in FUNCTION_WORDS
+            and words[i + 1] not in FUNCTION_WORDS
+            and not (words[i + 1] in _ARTICLES and i + 2 < n and not _is_name_word(words[i + 2]))
         ):
             return i + 1
     return None
@@ -164,7 +166,7 @@ class LLMExtractor:
     PROMPT = (
         "Extract the main fact of the memory below as JSON with keys "
         '"subject", "relation" and "value" (the value is the shortest span that answers a '
-        'question about the subject and relation). Reply with JSON only, or {{}} if there is no fact.\n\n'
+        "question about the subject and relation). Reply with JSON only, or {{}} if there is no fact.\n\n"
         "Memory: {memory}"
     )
 

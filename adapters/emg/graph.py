@@ -122,7 +122,9 @@ class MemoryGraph:
         #: keyed by (partition, key), so that adding a memory makes no tuple for the look-up
         self._by_key: dict[tuple[str, str], dict[tuple[str, str], int]] = defaultdict(dict)
         # token postings per partition, as array('i'): 4 bytes a posting, read by numpy without a copy
-        self._postings: dict[tuple[str, str], dict[str, array[int]]] = defaultdict(lambda: defaultdict(lambda: array("i")))
+        self._postings: dict[tuple[str, str], dict[str, array[int]]] = defaultdict(
+            lambda: defaultdict(lambda: array("i"))
+        )
         #: memory.current of every memory (and spare room), for counting votes in numpy
         self._current = np.ones(0, dtype=bool)
         self.by_subject: dict[str, list[int]] = defaultdict(list)
@@ -153,8 +155,11 @@ class MemoryGraph:
             found = self._by_key[memory.partition].get(memory.key)
             return self.memories[found] if found is not None else None
         postings = self._postings[memory.partition]
-        lists = [hits for token in (set(tokenize(memory.text)) if tokens is None else tokens)
-                 if (hits := postings.get(token)) is not None and 0 < len(hits) <= MAX_POSTINGS]
+        lists = [
+            hits
+            for token in (set(tokenize(memory.text)) if tokens is None else tokens)
+            if (hits := postings.get(token)) is not None and 0 < len(hits) <= MAX_POSTINGS
+        ]
         if sum(map(len, lists)) > _VOTE_IN_NUMPY:
             return self._top1_numpy(lists)
         votes: dict[int, int] = defaultdict(int)
@@ -206,9 +211,11 @@ class MemoryGraph:
         if memory.triple is None or memory.key is None:
             return []
         value, subject = normalise(memory.triple.value), memory.key[0]
-        return [(("subject", value), self.by_subject.get(value, [])),
-                (("value", subject), self.by_value.get(subject, [])),
-                (("subject", subject), self.by_subject.get(subject, []))]
+        return [
+            (("subject", value), self.by_subject.get(value, [])),
+            (("value", subject), self.by_value.get(subject, [])),
+            (("subject", subject), self.by_subject.get(subject, [])),
+        ]
 
     def neighbours(self, memory: Memory) -> list[int]:
         """Memories incident to this memory's entity nodes: value node first, then subject."""

@@ -10,6 +10,13 @@ from memplug.adapters.retrieval.retriever import Retriever
 from memplug.adapters.retrieval.tokenizer import tokenize
 
 __all__ = [
-    "BM25Index", "DenseIndex", "Embedder", "MessageLog", "PerLTQAReranker", "Retriever",
-    "get_embedder", "tokenize", "top_k",
+    "BM25Index",
+    "DenseIndex",
+    "Embedder",
+    "MessageLog",
+    "PerLTQAReranker",
+    "Retriever",
+    "get_embedder",
+    "tokenize",
+    "top_k",
 ]

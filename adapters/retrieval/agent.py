@@ -19,14 +19,19 @@ from memplug.options import Option, resolve
 from memplug.protocols import AgentConfig
 
 RERANK_OPTION = Option(
-    "rerank", str, "none", "perltqa: classify semantic/episodic, retrieve k per type, re-score (PerLTQA Eq. 3)",
+    "rerank",
+    str,
+    "none",
+    "perltqa: classify semantic/episodic, retrieve k per type, re-score (PerLTQA Eq. 3)",
     choices=("none", "perltqa"),
 )
 #: dense agents: from this many memories on, dense search scores exactly only the rows
 #: whose sign bits are nearest the query's (DenseIndex; recall of the exact top 5 and
 #: latency measured in docs/performance.md)
 ANN_OPTION = Option(
-    "ann_from", int, 0,
+    "ann_from",
+    int,
+    0,
     "approximate dense search (sign-bit first pass, exact cosine re-rank) from this many memories on; 0: always exact",
 )
 
@@ -44,8 +49,9 @@ class RetrievalAgent:
         self.opts = resolve(type(self).options, config.options, type(self).__name__)
         lexical, dense, feedback = self.weights(self.opts)
         self.log = MessageLog()
-        self.retriever = Retriever(lexical, dense, feedback, embedder=config.embedder, llm=config.llm,
-                                   ann_from=self.opts.get("ann_from", 0))
+        self.retriever = Retriever(
+            lexical, dense, feedback, embedder=config.embedder, llm=config.llm, ann_from=self.opts.get("ann_from", 0)
+        )
         self.reranker = PerLTQAReranker() if self.opts["rerank"] == "perltqa" else None
 
     def weights(self, opts: dict[str, Any]) -> tuple[float, float, float]:

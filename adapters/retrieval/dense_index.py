@@ -107,8 +107,13 @@ class DenseIndex:
     query's (None or 0: always exact). ``min_candidates`` and ``candidates_per_k``: how
     many rows the first pass keeps (see the module docstring)."""
 
-    def __init__(self, dim: int, approximate_from: int | None = None,
-                 min_candidates: int = MIN_CANDIDATES, candidates_per_k: int = CANDIDATES_PER_K) -> None:
+    def __init__(
+        self,
+        dim: int,
+        approximate_from: int | None = None,
+        min_candidates: int = MIN_CANDIDATES,
+        candidates_per_k: int = CANDIDATES_PER_K,
+    ) -> None:
         self.dim = dim
         self._n = 0
         self._matrix = np.zeros((0, dim), dtype=np.float32)
@@ -167,8 +172,9 @@ class DenseIndex:
         rows = self._codes.nearest(query, count)
         # in blocks small enough that the BLAS does not start threads (which, on a busy
         # machine, wait for a core: 2,000 rows took 8 ms, 1,000 rows 0.06 ms)
-        scores = np.concatenate([vectors[rows[i : i + _RESCORE_BLOCK]] @ query
-                                 for i in range(0, len(rows), _RESCORE_BLOCK)])
+        scores = np.concatenate(
+            [vectors[rows[i : i + _RESCORE_BLOCK]] @ query for i in range(0, len(rows), _RESCORE_BLOCK)]
+        )
         return rows, scores
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:

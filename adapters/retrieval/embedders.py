@@ -172,9 +172,7 @@ def get_embedder(name: str, llm: "LLM | None" = None) -> Embedder:
             elif kind == "st" and model:
                 _CACHE[key] = SentenceTransformerEmbedder(model)
             else:
-                raise MemplugError(
-                    f"unknown embedder {name!r}; use wordllama, litellm:<model> or st:<model>"
-                )
+                raise MemplugError(f"unknown embedder {name!r}; use wordllama, litellm:<model> or st:<model>")
         return _CACHE[key]
 
 

@@ -18,8 +18,15 @@ SEMANTIC = "semantic"
 EPISODIC = "episodic"
 
 _META_TYPES = {
-    "semantic": SEMANTIC, "profile": SEMANTIC, "relationship": SEMANTIC, "relation": SEMANTIC,
-    "episodic": EPISODIC, "event": EPISODIC, "events": EPISODIC, "dialogue": EPISODIC, "dialog": EPISODIC,
+    "semantic": SEMANTIC,
+    "profile": SEMANTIC,
+    "relationship": SEMANTIC,
+    "relation": SEMANTIC,
+    "episodic": EPISODIC,
+    "event": EPISODIC,
+    "events": EPISODIC,
+    "dialogue": EPISODIC,
+    "dialog": EPISODIC,
 }
 
 _EPISODIC_CUES = re.compile(

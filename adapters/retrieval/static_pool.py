@@ -45,8 +45,10 @@ def splits_at_words(tokenizer_json: dict[str, Any]) -> bool:
     model = tokenizer_json.get("model") or {}
     norm = tokenizer_json.get("normalizer") or {}
     steps = norm.get("normalizers") if norm.get("type") == "Sequence" else None
-    expected = [{"type": "Prepend", "prepend": _SPACE},
-                {"type": "Replace", "pattern": {"String": " "}, "content": _SPACE}]
+    expected = [
+        {"type": "Prepend", "prepend": _SPACE},
+        {"type": "Replace", "pattern": {"String": " "}, "content": _SPACE},
+    ]
     if steps != expected or tokenizer_json.get("pre_tokenizer") is not None:
         return False
     if model.get("type") != "BPE" or model.get("dropout") not in (None, 0.0):
@@ -80,8 +82,7 @@ class StaticPooler:
         self._words: Tokenizer | None = None
         if splits_at_words(spec):
             # the same BPE for one already normalised word at a time
-            bare = dict(spec, normalizer=None, pre_tokenizer=None, post_processor=None,
-                        padding=None, truncation=None)
+            bare = dict(spec, normalizer=None, pre_tokenizer=None, post_processor=None, padding=None, truncation=None)
             self._words = Tokenizer.from_str(json.dumps(bare))
         self._special = [t["content"] for t in spec.get("added_tokens", [])]
         self._cache: dict[str, list[int]] = {}

@@ -78,8 +78,11 @@ class MemplugGroup(click.Group):
         (:data:`BUILTIN_SUMMARIES`); plugin commands give their own help."""
         names = self.list_commands(ctx)
         commands = {name: super(MemplugGroup, self).get_command(ctx, name) for name in names}
-        shown = [name for name, command in commands.items()
-                 if command is None and name in BUILTIN_SUMMARIES or command is not None and not command.hidden]
+        shown = [
+            name
+            for name, command in commands.items()
+            if command is None and name in BUILTIN_SUMMARIES or command is not None and not command.hidden
+        ]
         if not shown:
             return
         limit = formatter.width - 6 - max(map(len, shown))
@@ -99,8 +102,9 @@ class MemplugGroup(click.Group):
             command = super().get_command(ctx, name)
         return command
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
-                                                                           list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         """click's, with "did you mean" for an unknown command (`memplug evl`)."""
         try:
             return super().resolve_command(ctx, args)

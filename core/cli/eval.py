@@ -56,78 +56,188 @@ class _Concurrency(_ParamType):
 @click.command("eval")
 @click.option("--agent", help="Memory agent name (see `memplug list --kind agents`).")
 @click.option("--dataset", help="Dataset name (see `memplug list --kind datasets`).")
-@click.option("--data", type=click.Path(path_type=Path), help="Release file or folder for a loader, "
-              "or a samples .jsonl written by `memplug generate`.")
-@click.option("--limit", type=click.IntRange(min=1), help="Ask N questions, drawn as --limit-by says; "
-              "samples left without a question are not ingested.")
-@click.option("--limit-by", type=click.Choice(["stratified", "first"]), default="stratified", show_default=True,
-              help="stratified: by category and abstention, in proportion, drawn with --seed; first: the "
-              "first N in dataset order (fewest samples to ingest).")
-@click.option("--context-tokens", type=click.IntRange(min=1, max=10_000_000), help="Hand the reader at most N "
-              "tokens of recalled items (cl100k_base for every system; items whole, in rank order).")
-@click.option("--settle-timeout", type=click.FloatRange(min=1, max=7 * 86400), default=600.0, show_default=True,
-              help="Seconds an agent's settle() (ingestion finished in the background) may take.")
-@click.option("--max-errors", metavar="N|P%", help="Stop the run once N questions (or P% of them) have failed: "
-              "status failed, exit 1.")
-@click.option("--fail-under", multiple=True, metavar="METRIC=VALUE", help="Exit 3 when the overall mean of "
-              "METRIC (METRIC[CATEGORY]=VALUE: a category's) is below VALUE (repeatable).")
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path),
+    help="Release file or folder for a loader, or a samples .jsonl written by `memplug generate`.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="Ask N questions, drawn as --limit-by says; samples left without a question are not ingested.",
+)
+@click.option(
+    "--limit-by",
+    type=click.Choice(["stratified", "first"]),
+    default="stratified",
+    show_default=True,
+    help="stratified: by category and abstention, in proportion, drawn with --seed; first: the "
+    "first N in dataset order (fewest samples to ingest).",
+)
+@click.option(
+    "--context-tokens",
+    type=click.IntRange(min=1, max=10_000_000),
+    help="Hand the reader at most N "
+    "tokens of recalled items (cl100k_base for every system; items whole, in rank order).",
+)
+@click.option(
+    "--settle-timeout",
+    type=click.FloatRange(min=1, max=7 * 86400),
+    default=600.0,
+    show_default=True,
+    help="Seconds an agent's settle() (ingestion finished in the background) may take.",
+)
+@click.option(
+    "--max-errors",
+    metavar="N|P%",
+    help="Stop the run once N questions (or P% of them) have failed: status failed, exit 1.",
+)
+@click.option(
+    "--fail-under",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit 3 when the overall mean of METRIC (METRIC[CATEGORY]=VALUE: a category's) is below VALUE (repeatable).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for generators and agents.")
-@click.option("--llm", default=lambda: os.environ.get("MEMPLUG_LLM"), help="litellm model string, "
-              "e.g. openai/gpt-4o-mini, or local (a tiny model served by llama.cpp here, no key: "
-              "memplug[local]) or local:PATH.gguf (default: $MEMPLUG_LLM).")
+@click.option(
+    "--llm",
+    default=lambda: os.environ.get("MEMPLUG_LLM"),
+    help="litellm model string, "
+    "e.g. openai/gpt-4o-mini, or local (a tiny model served by llama.cpp here, no key: "
+    "memplug[local]) or local:PATH.gguf (default: $MEMPLUG_LLM).",
+)
 @click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --llm/--judge.")
-@click.option("--reader", help="How answers are written from recalled items: extractive (offline, "
-              "default without --llm) or llm (default with --llm).")
-@click.option("--judge", help="litellm model (or local, local:PATH.gguf) for LLM-as-judge scoring "
-              "(adds the judge metric).")
-@click.option("--judge-prompt", default=lambda: os.environ.get("MEMPLUG_JUDGE_PROMPT") or None,
-              help="Judge (prompts) that scores every question with --judge, e.g. longmemeval, locomo-j, "
-              "memplug (see `memplug list --kind judges`; default: $MEMPLUG_JUDGE_PROMPT, else the dataset's "
-              "official judge: longmemeval's for longmemeval, locomo-j for locomo, else memplug).")
-@click.option("--embedder", default="wordllama", show_default=True,
-              help="Embedder for agents that embed: wordllama (offline), litellm:<model>, st:<model>.")
-@click.option("--chunk-size", type=click.IntRange(min=1, max=1_000_000), help="Tokens per ingestion chunk "
-              "(default: the agent's, else the dataset's).")
-@click.option("--top-k", type=click.IntRange(min=1, max=10_000),
-              help="Items an agent recalls per question; K of recall@K (default: the dataset protocol's "
-              "official depth, else 5).")
-@click.option("--concurrency", type=_Concurrency(), default="4", show_default=True,
-              help="Samples evaluated side by side (and concurrent LLM calls). `auto`: up to "
-              f"{AUTO_CEILING} side by side (`auto:N`: N), the LLM calls in flight finding each model's level "
-              "(raised while throughput rises, lowered on 429s and on latency that grows without it; in run.json).")
+@click.option(
+    "--reader",
+    help="How answers are written from recalled items: extractive (offline, "
+    "default without --llm) or llm (default with --llm).",
+)
+@click.option(
+    "--judge", help="litellm model (or local, local:PATH.gguf) for LLM-as-judge scoring (adds the judge metric)."
+)
+@click.option(
+    "--judge-prompt",
+    default=lambda: os.environ.get("MEMPLUG_JUDGE_PROMPT") or None,
+    help="Judge (prompts) that scores every question with --judge, e.g. longmemeval, locomo-j, "
+    "memplug (see `memplug list --kind judges`; default: $MEMPLUG_JUDGE_PROMPT, else the dataset's "
+    "official judge: longmemeval's for longmemeval, locomo-j for locomo, else memplug).",
+)
+@click.option(
+    "--embedder",
+    default="wordllama",
+    show_default=True,
+    help="Embedder for agents that embed: wordllama (offline), litellm:<model>, st:<model>.",
+)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1, max=1_000_000),
+    help="Tokens per ingestion chunk (default: the agent's, else the dataset's).",
+)
+@click.option(
+    "--top-k",
+    type=click.IntRange(min=1, max=10_000),
+    help="Items an agent recalls per question; K of recall@K (default: the dataset protocol's official depth, else 5).",
+)
+@click.option(
+    "--concurrency",
+    type=_Concurrency(),
+    default="4",
+    show_default=True,
+    help="Samples evaluated side by side (and concurrent LLM calls). `auto`: up to "
+    f"{AUTO_CEILING} side by side (`auto:N`: N), the LLM calls in flight finding each model's level "
+    "(raised while throughput rises, lowered on 429s and on latency that grows without it; in run.json).",
+)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk caches (LLM responses, token counts).")
-@click.option("--llm-timeout", type=click.FloatRange(min=0.1, max=3600), default=60.0, show_default=True,
-              help="Seconds to wait for one LLM answer before retrying.")
-@click.option("--llm-retries", type=click.IntRange(min=0, max=20), default=6, show_default=True,
-              help="Retries of a failed LLM call (429 honours Retry-After; 5xx, timeouts, bad bodies). "
-              "401/403/404/400 are never retried: they stop the run.")
-@click.option("--llm-deadline", type=click.FloatRange(min=1, max=86400), default=600.0, show_default=True,
-              help="Seconds one LLM call may take in all, retries and waits included.")
-@click.option("--sample-timeout", type=click.FloatRange(min=1, max=7 * 86400), default=1800.0, show_default=True,
-              help="Seconds one agent call (set-up, the ingestion of a chunk, a recall) may take: a call "
-              "that hangs longer fails its sample (an error on its questions, retried by --resume) and "
-              "the run goes on.")
-@click.option("--verbose", is_flag=True, help="Show the log (memplug's and the agent's libraries') on "
-              "stderr too; it is always in memplug.log in the run directory.")
-@click.option("--output", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
-              help="Folder that receives the run directory.")
-@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
-              help="Finish an interrupted run directory (finished samples are kept).")
-@click.option("--from", "from_run", type=click.Path(path_type=Path, file_okay=False),
-              help="Answer and score again the recalled items a finished run stored, with another "
-              "--reader/--llm/--judge or protocol option: no agent is built, nothing is re-ingested.")
-@click.option("-o", "pairs", multiple=True, metavar="KEY=VALUE",
-              help="Agent or dataset option (repeatable); prefix with agent. or dataset. if both accept it.")
-@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run N times with seeds S, S+1, ... and report mean, spread and each repeat.")
+@click.option(
+    "--llm-timeout",
+    type=click.FloatRange(min=0.1, max=3600),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for one LLM answer before retrying.",
+)
+@click.option(
+    "--llm-retries",
+    type=click.IntRange(min=0, max=20),
+    default=6,
+    show_default=True,
+    help="Retries of a failed LLM call (429 honours Retry-After; 5xx, timeouts, bad bodies). "
+    "401/403/404/400 are never retried: they stop the run.",
+)
+@click.option(
+    "--llm-deadline",
+    type=click.FloatRange(min=1, max=86400),
+    default=600.0,
+    show_default=True,
+    help="Seconds one LLM call may take in all, retries and waits included.",
+)
+@click.option(
+    "--sample-timeout",
+    type=click.FloatRange(min=1, max=7 * 86400),
+    default=1800.0,
+    show_default=True,
+    help="Seconds one agent call (set-up, the ingestion of a chunk, a recall) may take: a call "
+    "that hangs longer fails its sample (an error on its questions, retried by --resume) and "
+    "the run goes on.",
+)
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show the log (memplug's and the agent's libraries') on "
+    "stderr too; it is always in memplug.log in the run directory.",
+)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Folder that receives the run directory.",
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Finish an interrupted run directory (finished samples are kept).",
+)
+@click.option(
+    "--from",
+    "from_run",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Answer and score again the recalled items a finished run stored, with another "
+    "--reader/--llm/--judge or protocol option: no agent is built, nothing is re-ingested.",
+)
+@click.option(
+    "-o",
+    "pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Agent or dataset option (repeatable); prefix with agent. or dataset. if both accept it.",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run N times with seeds S, S+1, ... and report mean, spread and each repeat.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
 @functools.partial(executor_options, sweep=False)
 @click.pass_context
-def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume: Path | None,
-                 from_run: Path | None, output: Path, repeats: int, verbose: bool, executor: str | None,
-                 address: str | None, workers: int | None, llm_limit: str | None, ray_runtime_env: str | None,
-                 llm_tpm: str | None,
-                 **given: Any) -> None:
+def eval_command(
+    ctx: click.Context,
+    pairs: tuple[str, ...],
+    quiet: bool,
+    resume: Path | None,
+    from_run: Path | None,
+    output: Path,
+    repeats: int,
+    verbose: bool,
+    executor: str | None,
+    address: str | None,
+    workers: int | None,
+    llm_limit: str | None,
+    ray_runtime_env: str | None,
+    llm_tpm: str | None,
+    **given: Any,
+) -> None:
     """Evaluate a memory agent on a dataset.
 
     Bad configuration (an unknown name, a missing key, a server that does not answer)
@@ -167,9 +277,11 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
     # --executor ray: the samples spread over Ray workers, the records written here (memplug.executors)
     if workers is not None and (executor or "local") != "ray":
         raise MemplugError("--workers is for --executor ray (locally, --concurrency sets the samples side by side)")
-    runner = (build_executor(executor, address, workers, llm_limit, ray_runtime_env, llm_tpm=llm_tpm)
-              if executor or workers or any(v is not None for v in (address, llm_limit, llm_tpm, ray_runtime_env))
-              else None)
+    runner = (
+        build_executor(executor, address, workers, llm_limit, ray_runtime_env, llm_tpm=llm_tpm)
+        if executor or workers or any(v is not None for v in (address, llm_limit, llm_tpm, ray_runtime_env))
+        else None
+    )
     with runner or contextlib.nullcontext():
         try:
             paths = _run_repeats(spec, repeats, output, resume, quiet, verbose, runner)
@@ -202,8 +314,9 @@ def eval_command(ctx: click.Context, pairs: tuple[str, ...], quiet: bool, resume
         ctx.exit(gates.EXIT_BELOW)
 
 
-def _run_repeats(spec: Any, repeats: int, output: Path, resume: Path | None, quiet: bool, verbose: bool,
-                 runner: Any) -> list[Path]:
+def _run_repeats(
+    spec: Any, repeats: int, output: Path, resume: Path | None, quiet: bool, verbose: bool, runner: Any
+) -> list[Path]:
     """Run (or resume) the spec, ``repeats`` times with seeds S, S+1, ...; the run directories.
     The agent's note and the data's warnings are said once, before the first."""
     from memplug.api import run_spec
@@ -211,9 +324,18 @@ def _run_repeats(spec: Any, repeats: int, output: Path, resume: Path | None, qui
     def say(line: str) -> None:
         click.echo(line, err=True)
 
-    return [run_spec(attrs.evolve(spec, seed=spec.seed + i), output=output, resume=resume, progress=not quiet,
-                     verbose=verbose, executor=runner, say=say if i == 0 else lambda line: None)
-            for i in range(repeats)]
+    return [
+        run_spec(
+            attrs.evolve(spec, seed=spec.seed + i),
+            output=output,
+            resume=resume,
+            progress=not quiet,
+            verbose=verbose,
+            executor=runner,
+            say=say if i == 0 else lambda line: None,
+        )
+        for i in range(repeats)
+    ]
 
 
 def outcome_line(path: Path, outcome: Outcome) -> str:
@@ -221,8 +343,10 @@ def outcome_line(path: Path, outcome: Outcome) -> str:
     first error and the command that retries them."""
     first = one_line(str(outcome.first_error or "unknown"), 300)
     stopped = f"{one_line(outcome.stopped, 200)}; " if outcome.stopped else ""  # e.g. --max-errors
-    return (f"memplug: {outcome.status}: {stopped}{outcome.n_failed} of {outcome.n_expected} questions failed; "
-            f"first error: {first}; retry them with: memplug eval --resume {path}")
+    return (
+        f"memplug: {outcome.status}: {stopped}{outcome.n_failed} of {outcome.n_expected} questions failed; "
+        f"first error: {first}; retry them with: memplug eval --resume {path}"
+    )
 
 
 def write_repeats(paths: list[Path], output: Path) -> Path:
@@ -232,8 +356,10 @@ def write_repeats(paths: list[Path], output: Path) -> Path:
     out = {
         "runs": [s.run_id for s in summaries],
         "seeds": [RunDir(p).info().seed for p in paths],
-        "overall": {m: stats.repeat_summary([s.metrics.overall[m] for s in summaries
-                                             if m in s.metrics.overall]) for m in metrics},
+        "overall": {
+            m: stats.repeat_summary([s.metrics.overall[m] for s in summaries if m in s.metrics.overall])
+            for m in metrics
+        },
     }
     path = Path(output) / f"repeats-{summaries[0].run_id}.json"
     write_json_atomic(path, out)

@@ -17,20 +17,39 @@ from memplug.serialize import dumps_sample
 
 @click.command("generate")
 @click.option("--dataset", required=True, help="Generator name (see `memplug list --kind datasets`).")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
-              help="Output .jsonl file, one sample per line (readable by `memplug eval --data`).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="Output .jsonl file, one sample per line (readable by `memplug eval --data`).",
+)
 @click.option("--n", type=click.IntRange(min=1), help="Number of samples (the generator's `n` option).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Same seed and options, same bytes.")
-@click.option("--data", type=click.Path(path_type=Path, exists=True),
-              help="A release to load instead of generating (memdaily, factcon, perltqa): written as JSON "
-                   "lines, and validated with --check.")
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path, exists=True),
+    help="A release to load instead of generating (memdaily, factcon, perltqa): written as JSON "
+    "lines, and validated with --check.",
+)
 @click.option("--check", is_flag=True, help="Validate the generated data; exit 1 on any problem.")
-@click.option("--llm", default=lambda: os.environ.get("MEMPLUG_LLM"),
-              help="Let a litellm model rewrite wording (never answers), where the generator supports it.")
+@click.option(
+    "--llm",
+    default=lambda: os.environ.get("MEMPLUG_LLM"),
+    help="Let a litellm model rewrite wording (never answers), where the generator supports it.",
+)
 @click.option("--api-base", help="Base URL of an OpenAI-compatible endpoint for --llm.")
 @click.option("-o", "pairs", multiple=True, metavar="KEY=VALUE", help="Generator option (repeatable).")
-def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Path | None, check: bool,
-                     llm: str | None, api_base: str | None, pairs: tuple[str, ...]) -> None:
+def generate_command(
+    dataset: str,
+    out: Path,
+    n: int | None,
+    seed: int,
+    data: Path | None,
+    check: bool,
+    llm: str | None,
+    api_base: str | None,
+    pairs: tuple[str, ...],
+) -> None:
     """Generate a dataset offline and write it as JSON lines.
 
     With --data, load a released dataset instead and write it the same way, which
@@ -60,8 +79,19 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Pa
         # a file of the user's own: every problem with its line number, before anything is built
         first = builder.check_data(data, values)
         if not first.ok:
-            click.echo(json.dumps({"ok": False, "problems": first.problems[:50], "n_problems": len(first.problems),
-                                   "stats": first.stats}, indent=2, ensure_ascii=False, default=str))
+            click.echo(
+                json.dumps(
+                    {
+                        "ok": False,
+                        "problems": first.problems[:50],
+                        "n_problems": len(first.problems),
+                        "stats": first.stats,
+                    },
+                    indent=2,
+                    ensure_ascii=False,
+                    default=str,
+                )
+            )
             raise SystemExit(1)
     model = None
     if llm:
@@ -79,8 +109,18 @@ def generate_command(dataset: str, out: Path, n: int | None, seed: int, data: Pa
     if check:
         assert checker is not None  # refused above
         report = checker.check(samples)
-        click.echo(json.dumps({"ok": report.ok, "problems": report.problems[:20],
-                               "n_problems": len(report.problems), "stats": report.stats},
-                              indent=2, ensure_ascii=False, default=str))
+        click.echo(
+            json.dumps(
+                {
+                    "ok": report.ok,
+                    "problems": report.problems[:20],
+                    "n_problems": len(report.problems),
+                    "stats": report.stats,
+                },
+                indent=2,
+                ensure_ascii=False,
+                default=str,
+            )
+        )
         if not report.ok:
             raise SystemExit(1)

@@ -59,9 +59,17 @@ def list_command(as_json: bool, kind: str | None) -> None:
             if item.get("suffix"):
                 lines.append(Text.assemble(styled("file:", "dim"), " ", styled(f"<run id>{item['suffix']}")))
             if item.get("sha256"):
-                lines.append(Text.assemble(
-                    styled(f"v{item['judge_version']}"), " · ", styled("sha256", "dim"), f" {item['sha256'][:12]} · ",
-                    styled("prompts:", "dim"), " ", styled(", ".join(item["prompts"]))))
+                lines.append(
+                    Text.assemble(
+                        styled(f"v{item['judge_version']}"),
+                        " · ",
+                        styled("sha256", "dim"),
+                        f" {item['sha256'][:12]} · ",
+                        styled("prompts:", "dim"),
+                        " ",
+                        styled(", ".join(item["prompts"])),
+                    )
+                )
             table.add_row(styled(item["name"], "bold"), Text("\n").join(lines))
         console.print(table)
     if broken:
@@ -93,5 +101,9 @@ def _with_judge(described: dict[str, Any], entry: Any) -> dict[str, Any]:
     sha256 = getattr(judge, "sha256", None)
     if prompts is None or not isinstance(sha256, str):  # not a JudgeSet: `eval` would say so
         return {**described, "error": f"its target is a {type(judge).__name__}, not a memplug.judge.JudgeSet"}
-    return {**described, "judge_version": getattr(judge, "version", None),
-            "prompts": [p.name for p in prompts], "sha256": sha256}
+    return {
+        **described,
+        "judge_version": getattr(judge, "version", None),
+        "prompts": [p.name for p in prompts],
+        "sha256": sha256,
+    }

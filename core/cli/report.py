@@ -33,7 +33,7 @@ def _count(summary: RunSummary, category: str) -> str:
 
 
 def _fewer(summary: RunSummary, category: str, metric: str) -> str:
-    """" (n=42)" after a mean over fewer questions than the row's n (the answers' metrics where
+    """ " (n=42)" after a mean over fewer questions than the row's n (the answers' metrics where
     the reader could not answer some, which recall still scores), so that every number is
     read over its own count, as the CSV and the HTML page give it; "" otherwise."""
     counts = summary.n.get(category) if summary.n is not None else {}
@@ -80,11 +80,13 @@ def _paired_table(console: Any, metrics: dict[str, dict[str, Any]]) -> Any:
     rows = []
     for metric, c in metrics.items():
         test = c["test"] + (f" ({c['a_only']}/{c['b_only']} discordant)" if "a_only" in c else "")
-        interval = (f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c.get("ci")
-                    else f"n/a ({c.get('ci_na') or 'no interval'})")
+        interval = (
+            f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c.get("ci") else f"n/a ({c.get('ci_na') or 'no interval'})"
+        )
         p = "n/a" if c.get("p_value") is None else f"{c['p_value']:.3g}"
-        rows.append((metric, str(c["n"]), f"{c['mean_a']:.3f}", f"{c['mean_b']:.3f}", f"{c['diff']:+.3f} {interval}",
-                     p, test))
+        rows.append(
+            (metric, str(c["n"]), f"{c['mean_a']:.3f}", f"{c['mean_b']:.3f}", f"{c['diff']:+.3f} {interval}", p, test)
+        )
     table = make_table(None, "metric", "n", "A", "B", "A - B [95% CI]", "p", "test")
     for row in rows:
         table.add_row(*row)
@@ -99,8 +101,9 @@ def _paired_table(console: Any, metrics: dict[str, dict[str, Any]]) -> Any:
     return stacked
 
 
-def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
-                 pairs: list[dict[str, Any]] | None = None) -> None:
+def print_tables(
+    paths: list[Path], repeats: list[dict[str, Any]] | None = None, pairs: list[dict[str, Any]] | None = None
+) -> None:
     """The scores overall and per category, then efficiency and LLM usage, then the protocols
     and the paired comparisons; all readable on an 80-column terminal.
 
@@ -125,9 +128,12 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
         status = "" if s.outcome is None or s.outcome.status == "finished" else f", {s.outcome.status.upper()}"
         judge = compare.judge_identity(path)
         caveats = "".join(f", {c}" for c in compare.run_caveats(path))  # beside "(official)", what it rests on
-        _say(console, f"{'#' + str(k) + ' ' if many else ''}{s.run_id}: {s.agent} on {s.dataset}, "
-                      f"protocol {compare.protocol_label(path)}{caveats}"
-                      f"{', judge ' + compare.judge_text(judge) if judge else ''}{status}")
+        _say(
+            console,
+            f"{'#' + str(k) + ' ' if many else ''}{s.run_id}: {s.agent} on {s.dataset}, "
+            f"protocol {compare.protocol_label(path)}{caveats}"
+            f"{', judge ' + compare.judge_text(judge) if judge else ''}{status}",
+        )
     level = next((s.ci.level for s in summaries if s.ci is not None and isinstance(s.ci.level, float)), 0.95)
     # one set of tables per dataset and answer protocol: its runs share metrics and categories,
     # and no column holds numbers from two protocols (another prompt, parser, memory unit, depth)
@@ -144,49 +150,90 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
         # no mean of the table has an interval, for one reason: the title says it once, not every cell
         none_at_all = bool(scored) and all(c[1] is None for c in scored) and len(found) == 1
         where = (f" on {dataset}" if len({d for d, _ in groups}) > 1 else "") + (
-            f", protocol {protocol}" if len(groups) > len({d for d, _ in groups}) else "")
-        title = (f"Scores{where} ({level:.0%} CI"
-                 f"{' n/a: ' + next(iter(found)) if none_at_all else ''})")
+            f", protocol {protocol}" if len(groups) > len({d for d, _ in groups}) else ""
+        )
+        title = f"Scores{where} ({level:.0%} CI{' n/a: ' + next(iter(found)) if none_at_all else ''})"
 
-        def scores_table(block: Any, group: list[tuple[int, RunSummary]] = group, title: str = title, none_at_all: bool = none_at_all) -> Any:
+        def scores_table(
+            block: Any, group: list[tuple[int, RunSummary]] = group, title: str = title, none_at_all: bool = none_at_all
+        ) -> Any:
             table = make_table(title, *(("run",) if many else ()), "category", "n", *block)
             for k, s in group:
                 rows = _rows(s)
                 for i, (cat, values) in enumerate(rows):
-                    row = [_score(values.get(m), *s.interval(m, cat), say_na=not none_at_all)
-                           + (_fewer(s, cat, m) if values.get(m) is not None else "") for m in block]
-                    table.add_row(*([_label(k, s, many) if i == 0 else ""] if many else []), cat, _count(s, cat),
-                                  *row, end_section=i == len(rows) - 1)
+                    row = [
+                        _score(values.get(m), *s.interval(m, cat), say_na=not none_at_all)
+                        + (_fewer(s, cat, m) if values.get(m) is not None else "")
+                        for m in block
+                    ]
+                    table.add_row(
+                        *([_label(k, s, many) if i == 0 else ""] if many else []),
+                        cat,
+                        _count(s, cat),
+                        *row,
+                        end_section=i == len(rows) - 1,
+                    )
             return table
 
         for table in in_blocks(console, metrics, scores_table):
             console.print(table)
     if reasons:
-        _say(console, f"n/a ({', '.join(sorted(reasons))}): no interval can be estimated where all the questions "
-                      "of a mean come from one sample, since the bootstrap resamples whole samples")
+        _say(
+            console,
+            f"n/a ({', '.join(sorted(reasons))}): no interval can be estimated where all the questions "
+            "of a mean come from one sample, since the bootstrap resamples whole samples",
+        )
     for s in summaries:
         for category, u in (s.unanswerable or {}).items():
             noun = "question" if u["n"] == 1 else "questions"
-            _say(console, f"{s.run_id}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
-                          "only what was recalled is scored")
+            _say(
+                console,
+                f"{s.run_id}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
+                "only what was recalled is scored",
+            )
     for s in summaries:  # where the misses lost their evidence (memplug.diagnosis)
         for line in (diagnosis.wrong_line(s.diagnosis), diagnosis.memory_line(s.diagnosis)) if s.diagnosis else ():
             if line:
                 _say(console, f"{s.run_id}: {line}")
-    quantities = ("questions", "errors", "ingest s/msg", "recall s/q", "wall s", "LLM calls", "cache hits",
-                  "tokens in", "tokens out", "cost $")
-    values = [[str(s.n_questions), str(s.n_errors), _seconds(s.efficiency.ingest_s_per_message),
-               _seconds(s.efficiency.recall_s_per_question), _fmt(s.efficiency.wall_s),
-               str(s.llm.calls), str(s.llm.cache_hits), str(s.llm.prompt_tokens),
-               str(s.llm.completion_tokens), f"{s.llm.cost_usd:.4f}"] for s in summaries]
+    quantities = (
+        "questions",
+        "errors",
+        "ingest s/msg",
+        "recall s/q",
+        "wall s",
+        "LLM calls",
+        "cache hits",
+        "tokens in",
+        "tokens out",
+        "cost $",
+    )
+    values = [
+        [
+            str(s.n_questions),
+            str(s.n_errors),
+            _seconds(s.efficiency.ingest_s_per_message),
+            _seconds(s.efficiency.recall_s_per_question),
+            _fmt(s.efficiency.wall_s),
+            str(s.llm.calls),
+            str(s.llm.cache_hits),
+            str(s.llm.prompt_tokens),
+            str(s.llm.completion_tokens),
+            f"{s.llm.cost_usd:.4f}",
+        ]
+        for s in summaries
+    ]
     latency = [(s.efficiency.latency_s or {}) for s in summaries]
     stages = [stage for stage in ("ingest", "recall", "answer") if any(lat.get(stage) for lat in latency)]
     if not many:  # one run: a paragraph, not a table eleven columns wide
         _say(console, "Efficiency and LLM usage: " + ", ".join(f"{q} {v}" for q, v in zip(quantities, values[0])))
         if stages:
-            _say(console, "Latency s p50/p95/p99: " + "; ".join(
-                f"{stage} {_percentile_text(latency[0].get(stage))}" for stage in stages))
+            _say(
+                console,
+                "Latency s p50/p95/p99: "
+                + "; ".join(f"{stage} {_percentile_text(latency[0].get(stage))}" for stage in stages),
+            )
     else:
+
         def usage_table(block: Any) -> Any:
             usage = make_table("Efficiency and LLM usage", "", *(_label(k, summaries[k - 1], many) for k in block))
             for row, quantity in enumerate(quantities):
@@ -208,13 +255,19 @@ def print_tables(paths: list[Path], repeats: list[dict[str, Any]] | None = None,
         _say(console, f"Paired comparison: A = {comparison['a']}, B = {comparison['b']}")
         console.print(_paired_table(console, comparison["metrics"]))
         if comparison.get("judges_differ"):
-            _say(console, f"judge not compared: {comparison['a']} and {comparison['b']} were judged by different "
-                          f"judges: {comparison['judges_differ']}")
+            _say(
+                console,
+                f"judge not compared: {comparison['a']} and {comparison['b']} were judged by different "
+                f"judges: {comparison['judges_differ']}",
+            )
     for path in paths:
         for check in RunDir(path).judge_checks():
-            _say(console, f"judge {check['model']} on {path.name}: agreement with exact scoring "
-                          f"{_fmt(check['agreement'])}, Cohen's kappa {_fmt(check['kappa'])} "
-                          f"(n={'-' if check['n'] is None else check['n']})")
+            _say(
+                console,
+                f"judge {check['model']} on {path.name}: agreement with exact scoring "
+                f"{_fmt(check['agreement'])}, Cohen's kappa {_fmt(check['kappa'])} "
+                f"(n={'-' if check['n'] is None else check['n']})",
+            )
     if repeats:
         from memplug.cli.tables import print_repeats
 
@@ -256,8 +309,9 @@ def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]
             run_ids = [str(r) for r in content["runs"]]
             content["overall"].items()
         except (KeyError, TypeError, AttributeError):
-            raise MemplugError(f"{arg}: not the summary of an `eval --repeats` (expected 'runs' and 'overall')") \
-                from None
+            raise MemplugError(
+                f"{arg}: not the summary of an `eval --repeats` (expected 'runs' and 'overall')"
+            ) from None
         repeats.append({"path": str(arg), **content})
         for run_id in run_ids:  # its runs, beside it, unless they are among the arguments already
             run_dir = arg.parent / run_id
@@ -273,24 +327,58 @@ def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]
 @click.command("report")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the summaries as JSON.")
-@click.option("--html", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write a self-contained HTML comparison page with charts.")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "latex", "csv"]),
-              help="Print the comparison as a table to publish: one per metric, runs as rows, categories "
-              "as columns, best per column marked, a footer naming protocol, judge, data hash and version.")
-@click.option("--ci-style", type=click.Choice(["pm", "brackets"]), default="pm", show_default=True,
-              help="With --format: intervals as ± half-width or as [low, high].")
-@click.option("--why", is_flag=True, help="Why answers were wrong: per stage that lost the evidence (not stored, "
-              "not recalled, misread, unknown) its share and examples with the question, gold answer, evidence, "
-              "what was stored and what was recalled (see docs/diagnosis.md).")
+@click.option(
+    "--html",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write a self-contained HTML comparison page with charts.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "latex", "csv"]),
+    help="Print the comparison as a table to publish: one per metric, runs as rows, categories "
+    "as columns, best per column marked, a footer naming protocol, judge, data hash and version.",
+)
+@click.option(
+    "--ci-style",
+    type=click.Choice(["pm", "brackets"]),
+    default="pm",
+    show_default=True,
+    help="With --format: intervals as ± half-width or as [low, high].",
+)
+@click.option(
+    "--why",
+    is_flag=True,
+    help="Why answers were wrong: per stage that lost the evidence (not stored, "
+    "not recalled, misread, unknown) its share and examples with the question, gold answer, evidence, "
+    "what was stored and what was recalled (see docs/diagnosis.md).",
+)
 @click.option("--category", help="With --why: only this category's questions.")
-@click.option("--n", "n_examples", type=click.IntRange(min=0), default=10, show_default=True,
-              help="With --why: examples shown per stage.")
-@click.option("--export", type=click.Path(path_type=Path, file_okay=False),
-              help="Also write each run's answers in its benchmark's official file, into this folder "
-              "(LongMemEval's hypotheses.jsonl, LoCoMo's prediction file; `memplug list --kind exports`).")
-def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt: str | None,
-                   ci_style: str, why: bool, category: str | None, n_examples: int, export: Path | None) -> None:
+@click.option(
+    "--n",
+    "n_examples",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="With --why: examples shown per stage.",
+)
+@click.option(
+    "--export",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also write each run's answers in its benchmark's official file, into this folder "
+    "(LongMemEval's hypotheses.jsonl, LoCoMo's prediction file; `memplug list --kind exports`).",
+)
+def report_command(
+    runs: tuple[Path, ...],
+    as_json: bool,
+    html: Path | None,
+    fmt: str | None,
+    ci_style: str,
+    why: bool,
+    category: str | None,
+    n_examples: int,
+    export: Path | None,
+) -> None:
     """Compare one or more finished runs.
 
     \b
@@ -345,11 +433,20 @@ def report_command(runs: tuple[Path, ...], as_json: bool, html: Path | None, fmt
         click.echo(tables(paths, fmt, ci_style), nl=False)  # type: ignore[arg-type]
         return
     if as_json:
-        out = {"runs": [{"path": str(p), **RunDir(p).summary().to_json(),
-                         "judge": dict(zip(("name", "model", "prompt_sha256"), j)) if (j := compare.judge_identity(p))
-                         else None} for p in paths],
-               "paired": compare.comparisons(paths) if pairs is None else pairs,
-               "settings_differ": differ}
+        out = {
+            "runs": [
+                {
+                    "path": str(p),
+                    **RunDir(p).summary().to_json(),
+                    "judge": dict(zip(("name", "model", "prompt_sha256"), j))
+                    if (j := compare.judge_identity(p))
+                    else None,
+                }
+                for p in paths
+            ],
+            "paired": compare.comparisons(paths) if pairs is None else pairs,
+            "settings_differ": differ,
+        }
         if repeats:
             out["repeats"] = repeats
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))

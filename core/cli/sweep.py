@@ -21,28 +21,51 @@ from memplug.errors import MemplugError
 def executor_options(command: Any, sweep: bool = True) -> Any:
     """--executor, --address, --workers, --llm-limit, --llm-tpm, --ray-runtime-env: shared by eval
     and sweep (``sweep=False``: eval's help, where --workers is for Ray only)."""
-    workers_help = ("Ray: worker actors (default: the cluster's CPUs). Local: cells side by side in processes "
-                    "(default 1)." if sweep else "Ray: worker actors (default: the cluster's CPUs); refused "
-                    "locally, where --concurrency sets the samples side by side.")
-    for option in reversed([
-        click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
-                     help="Where samples (eval) or cells (sweep) run: local (this process; default) or ray "
-                     "(pip install 'memplug[ray]'; a local Ray on loopback, or the cluster at --address)."),
-        click.option("--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS, else a "
-                     "local Ray bound to 127.0.0.1)."),
-        click.option("--workers", type=click.IntRange(min=1, max=4096), default=None,
-                     help=workers_help),
-        click.option("--llm-limit", default=None, metavar="N|MODEL=N,...",
-                     help="Ray: LLM calls in flight per model across all workers, e.g. 16 or "
-                     "openai/gpt-4o-mini=8,*=32 (default: only each worker's --concurrency)."),
-        click.option("--llm-tpm", default=None, metavar="N|MODEL=N,...",
-                     help="Tokens a minute (prompt and completion) per model, e.g. 200000 or "
-                     "openai/gpt-4o-mini=200000,*=30000: a call waits while the budget is spent; in this "
-                     "process, or across all Ray workers (default: no limit)."),
-        click.option("--ray-runtime-env", default=None, metavar="JSON",
-                     help="Ray runtime environment for the workers, as JSON (e.g. '{\"pip\": [\"my-plugin\"]}'); "
-                     "MEMPLUG_* and provider key variables are forwarded as env_vars."),
-    ]):
+    workers_help = (
+        "Ray: worker actors (default: the cluster's CPUs). Local: cells side by side in processes (default 1)."
+        if sweep
+        else "Ray: worker actors (default: the cluster's CPUs); refused "
+        "locally, where --concurrency sets the samples side by side."
+    )
+    for option in reversed(
+        [
+            click.option(
+                "--executor",
+                type=click.Choice(["local", "ray"]),
+                default=None,
+                help="Where samples (eval) or cells (sweep) run: local (this process; default) or ray "
+                "(pip install 'memplug[ray]'; a local Ray on loopback, or the cluster at --address).",
+            ),
+            click.option(
+                "--address",
+                default=None,
+                help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray bound to 127.0.0.1).",
+            ),
+            click.option("--workers", type=click.IntRange(min=1, max=4096), default=None, help=workers_help),
+            click.option(
+                "--llm-limit",
+                default=None,
+                metavar="N|MODEL=N,...",
+                help="Ray: LLM calls in flight per model across all workers, e.g. 16 or "
+                "openai/gpt-4o-mini=8,*=32 (default: only each worker's --concurrency).",
+            ),
+            click.option(
+                "--llm-tpm",
+                default=None,
+                metavar="N|MODEL=N,...",
+                help="Tokens a minute (prompt and completion) per model, e.g. 200000 or "
+                "openai/gpt-4o-mini=200000,*=30000: a call waits while the budget is spent; in this "
+                "process, or across all Ray workers (default: no limit).",
+            ),
+            click.option(
+                "--ray-runtime-env",
+                default=None,
+                metavar="JSON",
+                help='Ray runtime environment for the workers, as JSON (e.g. \'{"pip": ["my-plugin"]}\'); '
+                "MEMPLUG_* and provider key variables are forwarded as env_vars.",
+            ),
+        ]
+    ):
         command = option(command)
     return command
 
@@ -57,8 +80,10 @@ def cell_lines(manifest: Mapping[str, Any], folder: Path) -> list[str]:
     for cell in manifest["cells"]:
         a = cell["axes"]
         options = " ".join(f"{k}={v}" for k, v in (a.get("options") or {}).items())
-        head = (f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
-                f"{', -o ' + options if options else ''}: {cell['status']}")
+        head = (
+            f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
+            f"{', -o ' + options if options else ''}: {cell['status']}"
+        )
         try:
             means = RunDir(folder / cell["path"]).summary().metrics.overall
         except (MemplugError, OSError):  # a cell that never ran has no summary
@@ -76,8 +101,10 @@ def interrupts(sweep_dir: Path) -> Iterator[None]:
     memplug.driver) would name its cell's ``eval --resume``, which finishes that cell alone:
     it yields to a handler set here. Not the main thread, or a handler of the caller's own:
     nothing changes."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield
         return
     seen: list[int] = []
@@ -87,8 +114,10 @@ def interrupts(sweep_dir: Path) -> Iterator[None]:
             seen.append(signum)
             raise KeyboardInterrupt
         with contextlib.suppress(Exception):
-            sys.stderr.write(f"memplug: interrupted again: stopped at once; finish the sweep with: "
-                             f"memplug sweep --resume {sweep_dir}\n")
+            sys.stderr.write(
+                f"memplug: interrupted again: stopped at once; finish the sweep with: "
+                f"memplug sweep --resume {sweep_dir}\n"
+            )
             sys.stderr.flush()
         mp_util = sys.modules.get("multiprocessing.util")
         if mp_util is not None:  # the pool's semaphores, else the resource tracker warns of them as leaked
@@ -103,8 +132,15 @@ def interrupts(sweep_dir: Path) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def build_executor(executor: str | None, address: str | None, workers: int | None, llm_limit: Any,
-                   ray_runtime_env: str | None, default: str = "local", llm_tpm: Any = None) -> Any:
+def build_executor(
+    executor: str | None,
+    address: str | None,
+    workers: int | None,
+    llm_limit: Any,
+    ray_runtime_env: str | None,
+    default: str = "local",
+    llm_tpm: Any = None,
+) -> Any:
     from memplug.executors import make_executor, parse_llm_limit, parse_llm_tpm
 
     runtime_env = None
@@ -118,13 +154,26 @@ def build_executor(executor: str | None, address: str | None, workers: int | Non
     name = executor or default
     if name == "local" and runtime_env:
         raise MemplugError("--ray-runtime-env is for --executor ray")
-    return make_executor(name, address=address, workers=workers, llm_limit=parse_llm_limit(llm_limit),
-                         llm_tpm=parse_llm_tpm(llm_tpm), runtime_env=runtime_env)
+    return make_executor(
+        name,
+        address=address,
+        workers=workers,
+        llm_limit=parse_llm_limit(llm_limit),
+        llm_tpm=parse_llm_tpm(llm_tpm),
+        runtime_env=runtime_env,
+    )
 
 
-def sweep_executor(settings: Mapping[str, Any], path: Path, executor: str | None, address: str | None,
-                   workers: int | None, llm_limit: str | None, ray_runtime_env: str | None,
-                   llm_tpm: str | None) -> Any:
+def sweep_executor(
+    settings: Mapping[str, Any],
+    path: Path,
+    executor: str | None,
+    address: str | None,
+    workers: int | None,
+    llm_limit: str | None,
+    ray_runtime_env: str | None,
+    llm_tpm: str | None,
+) -> Any:
     """The executor of a sweep: the command line's options over the file's (``settings``),
     built but not started (so --dry-run refuses what a run would). The file's Ray settings
     do not apply when --executor local overrides its ``executor = "ray"``; a file that runs
@@ -137,30 +186,57 @@ def sweep_executor(settings: Mapping[str, Any], path: Path, executor: str | None
     if not on_ray and not overridden:
         for key in ("address", "llm_limit"):
             if settings.get(key) is not None:
-                raise MemplugError(f"{path}: {key} is for --executor ray (locally, --concurrency bounds the "
-                                   "LLM calls)")
-    limit = (parse_llm_limit(llm_limit) if llm_limit is not None
-             else parse_llm_limit(settings.get("llm_limit"), f"{path}: llm_limit") if on_ray else None)
-    tpm = (parse_llm_tpm(llm_tpm) if llm_tpm is not None
-           else parse_llm_tpm(settings.get("llm_tpm"), f"{path}: llm_tpm"))
-    return build_executor(chosen, address or (settings.get("address") if on_ray else None),
-                          workers or settings.get("workers"), limit or None, ray_runtime_env,
-                          llm_tpm=tpm or None)
+                raise MemplugError(f"{path}: {key} is for --executor ray (locally, --concurrency bounds the LLM calls)")
+    limit = (
+        parse_llm_limit(llm_limit)
+        if llm_limit is not None
+        else parse_llm_limit(settings.get("llm_limit"), f"{path}: llm_limit")
+        if on_ray
+        else None
+    )
+    tpm = parse_llm_tpm(llm_tpm) if llm_tpm is not None else parse_llm_tpm(settings.get("llm_tpm"), f"{path}: llm_tpm")
+    return build_executor(
+        chosen,
+        address or (settings.get("address") if on_ray else None),
+        workers or settings.get("workers"),
+        limit or None,
+        ray_runtime_env,
+        llm_tpm=tpm or None,
+    )
 
 
 @click.command("sweep")
 @click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--output", type=click.Path(path_type=Path), default=Path("sweeps"), show_default=True,
-              help="Folder that receives the sweep directory.")
-@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
-              help="Finish a sweep directory: finished cells are kept, the others run or resume.")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("sweeps"),
+    show_default=True,
+    help="Folder that receives the sweep directory.",
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Finish a sweep directory: finished cells are kept, the others run or resume.",
+)
 @click.option("--dry-run", is_flag=True, help="List the cells and exit.")
 @click.option("--quiet", is_flag=True, help="No line per cell and no table.")
 @executor_options
 @click.pass_context
-def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume: Path | None, dry_run: bool,
-                  quiet: bool, executor: str | None, address: str | None, workers: int | None, llm_limit: str | None,
-                  ray_runtime_env: str | None, llm_tpm: str | None = None) -> None:
+def sweep_command(
+    ctx: click.Context,
+    config: Path | None,
+    output: Path,
+    resume: Path | None,
+    dry_run: bool,
+    quiet: bool,
+    executor: str | None,
+    address: str | None,
+    workers: int | None,
+    llm_limit: str | None,
+    ray_runtime_env: str | None,
+    llm_tpm: str | None = None,
+) -> None:
     """Run a grid of evaluations: one run directory per cell, a manifest, resume.
 
     The TOML file lists axes under [grid] (agents, datasets, seeds, llms, readers, judges,
@@ -186,15 +262,27 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
         else:
             settings = load_config(config)
         # what a run would refuse (executor options, the file's limits) is refused here too
-        sweep_executor(settings, config or resume / "sweep.toml", executor, address, workers,  # type: ignore[operator]
-                       llm_limit, ray_runtime_env, llm_tpm)
+        sweep_executor(
+            settings,
+            config or resume / "sweep.toml",  # type: ignore[operator]
+            executor,
+            address,
+            workers,
+            llm_limit,
+            ray_runtime_env,
+            llm_tpm,
+        )
         cells = stored["cells"] if config is None else plan_cells(settings, "DRYRUN")
         for cell in cells:
             a = cell["axes"]
             extras = ", ".join(f"{k} {a[k]}" for k in ("llm", "reader", "judge", "data") if a.get(k))
             options = " ".join(f"{k}={v}" for k, v in a["options"].items())
-            click.echo(one_line(f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
-                                f"{', ' + extras if extras else ''}{', -o ' + options if options else ''}"))
+            click.echo(
+                one_line(
+                    f"c{cell['index']:03d} {a['agent']} on {a['dataset']}, seed {a['seed']}"
+                    f"{', ' + extras if extras else ''}{', -o ' + options if options else ''}"
+                )
+            )
         click.echo(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}")
         return
     if resume is not None:
@@ -205,8 +293,16 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
         settings = stored.get("config") or {}
     else:
         settings = load_config(config)  # type: ignore[arg-type]
-    runner = sweep_executor(settings, config or resume / "sweep.toml", executor, address, workers,  # type: ignore[operator]
-                            llm_limit, ray_runtime_env, llm_tpm)
+    runner = sweep_executor(
+        settings,
+        config or resume / "sweep.toml",  # type: ignore[operator]
+        executor,
+        address,
+        workers,
+        llm_limit,
+        ray_runtime_env,
+        llm_tpm,
+    )
     if resume is None:
         sweep = Sweep.create(config, output, runner.describe())  # type: ignore[arg-type]
 
@@ -232,6 +328,9 @@ def sweep_command(ctx: click.Context, config: Path | None, output: Path, resume:
     click.echo(str(sweep.path))
     unfinished = [c for c in manifest["cells"] if c["status"] != "finished"]
     if unfinished:
-        click.echo(f"memplug: {len(unfinished)} of {len(manifest['cells'])} cells did not finish; "
-                   f"finish them with: memplug sweep --resume {sweep.path}", err=True)
+        click.echo(
+            f"memplug: {len(unfinished)} of {len(manifest['cells'])} cells did not finish; "
+            f"finish them with: memplug sweep --resume {sweep.path}",
+            err=True,
+        )
         ctx.exit(1)

@@ -61,8 +61,9 @@ def table(title: str | None, *columns: str, **options: Any) -> Table:
     return out
 
 
-def in_blocks(console: Console, items: Sequence[T], build: Callable[[Sequence[T]], Table],
-              whole: bool = True) -> list[Table]:
+def in_blocks(
+    console: Console, items: Sequence[T], build: Callable[[Sequence[T]], Table], whole: bool = True
+) -> list[Table]:
     """Tables ``build(block)`` over consecutive blocks of ``items``, as many items to a block
     as fit the console's width.
 
@@ -90,10 +91,22 @@ def print_repeats(result: dict[str, Any]) -> None:
     first run whole."""
     from memplug.display import console
 
-    shown = table(f"{len(result['runs'])} repeats of {result['runs'][0]} "
-                  f"(seeds {', '.join(map(str, result['seeds']))})",
-                  "metric", "mean", "std", "min", "max", "each repeat")
+    shown = table(
+        f"{len(result['runs'])} repeats of {result['runs'][0]} (seeds {', '.join(map(str, result['seeds']))})",
+        "metric",
+        "mean",
+        "std",
+        "min",
+        "max",
+        "each repeat",
+    )
     for metric, r in result["overall"].items():
-        shown.add_row(metric, f"{r['mean']:.3f}", f"{r['std']:.3f}", f"{r['min']:.3f}", f"{r['max']:.3f}",
-                      " ".join(f"{v:.3f}" for v in r["values"]))
+        shown.add_row(
+            metric,
+            f"{r['mean']:.3f}",
+            f"{r['std']:.3f}",
+            f"{r['min']:.3f}",
+            f"{r['max']:.3f}",
+            " ".join(f"{v:.3f}" for v in r["values"]),
+        )
     console().print(shown)

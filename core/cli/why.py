@@ -49,9 +49,11 @@ def diagnosed(path: Path) -> tuple[list[QuestionRecord], bool]:
 
 def example_lines(record: QuestionRecord, d: Diagnosis) -> list[str]:
     """One example: the question, answers, evidence, stored and recalled items, as lines."""
-    lines = [f"{record.sample_id} / {record.question_id} ({record.category}): {d.metric} {d.score:g}",
-             f"  question: {_clip(record.question)}",
-             f"  gold: {_clip(' | '.join(record.gold)) or '-'}   answer: {_clip(record.prediction or '-')}"]
+    lines = [
+        f"{record.sample_id} / {record.question_id} ({record.category}): {d.metric} {d.score:g}",
+        f"  question: {_clip(record.question)}",
+        f"  gold: {_clip(' | '.join(record.gold)) or '-'}   answer: {_clip(record.prediction or '-')}",
+    ]
     if record.correct_choice and record.choices:
         lines[-1] += f"   (choice {record.correct_choice}: {_clip(record.choices.get(record.correct_choice, ''))})"
     if d.evidence:
@@ -67,10 +69,14 @@ def example_lines(record: QuestionRecord, d: Diagnosis) -> list[str]:
     else:
         label = "stored, holding it" if d.stored else "stored, nearest" if d.stored_items else "stored"
         lines += [f"  {label}: {_ids(i.get('message_ids') or [])}{_clip(i.get('text', ''))}" for i in d.stored_items]
-        lines.append(f"  ({d.n_stored} items stored in all)" if d.stored_items else
-                     f"  stored: nothing of {d.n_stored} items shares a word with the evidence")
-    evidence = diagnosis.Evidence.of(record.targets, [e["text"] for e in d.evidence], record.gold, record.question,
-                                     "auto")
+        lines.append(
+            f"  ({d.n_stored} items stored in all)"
+            if d.stored_items
+            else f"  stored: nothing of {d.n_stored} items shares a word with the evidence"
+        )
+    evidence = diagnosis.Evidence.of(
+        record.targets, [e["text"] for e in d.evidence], record.gold, record.question, "auto"
+    )
     for n, item in enumerate(record.recalled[:RECALLED_SHOWN], 1):
         held, _ = evidence.held_by(diagnosis.Item.of(item.text, item.message_ids, "auto"))
         lines.append(f"  recalled {n}{'*' if held else ' '} {_ids(item.message_ids)}{_clip(item.text)}")
@@ -94,8 +100,10 @@ def why_lines(path: Path, category: str | None = None, n: int = 10) -> list[str]
     tallied = diagnosis.tally(chosen)
     run_id = RunDir(path).info().run_id or Path(path).name
     where = f", category {category}" if category else ""
-    lines = [f"{run_id}{where}: {len(chosen)} answers diagnosed"
-             + (" now, from stored.jsonl and the recalled items (the run has no diagnoses)" if now else "")]
+    lines = [
+        f"{run_id}{where}: {len(chosen)} answers diagnosed"
+        + (" now, from stored.jsonl and the recalled items (the run has no diagnoses)" if now else "")
+    ]
     for line in (diagnosis.wrong_line(tallied), diagnosis.memory_line(tallied)) if tallied is not None else ():
         if line:
             lines.append(line)
@@ -107,8 +115,11 @@ def why_lines(path: Path, category: str | None = None, n: int = 10) -> list[str]
         if not of_stage:
             continue
         shown = min(n, len(of_stage))
-        lines += ["", f"== {stage.replace('_', ' ')}: {len(of_stage)} of {len(wrong)} wrong"
-                      + (f" (first {shown})" if shown < len(of_stage) else "")]
+        lines += [
+            "",
+            f"== {stage.replace('_', ' ')}: {len(of_stage)} of {len(wrong)} wrong"
+            + (f" (first {shown})" if shown < len(of_stage) else ""),
+        ]
         for record in of_stage[:shown]:
             assert record.diagnosis is not None
             lines += example_lines(record, record.diagnosis)

@@ -176,9 +176,16 @@ class AdaptiveLimit:
 
     def describe(self) -> dict[str, Any]:
         """What run.json records of this model's limit."""
-        return {"ceiling": self.ceiling, "start": self.start, "final": int(self.limit), "peak": int(self.peak),
-                "throttled": self.throttles, "phase": self.phase, "changes": self._changes,
-                "history": [list(c) for c in (*self.history, *self._late)]}
+        return {
+            "ceiling": self.ceiling,
+            "start": self.start,
+            "final": int(self.limit),
+            "peak": int(self.peak),
+            "throttled": self.throttles,
+            "phase": self.phase,
+            "changes": self._changes,
+            "history": [list(c) for c in (*self.history, *self._late)],
+        }
 
 
 class _Slot:

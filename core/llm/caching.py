@@ -107,7 +107,9 @@ class CallCache:
             return None
         shown = {k: v for k, v in body.items() if k not in NOT_IN_KEY}
         # model and api_base both: one name can be served by different servers
-        return cache_key({"v": CACHE_VERSION, "kind": "chat", "model": self.model, "api_base": self.api_base, "request": shown})
+        return cache_key(
+            {"v": CACHE_VERSION, "kind": "chat", "model": self.model, "api_base": self.api_base, "request": shown}
+        )
 
     def completion(self, key: str | None) -> Completion | None:
         if key is None or self.store is None:
@@ -116,7 +118,9 @@ class CallCache:
         if raw is None:
             return None
         value = orjson.loads(raw)
-        return Completion(value["text"], value["prompt_tokens"], value["completion_tokens"], value["cost_usd"], cached=True)
+        return Completion(
+            value["text"], value["prompt_tokens"], value["completion_tokens"], value["cost_usd"], cached=True
+        )
 
     def keep_completion(self, key: str | None, result: Completion) -> None:
         if key is not None and self.store is not None:
@@ -132,8 +136,10 @@ class CallCache:
             self._write(lambda cache: cache.put_many(batch))
 
     def embed_keys(self, texts: Sequence[str]) -> list[str]:
-        return [cache_key({"v": CACHE_VERSION, "kind": "embed", "model": self.model, "api_base": self.api_base, "text": t})
-                for t in texts]
+        return [
+            cache_key({"v": CACHE_VERSION, "kind": "embed", "model": self.model, "api_base": self.api_base, "text": t})
+            for t in texts
+        ]
 
     def vectors(self, keys: list[str]) -> list[list[float] | None]:
         """The cached vector of each key, None where there is none."""
@@ -145,8 +151,9 @@ class CallCache:
                     vectors[i] = array.array("d", found[key]).tolist()
         return vectors
 
-    def keep_vectors(self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]],
-                     results: list[Embedded]) -> None:
+    def keep_vectors(
+        self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]], results: list[Embedded]
+    ) -> None:
         """Put the vectors of ``results`` (one per batch of indices) in place and in the cache."""
         fresh: dict[str, bytes] = {}
         for batch, (batch_vectors, _, _) in zip(batches, results):

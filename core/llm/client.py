@@ -145,11 +145,15 @@ class LLM:
         self.retry_base = retry_base
         self.retry_cap = retry_cap
         self.deadline = deadline
-        self.policy = RetryPolicy(timeout=timeout, max_retries=max_retries, deadline=deadline,
-                                  retry_base=retry_base, retry_cap=retry_cap)
+        self.policy = RetryPolicy(
+            timeout=timeout, max_retries=max_retries, deadline=deadline, retry_base=retry_base, retry_cap=retry_cap
+        )
         #: whether the openai SDK carries the requests (else litellm)
-        self.direct = self.local is not None or transport in ("openai", "http") or (
-            transport == "auto" and bool(self.api_base) and model.startswith(OPENAI_COMPATIBLE))
+        self.direct = (
+            self.local is not None
+            or transport in ("openai", "http")
+            or (transport == "auto" and bool(self.api_base) and model.startswith(OPENAI_COMPATIBLE))
+        )
         self.calls = CallCache(self.local.identity if self.local else model, self.api_base, cache_path, use_cache)
         self._server: local.LocalServer | None = None
         self._server_lock = threading.Lock()
@@ -267,8 +271,13 @@ class LLM:
 
     def _finish(self, key: str | None, result: Completion) -> Completion:
         self.calls.keep_completion(key, result)
-        record(self.usage, calls=1, prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-               cost_usd=result.cost_usd)
+        record(
+            self.usage,
+            calls=1,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cost_usd=result.cost_usd,
+        )
         return result
 
     def _embed_lookup(self, texts: Sequence[str]) -> tuple[list[str], list[list[float] | None], list[int]]:
@@ -286,8 +295,9 @@ class LLM:
         batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
         return batches, [self._submit(self._embedder([texts[i] for i in b])) for b in batches]
 
-    def _embed_store(self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]],
-                     results: list[Embedded]) -> None:
+    def _embed_store(
+        self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]], results: list[Embedded]
+    ) -> None:
         for _, tokens, cost in results:
             record(self.usage, calls=1, prompt_tokens=tokens, cost_usd=cost)
         self.calls.keep_vectors(keys, vectors, batches, results)
@@ -365,8 +375,10 @@ class LLM:
 
     async def _chat(self, io: IOLoop, body: dict[str, Any]) -> Completion:
         transport = self._transport(io)
-        meter = self._meter(lambda: [str(m.get("content") or "") for m in body["messages"]],
-                            int(body.get("max_tokens") or body.get("max_completion_tokens") or 0))
+        meter = self._meter(
+            lambda: [str(m.get("content") or "") for m in body["messages"]],
+            int(body.get("max_tokens") or body.get("max_completion_tokens") or 0),
+        )
 
         async def attempt() -> Completion:
             result = await transport.chat(body)

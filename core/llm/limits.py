@@ -92,8 +92,12 @@ class TokenLimiter:
     limiter of this shape whose buckets live in its limiter actor, shared by all workers.
     """
 
-    def __init__(self, budgets: Mapping[str, int], clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        budgets: Mapping[str, int],
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
         self.budgets = dict(budgets)
         self.clock, self.sleep = clock, sleep
         self.buckets: dict[str, TokenBucket] = {}

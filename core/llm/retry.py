@@ -43,7 +43,9 @@ DEFAULT_DEADLINE_S = 600.0
 #: what a provider says when a request is too long for the model (that question's problem)
 _TOO_LONG = re.compile(
     r"context.length|context.window|maximum context|too many tokens|prompt is too long|reduce the length"
-    r"|input is too long|exceeds? the (?:max|model)", re.I)
+    r"|input is too long|exceeds? the (?:max|model)",
+    re.I,
+)
 _HINTS = {
     401: "check the API key (the provider's *_API_KEY variable, e.g. OPENAI_API_KEY)",
     403: "the key may not use this model or endpoint",
@@ -157,12 +159,15 @@ def tell_waiting(reason: str | None) -> None:
 # --- the loop ------------------------------------------------------------------------
 
 if sys.version_info >= (3, 11):
+
     def _within(seconds: float, awaitable: Awaitable[T]) -> Awaitable[T]:
         async def bounded() -> T:
             async with asyncio.timeout(seconds):  # no task per call, unlike wait_for before 3.12
                 return await awaitable
+
         return bounded()
 else:  # pragma: no cover - Python 3.10
+
     def _within(seconds: float, awaitable: Awaitable[T]) -> Awaitable[T]:
         return asyncio.wait_for(awaitable, seconds)
 
@@ -179,8 +184,14 @@ class RetryPolicy:
     retry_base: float = 0.5
     retry_cap: float = 30.0
 
-    async def run(self, what: str, attempt: Callable[[], Awaitable[T]],
-                  hold: Callable[[], AsyncContextManager[Any]], name: str, scrub: Callable[[str], str]) -> T:
+    async def run(
+        self,
+        what: str,
+        attempt: Callable[[], Awaitable[T]],
+        hold: Callable[[], AsyncContextManager[Any]],
+        name: str,
+        scrub: Callable[[str], str],
+    ) -> T:
         """``attempt()`` until it succeeds, fails for good, or the deadline comes.
 
         ``hold()`` is entered around each attempt (the permits of the concurrency limits),
@@ -208,8 +219,12 @@ class RetryPolicy:
             else:
                 wait *= random.uniform(1.0, 1.1)  # at least what the server asked for
             if time.monotonic() + wait + min(self.timeout, 1.0) > end:
-                raise LLMError(scrub(f"{name}: {what} failed: deadline of {self.deadline:g}s "
-                                     f"passed after {n + 1} attempts: {failure}"))
+                raise LLMError(
+                    scrub(
+                        f"{name}: {what} failed: deadline of {self.deadline:g}s "
+                        f"passed after {n + 1} attempts: {failure}"
+                    )
+                )
             reason = scrub(f"{what} attempt {n + 1} failed ({failure}); retrying in {wait:.1f}s")
             log.info("%s: %s", name, reason)
             tell_waiting(reason)

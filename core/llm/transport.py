@@ -136,8 +136,9 @@ class OpenAITransport:
     """An OpenAI-compatible endpoint through one ``AsyncOpenAI`` client (made on the loop
     that uses it: its connection pool belongs to that loop)."""
 
-    def __init__(self, model: str, api_base: str, api_key: str | None, timeout: float, connections: int,
-                 proxy: bool = True) -> None:
+    def __init__(
+        self, model: str, api_base: str, api_key: str | None, timeout: float, connections: int, proxy: bool = True
+    ) -> None:
         """``proxy``: whether HTTP(S)_PROXY applies (False for a server this process started on
         loopback, which no proxy can reach)."""
         import ssl
@@ -157,10 +158,12 @@ class OpenAITransport:
         # resolved once; the system's certificates (SSL_CERT_FILE honoured); as many
         # connections as the LLM's concurrency limit lets calls be in flight
         settings: dict[str, Any] = dict(
-            proxy=env_proxy(base_url) if proxy else None, trust_env=False,
+            proxy=env_proxy(base_url) if proxy else None,
+            trust_env=False,
             verify=ssl.create_default_context() if parts.scheme == "https" else True,
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-            timeout=httpx.Timeout(timeout))
+            timeout=httpx.Timeout(timeout),
+        )
         try:
             http_client: httpx.AsyncClient = openai.DefaultAioHttpClient(**settings)
         except RuntimeError:  # installed without the aiohttp extra: httpx's pool, slower at high concurrency
@@ -173,8 +176,14 @@ class OpenAITransport:
         #: headers of every request: the SDK drops a header given as ``omit`` per request
         self.headers: dict[str, Any] = {} if key or basic else {"Authorization": openai.omit}
         self.client = openai.AsyncOpenAI(
-            api_key=key or "no-key", base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client,
-            default_query=dict(parse_qsl(parts.query)) or None, default_headers=basic or None)
+            api_key=key or "no-key",
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout,
+            http_client=http_client,
+            default_query=dict(parse_qsl(parts.query)) or None,
+            default_headers=basic or None,
+        )
         self._openai = openai
 
     def _failure(self, exc: Exception) -> BaseException:
@@ -320,8 +329,14 @@ class LiteLLMTransport:
         self.model = model
         # our own loop does the retrying; litellm's and the openai client's would multiply it.
         # drop_params: the judge pins seed=0, which some providers reject instead of ignoring.
-        self.args = {"api_base": api_base, "api_key": api_key, "timeout": timeout, "num_retries": 0,
-                     "max_retries": 0, "drop_params": True}
+        self.args = {
+            "api_base": api_base,
+            "api_key": api_key,
+            "timeout": timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+            "drop_params": True,
+        }
 
     async def chat(self, body: dict[str, Any]) -> Completion:
         module = litellm()

@@ -27,7 +27,14 @@ class Usage:
     cost_usd: float = 0.0
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
 
-    def add(self, calls: int = 0, cache_hits: int = 0, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0) -> None:
+    def add(
+        self,
+        calls: int = 0,
+        cache_hits: int = 0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
         with self._lock:
             self.calls += calls
             self.cache_hits += cache_hits

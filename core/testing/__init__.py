@@ -22,11 +22,25 @@ see docs/writing-a-plugin.md for how a plugin's tests start one.
 
 from memplug.testing.cli import CliResult, comparable_records, run_cli
 from memplug.testing.conformance import (
-    ConformanceError, assert_agent_conforms, assert_dataset_conforms, check_agent, check_dataset, dataset_samples,
+    ConformanceError,
+    assert_agent_conforms,
+    assert_dataset_conforms,
+    check_agent,
+    check_dataset,
+    dataset_samples,
 )
 from memplug.testing.tiny import TinyDataset, tiny_samples
 
 __all__ = [
-    "CliResult", "ConformanceError", "comparable_records", "TinyDataset", "assert_agent_conforms", "assert_dataset_conforms",
-    "check_agent", "check_dataset", "dataset_samples", "run_cli", "tiny_samples",
+    "CliResult",
+    "ConformanceError",
+    "comparable_records",
+    "TinyDataset",
+    "assert_agent_conforms",
+    "assert_dataset_conforms",
+    "check_agent",
+    "check_dataset",
+    "dataset_samples",
+    "run_cli",
+    "tiny_samples",
 ]

@@ -47,8 +47,9 @@ def _runs(folder: Path) -> set[Path]:
     return {p.parent for p in folder.glob("*/run.json")} if folder.is_dir() else set()
 
 
-def run_cli(args: Sequence[str | os.PathLike[str]], cwd: Path | str | None = None,
-            env: dict[str, str] | None = None) -> CliResult:
+def run_cli(
+    args: Sequence[str | os.PathLike[str]], cwd: Path | str | None = None, env: dict[str, str] | None = None
+) -> CliResult:
     """Run ``memplug ARGS`` in this process (click's CliRunner) from ``cwd``; a path among
     ARGS is given as its string.
 

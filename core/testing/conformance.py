@@ -18,7 +18,13 @@ from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, DatasetInfo, Recall, Recalled, Sample, StoredItem
 from memplug.options import Option, resolve
 from memplug.protocols import (
-    AgentConfig, BuildOptions, DeclaresBlocking, ReferenceChannel, async_variant, capability_problems, lists_stored,
+    AgentConfig,
+    BuildOptions,
+    DeclaresBlocking,
+    ReferenceChannel,
+    async_variant,
+    capability_problems,
+    lists_stored,
     options_of,
 )
 from memplug.testing.tiny import tiny_samples
@@ -55,8 +61,10 @@ def _check_stored(listed: Any, sample: Sample, where: str) -> list[str]:
         if not isinstance(item, StoredItem):
             problems.append(f"{where}: stored() listed a {type(item).__name__}, not memplug.StoredItem or str")
         elif set(item.message_ids) - ids:
-            problems.append(f"{where}: stored() item {item.text[:40]!r} names messages of no ingested chunk: "
-                            f"{', '.join(sorted(set(item.message_ids) - ids)[:3])}")
+            problems.append(
+                f"{where}: stored() item {item.text[:40]!r} names messages of no ingested chunk: "
+                f"{', '.join(sorted(set(item.message_ids) - ids)[:3])}"
+            )
     return problems
 
 
@@ -80,8 +88,10 @@ def _check_recall(recall: Any, sample: Sample, others: set[str], top_k: int | No
         leaked = sorted(set(item.message_ids) & others)
         unknown = sorted(set(item.message_ids) - own - others)
         if leaked:
-            problems.append(f"{where}: item {n} holds messages of another sample ({', '.join(leaked[:3])}): "
-                            "memory must not outlive its agent")
+            problems.append(
+                f"{where}: item {n} holds messages of another sample ({', '.join(leaked[:3])}): "
+                "memory must not outlive its agent"
+            )
         if unknown:
             problems.append(f"{where}: item {n} names message ids it was never given ({', '.join(unknown[:3])})")
     return problems
@@ -139,8 +149,14 @@ def check_agent(
             workdir = Path(tmp) / sample.id
             workdir.mkdir()
             channel = ReferenceChannel.of(sample) if reference else None
-            agent_config = AgentConfig(options=values, top_k=top_k, chunk_size=chunk_size, sample_id=sample.id,
-                                       reference=channel, **dict(config or {}))
+            agent_config = AgentConfig(
+                options=values,
+                top_k=top_k,
+                chunk_size=chunk_size,
+                sample_id=sample.id,
+                reference=channel,
+                **dict(config or {}),
+            )
             loop = asyncio.new_event_loop()
             try:
                 agent = factory(agent_config, workdir)
@@ -155,7 +171,9 @@ def check_agent(
                         problems.append(f"{sample.id}/stored: stored() raised {type(exc).__name__}: {exc}")
                 for question in sample.questions:
                     recall = _call(loop, agent, "recall", AgentQuestion.of(question))
-                    problems += _check_recall(recall, sample, others, None if whole_history else top_k, f"{sample.id}/{question.id}")
+                    problems += _check_recall(
+                        recall, sample, others, None if whole_history else top_k, f"{sample.id}/{question.id}"
+                    )
                     if isinstance(recall, Recall) and question.targets:
                         asked += 1
                         empty += not recall.items
@@ -168,18 +186,23 @@ def check_agent(
                 loop.close()
     if expect_recall and asked and not hits:
         came_back = "every Recall empty" if empty == asked else f"{empty} Recalls empty" if empty else "none empty"
-        problems.append(f"your agent recalled nothing on {asked} questions: the answering message was in none of "
-                        f"its top {top_k} (recall@{top_k} = 0; {came_back}); with its default options, an "
-                        "agent that searches should find some (expect_recall=False for one that does not)")
+        problems.append(
+            f"your agent recalled nothing on {asked} questions: the answering message was in none of "
+            f"its top {top_k} (recall@{top_k} = 0; {came_back}); with its default options, an "
+            "agent that searches should find some (expect_recall=False for one that does not)"
+        )
     elif expect_recall and asked and hits < min_recall * asked:
-        problems.append(f"found the answering message of only {hits} of {asked} questions in the top {top_k}, "
-                        f"under min_recall={min_recall:g} "
-                        "(pass expect_recall=False for an agent that does not retrieve)")
+        problems.append(
+            f"found the answering message of only {hits} of {asked} questions in the top {top_k}, "
+            f"under min_recall={min_recall:g} "
+            "(pass expect_recall=False for an agent that does not retrieve)"
+        )
     return problems
 
 
-def check_dataset(builder: Any, *, options: Mapping[str, Any] | None = None, data: Path | None = None,
-                  seed: int = 0) -> list[str]:
+def check_dataset(
+    builder: Any, *, options: Mapping[str, Any] | None = None, data: Path | None = None, seed: int = 0
+) -> list[str]:
     """Every way a dataset builder breaks the contract: its info and options, and what it builds.
 
     Each sample needs a unique id, unique message and question ids, questions with

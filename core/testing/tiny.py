@@ -37,12 +37,17 @@ def tiny_samples(people: int = 3, filler: int = 0) -> list[Sample]:
     samples = []
     for name in sorted(FACTS)[:people]:
         facts = FACTS[name]
-        messages = [Message(f"{name}-filler-{i}", f"Note {i}: the weather was mild and nothing happened.",
-                            speaker=name) for i in range(filler)]
-        messages += [Message(f"{name}-{i}", text, speaker=name, time=f"2024-05-0{i + 1}")
-                     for i, (text, _, _) in enumerate(facts)]
-        questions = [Question(f"{name}-q{i}", q, (a,), category="fact", targets=(f"{name}-{i}",))
-                     for i, (_, q, a) in enumerate(facts)]
+        messages = [
+            Message(f"{name}-filler-{i}", f"Note {i}: the weather was mild and nothing happened.", speaker=name)
+            for i in range(filler)
+        ]
+        messages += [
+            Message(f"{name}-{i}", text, speaker=name, time=f"2024-05-0{i + 1}") for i, (text, _, _) in enumerate(facts)
+        ]
+        questions = [
+            Question(f"{name}-q{i}", q, (a,), category="fact", targets=(f"{name}-{i}",))
+            for i, (_, q, a) in enumerate(facts)
+        ]
         samples.append(Sample(name, messages, questions))
     return samples
 

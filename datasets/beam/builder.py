@@ -27,9 +27,11 @@ log = logging.getLogger(__name__)
 
 #: logged while the data loads, so that every run shows it (the builder cannot know whether
 #: the run has a judge): what a run without one leaves unscored
-OFFLINE_NOTE = ("BEAM's rubric questions (every ability but event ordering) are scored by the beam judge only: without "
-                "--judge MODEL they stay unscored, and the run's scores are recall@K (retrieval of their source "
-                "messages) and beam_order_lexical (event ordering, a lexical variation)")
+OFFLINE_NOTE = (
+    "BEAM's rubric questions (every ability but event ordering) are scored by the beam judge only: without "
+    "--judge MODEL they stay unscored, and the run's scores are recall@K (retrieval of their source "
+    "messages) and beam_order_lexical (event ordering, a lexical variation)"
+)
 #: src/prompts.py ``answer_generation_for_rag``, verbatim, its <context> and <question> as memplug's slots
 RAG_PROMPT = """
 You are an assistant that MUST answer questions using ONLY the information provided in the context below. 
@@ -50,19 +52,30 @@ ANSWER REQUIREMENTS:
 
 RESPONSE:
 """
-SOURCE = (f"github mohammadtavakoli78/BEAM@{COMMIT} src/prompts.py answer_generation_for_rag, "
-          "src/answer_probing_questions/long_term_memory_methods.py (evaluation_type rag) and "
-          "answer_generation.py retrieval_config_default (k 5)")
+SOURCE = (
+    f"github mohammadtavakoli78/BEAM@{COMMIT} src/prompts.py answer_generation_for_rag, "
+    "src/answer_probing_questions/long_term_memory_methods.py (evaluation_type rag) and "
+    "answer_generation.py retrieval_config_default (k 5)"
+)
 #: answer_generation.py ``retrieval_config_default["k"]``
 TOP_K = 5
+
+
 def answer_protocol() -> AnswerProtocol:
     """The official RAG reading (``evaluation_type="rag"``): the retrieved chunks' texts
     concatenated into <context>, the question into <question>. The official chunk is a
     user message with its reply ("USER: ...\\n\\nASSISTANT: ...", ``pair_chunk``); memplug's
     item is one message, its content: the variation "message-not-pair", recorded."""
     return AnswerProtocol(
-        name="beam-rag", version="1", source=SOURCE, user=RAG_PROMPT, memory_item="{text}", memory_join="\n\n",
-        unit="message", top_k=TOP_K, variations=("message-not-pair",),
+        name="beam-rag",
+        version="1",
+        source=SOURCE,
+        user=RAG_PROMPT,
+        memory_item="{text}",
+        memory_join="\n\n",
+        unit="message",
+        top_k=TOP_K,
+        variations=("message-not-pair",),
     )
 
 
@@ -72,8 +85,9 @@ def _abilities(text: str) -> tuple[str, ...]:
     chosen = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [a for a in chosen if a not in ABILITIES]
     if unknown or not chosen:
-        raise MemplugError(f"option abilities={text!r}: expected 'all' or names from {', '.join(ABILITIES)} "
-                           "joined by commas")
+        raise MemplugError(
+            f"option abilities={text!r}: expected 'all' or names from {', '.join(ABILITIES)} joined by commas"
+        )
     return tuple(a for a in ABILITIES if a in chosen)
 
 
@@ -84,8 +98,8 @@ class BeamBuilder:
         name="beam",
         version="1.0",
         description="BEAM (mohammadtavakoli78): conversations of 128K-10M tokens, 20 probing questions each in "
-                    "ten abilities (the categories); official rubric judge per item, event ordering Kendall "
-                    "tau-b x F1 (--judge); offline only retrieval and a lexical event-ordering variation",
+        "ten abilities (the categories); official rubric judge per item, event ordering Kendall "
+        "tau-b x F1 (--judge); offline only retrieval and a lexical event-ordering variation",
         language="en",
         capabilities=frozenset({"AR", "TTL", "LRU", "CR"}),
         default_chunk_size=512,
@@ -96,18 +110,28 @@ class BeamBuilder:
     )
 
     options = (
-        Option("abilities", str, "all", "abilities to ask: 'all' or names joined by commas, e.g. "
-                                        "event_ordering,temporal_reasoning"),
-        Option("judge", str, "beam", "judge for --judge: 'beam' (official, one call per rubric item) or another "
-                                     "registered judge (a variation)"),
+        Option(
+            "abilities",
+            str,
+            "all",
+            "abilities to ask: 'all' or names joined by commas, e.g. event_ordering,temporal_reasoning",
+        ),
+        Option(
+            "judge",
+            str,
+            "beam",
+            "judge for --judge: 'beam' (official, one call per rubric item) or another registered judge (a variation)",
+        ),
     )
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
         values = resolve(self.options, options.values, "dataset 'beam'")
         abilities = _abilities(values["abilities"])
         if options.data is None:
-            raise MemplugError("dataset 'beam' loads the release: pass --data chats/100K/1 (a conversation), "
-                               "chats/100K (a size) or chats (github.com/mohammadtavakoli78/BEAM)")
+            raise MemplugError(
+                "dataset 'beam' loads the release: pass --data chats/100K/1 (a conversation), "
+                "chats/100K (a size) or chats (github.com/mohammadtavakoli78/BEAM)"
+            )
         from memplug.judge import judge_set
 
         judge_set(values["judge"])  # an unknown judge fails here, before any question

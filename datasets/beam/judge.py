@@ -23,8 +23,14 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from memplug.datasets.beam.scoring import (COMMIT, align, event_ordering_score, rubric_item_score, rubric_mean,
-                                           system_events)
+from memplug.datasets.beam.scoring import (
+    COMMIT,
+    align,
+    event_ordering_score,
+    rubric_item_score,
+    rubric_mean,
+    system_events,
+)
 from memplug.errors import MemplugError
 from memplug.judge import JUDGE_SEED, JudgePrompt, JudgeSet
 from memplug.models import Question
@@ -136,8 +142,9 @@ async def rubric_score(llm: "LLM", question: Question, response: str) -> float |
     """compute_metrics.py ``evaluate_<ability>``: every rubric item judged on its own, the
     mean of ``int(score)``; None (logged) when a reply has no readable score."""
     rubric = list(question.meta.get("rubric") or ())
-    replies = await asyncio.gather(*(_ask(llm, [{"role": "user", "content": rubric_prompt(item, response)}])
-                                     for item in rubric))
+    replies = await asyncio.gather(
+        *(_ask(llm, [{"role": "user", "content": rubric_prompt(item, response)}]) for item in rubric)
+    )
     scores = [rubric_item_score(r) for r in replies]
     if any(s is None for s in scores):
         bad = next(r for r, s in zip(replies, scores) if s is None)
@@ -148,9 +155,13 @@ async def rubric_score(llm: "LLM", question: Question, response: str) -> float |
 
 async def equivalent(llm: "LLM", first: str, second: str) -> bool:
     """``llm_equivalence``: the judge says YES ("yes" anywhere in the lower-cased reply)."""
-    reply = await _ask(llm, [{"role": "system", "content": EQUIVALENCE_SYSTEM},
-                             {"role": "user", "content": EQUIVALENCE_USER.format(first_paragraph=first,
-                                                                                  second_paragraph=second)}])
+    reply = await _ask(
+        llm,
+        [
+            {"role": "system", "content": EQUIVALENCE_SYSTEM},
+            {"role": "user", "content": EQUIVALENCE_USER.format(first_paragraph=first, second_paragraph=second)},
+        ],
+    )
     return "yes" in reply.lower()
 
 
@@ -186,17 +197,34 @@ BEAM = JudgeSet(
     name="beam",
     version="1",
     source=SOURCE,
-    prompts=(JudgePrompt(name="rubric", version="1", source=SOURCE + " unified_llm_judge_base_prompt",
-                         template=RUBRIC_PROMPT, fields=("score",)),
-             JudgePrompt(name="equivalence-system", version="1", source=SOURCE + " llm_equivalence",
-                         template=EQUIVALENCE_SYSTEM, fields=("yes",)),
-             JudgePrompt(name="equivalence", version="1", source=SOURCE + " llm_equivalence",
-                         template=EQUIVALENCE_USER, fields=("yes",))),
+    prompts=(
+        JudgePrompt(
+            name="rubric",
+            version="1",
+            source=SOURCE + " unified_llm_judge_base_prompt",
+            template=RUBRIC_PROMPT,
+            fields=("score",),
+        ),
+        JudgePrompt(
+            name="equivalence-system",
+            version="1",
+            source=SOURCE + " llm_equivalence",
+            template=EQUIVALENCE_SYSTEM,
+            fields=("yes",),
+        ),
+        JudgePrompt(
+            name="equivalence",
+            version="1",
+            source=SOURCE + " llm_equivalence",
+            template=EQUIVALENCE_USER,
+            fields=("yes",),
+        ),
+    ),
     choose=_choose,
     gold=_gold,
     scorer=score,
     description="BEAM's official judge: each rubric item scored 0/0.5/1 (mean of int()), event ordering "
-                "tau_norm x F1 of the events the judge matches",
+    "tau_norm x F1 of the events the judge matches",
 )
 
 

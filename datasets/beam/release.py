@@ -37,9 +37,18 @@ from memplug.models import Message, Question, Sample
 log = logging.getLogger(__name__)
 
 #: the ten abilities, in the order of probing_questions.json and report_results.py's columns
-ABILITIES = ("abstention", "contradiction_resolution", "event_ordering", "information_extraction",
-             "instruction_following", "knowledge_update", "multi_session_reasoning", "preference_following",
-             "summarization", "temporal_reasoning")
+ABILITIES = (
+    "abstention",
+    "contradiction_resolution",
+    "event_ordering",
+    "information_extraction",
+    "instruction_following",
+    "knowledge_update",
+    "multi_session_reasoning",
+    "preference_following",
+    "summarization",
+    "temporal_reasoning",
+)
 #: the release's size folders (the README's 128K tier is the folder "100K")
 SIZES = ("100K", "500K", "1M", "10M")
 #: the reference answer's field, by ability (the rubric is what the judge reads; this text is
@@ -75,16 +84,19 @@ def conversation_folders(data: Path) -> list[Path]:
     """The conversations under ``--data``: one conversation folder (``chats/100K/1``), a size
     folder (``chats/100K``) or the ``chats`` folder (every size, in SIZES order)."""
     if not data.is_dir():
-        raise MemplugError(f"--data {data}: expected a BEAM folder (chats, chats/<size> or chats/<size>/<n>), "
-                           "not a file")
+        raise MemplugError(
+            f"--data {data}: expected a BEAM folder (chats, chats/<size> or chats/<size>/<n>), not a file"
+        )
     if is_conversation(data):
         return [data]
     found = [p for p in _numbered(data) if is_conversation(p)]
     if not found:
         found = [p for size in SIZES if (data / size).is_dir() for p in _numbered(data / size) if is_conversation(p)]
     if not found:
-        raise MemplugError(f"--data {data}: no BEAM conversation (a folder with chat.json and "
-                           f"{QUESTIONS_FILE.as_posix()}) in it, in its numbered folders or in its size folders")
+        raise MemplugError(
+            f"--data {data}: no BEAM conversation (a folder with chat.json and "
+            f"{QUESTIONS_FILE.as_posix()}) in it, in its numbered folders or in its size folders"
+        )
     return found
 
 
@@ -125,9 +137,13 @@ def read_messages(path: Path) -> list[Message]:
                 raise DataError(path, f"a turn is a list of messages, got {type(turn).__name__}", f"{where} turn {t}")
             for m in turn:
                 place = f"{where} turn {t}"
-                if not isinstance(m, dict) or not isinstance(m.get("role"), str) or \
-                        not isinstance(m.get("content"), str) or isinstance(m.get("id"), bool) or \
-                        not isinstance(m.get("id"), (int, str)):
+                if (
+                    not isinstance(m, dict)
+                    or not isinstance(m.get("role"), str)
+                    or not isinstance(m.get("content"), str)
+                    or isinstance(m.get("id"), bool)
+                    or not isinstance(m.get("id"), (int, str))
+                ):
                     raise DataError(path, "a message needs 'role', 'content' (strings) and 'id'", place)
                 mid = str(m["id"])
                 if mid in seen:
@@ -166,8 +182,9 @@ def reference(row: dict[str, Any]) -> str:
     return ""
 
 
-def read_questions(path: Path, conversation: str, ids: set[str], *, abilities: tuple[str, ...] = ABILITIES,
-                   judge: str = "beam") -> list[Question]:
+def read_questions(
+    path: Path, conversation: str, ids: set[str], *, abilities: tuple[str, ...] = ABILITIES, judge: str = "beam"
+) -> list[Question]:
     data = read_json(path)
     if not isinstance(data, dict):
         raise DataError(path, f"expected an object keyed by ability, got {type(data).__name__}")
@@ -189,18 +206,31 @@ def read_questions(path: Path, conversation: str, ids: set[str], *, abilities: t
             sources = source_ids(row.get("source_chat_ids"))
             missing = [s for s in sources if s not in ids]
             if missing:
-                log.warning("%s: %s: source_chat_ids %s are not message ids of the chat; not targets", path, where,
-                            ", ".join(missing))
+                log.warning(
+                    "%s: %s: source_chat_ids %s are not message ids of the chat; not targets",
+                    path,
+                    where,
+                    ", ".join(missing),
+                )
             gold = reference(row)
-            questions.append(Question(
-                id=f"{conversation}:{ability}:{i}",
-                text=row["question"],
-                answers=(gold,) if gold else (),
-                category=ability,
-                targets=[s for s in sources if s in ids],
-                meta={"ability": ability, "index": i, "rubric": list(rubric), "judge": judge, "family": "beam",
-                      "difficulty": row.get("difficulty"), "source_chat_ids": row.get("source_chat_ids")},
-            ))
+            questions.append(
+                Question(
+                    id=f"{conversation}:{ability}:{i}",
+                    text=row["question"],
+                    answers=(gold,) if gold else (),
+                    category=ability,
+                    targets=[s for s in sources if s in ids],
+                    meta={
+                        "ability": ability,
+                        "index": i,
+                        "rubric": list(rubric),
+                        "judge": judge,
+                        "family": "beam",
+                        "difficulty": row.get("difficulty"),
+                        "source_chat_ids": row.get("source_chat_ids"),
+                    },
+                )
+            )
     return questions
 
 
@@ -210,8 +240,7 @@ def load_conversation(folder: Path, *, abilities: tuple[str, ...] = ABILITIES, j
     messages = read_messages(chat)
     size = folder.parent.name if folder.parent.name in SIZES else None
     sid = f"{size}/{folder.name}" if size else folder.name
-    questions = read_questions(folder / QUESTIONS_FILE, sid, {m.id for m in messages}, abilities=abilities,
-                               judge=judge)
+    questions = read_questions(folder / QUESTIONS_FILE, sid, {m.id for m in messages}, abilities=abilities, judge=judge)
     topic = read_json(folder / "topic.json") if (folder / "topic.json").is_file() else {}
     meta = {"folder": str(folder), "chat_file": chat.name, "size": size, "messages": len(messages)}
     if isinstance(topic, dict):

@@ -131,8 +131,13 @@ def event_ordering_score(reference: Sequence[str], system_canon: Sequence[str]) 
 
     tau = kendall_tau_b(to_rank(reference), to_rank(system_canon))
     tau_norm = None if tau is None else (tau + 1) / 2
-    return {"precision": precision, "recall": recall, "f1": f1, "tau_norm": tau_norm,
-            "final_score": None if tau_norm is None else tau_norm * f1}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "tau_norm": tau_norm,
+        "final_score": None if tau_norm is None else tau_norm * f1,
+    }
 
 
 def system_events(response: str) -> list[str]:
@@ -144,8 +149,10 @@ def system_events(response: str) -> list[str]:
 
 # -- offline: a recorded variation, never the official score ---------------------------
 
-_STOP = frozenset("a an the and or of to in on for with by at from as is are was were be been my your our their "
-                  "its it this that these those i you we they he she about into over after before then".split())
+_STOP = frozenset(
+    "a an the and or of to in on for with by at from as is are was were be been my your our their "
+    "its it this that these those i you we they he she about into over after before then".split()
+)
 _TOKEN = re.compile(r"[a-z0-9]+")
 #: share of a reference event's content words a reply line must hold to count as that event
 LEXICAL_SHARE = 0.5

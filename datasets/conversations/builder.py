@@ -35,7 +35,7 @@ class ConversationsBuilder:
         name="conversations",
         version="1",
         description="bring your own conversations: JSON lines of dated sessions of turns with questions, "
-                    "answers, evidence turn ids and categories (docs/datasets/conversations.md)",
+        "answers, evidence turn ids and categories (docs/datasets/conversations.md)",
         language="auto",
         capabilities=frozenset({"AR", "LRU"}),
         default_chunk_size=512,
@@ -51,8 +51,10 @@ class ConversationsBuilder:
 
     def _data(self, data: Path | None) -> Path:
         if data is None:
-            raise MemplugError("dataset 'conversations' reads your file: pass --data FILE.jsonl "
-                               "(layout: docs/datasets/conversations.md)")
+            raise MemplugError(
+                "dataset 'conversations' reads your file: pass --data FILE.jsonl "
+                "(layout: docs/datasets/conversations.md)"
+            )
         if data.is_dir():
             raise MemplugError(f"--data {data}: expected a .jsonl file of conversations, not a directory")
         return data
@@ -68,9 +70,11 @@ class ConversationsBuilder:
     def check_data(self, data: Path, values: dict[str, Any]) -> CheckReport:
         """Every problem of the file, each with its line number (``memplug generate --check``)."""
         samples, reader = read_file(self._data(data), dates=values.get("dates", True))
-        return CheckReport(ok=not reader.problems, problems=reader.problems + reader.warnings,
-                           stats=_stats(samples) | {"n_problems": len(reader.problems),
-                                                    "n_warnings": len(reader.warnings)})
+        return CheckReport(
+            ok=not reader.problems,
+            problems=reader.problems + reader.warnings,
+            stats=_stats(samples) | {"n_problems": len(reader.problems), "n_warnings": len(reader.warnings)},
+        )
 
     def check(self, samples: list[Sample]) -> CheckReport:
         """The loaded samples' counts (their problems were found while reading)."""
@@ -80,14 +84,20 @@ class ConversationsBuilder:
 def _with_judge(sample: Sample, judge: str) -> Sample:
     import attrs
 
-    return attrs.evolve(sample, questions=[attrs.evolve(q, meta={**q.meta, "judge": q.meta.get("judge", judge)})
-                                           for q in sample.questions])
+    return attrs.evolve(
+        sample,
+        questions=[attrs.evolve(q, meta={**q.meta, "judge": q.meta.get("judge", judge)}) for q in sample.questions],
+    )
 
 
 def _stats(samples: list[Sample]) -> dict[str, Any]:
     questions = [q for s in samples for q in s.questions]
-    return {"samples": len(samples), "sessions": sum(s.meta.get("sessions", 0) for s in samples),
-            "turns": sum(len(s.messages) for s in samples), "questions": len(questions),
-            "with_evidence": sum(bool(q.targets) for q in questions),
-            "abstention": sum(bool(q.meta.get("abstention")) for q in questions),
-            "categories": dict(sorted(Counter(q.category for q in questions).items()))}
+    return {
+        "samples": len(samples),
+        "sessions": sum(s.meta.get("sessions", 0) for s in samples),
+        "turns": sum(len(s.messages) for s in samples),
+        "questions": len(questions),
+        "with_evidence": sum(bool(q.targets) for q in questions),
+        "abstention": sum(bool(q.meta.get("abstention")) for q in questions),
+        "categories": dict(sorted(Counter(q.category for q in questions).items())),
+    }

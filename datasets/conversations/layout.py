@@ -38,8 +38,18 @@ from memplug.models import Message, Question, Sample
 SAMPLE_KEYS = {"id", "sessions", "qa", "meta"}
 SESSION_KEYS = {"id", "date", "turns", "meta"}
 TURN_KEYS = {"id", "speaker", "text", "meta"}
-QA_KEYS = {"id", "question", "answers", "evidence", "category", "date", "choices", "correct_choice", "abstention",
-           "meta"}
+QA_KEYS = {
+    "id",
+    "question",
+    "answers",
+    "evidence",
+    "category",
+    "date",
+    "choices",
+    "correct_choice",
+    "abstention",
+    "meta",
+}
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 
 
@@ -111,8 +121,12 @@ class Reader:
             return None
         given = row.get("meta")
         meta = given if isinstance(given, dict) else {}
-        return Sample(sample_id, messages, questions, {**meta, "line": line, "file": str(self.path),
-                                                       "sessions": len({m.meta["session"] for m in messages})})
+        return Sample(
+            sample_id,
+            messages,
+            questions,
+            {**meta, "line": line, "file": str(self.path), "sessions": len({m.meta["session"] for m in messages})},
+        )
 
     def _sessions(self, line: int, sessions: Any) -> list[Message]:
         if not isinstance(sessions, list) or not sessions:
@@ -159,18 +173,22 @@ class Reader:
                     continue
                 seen.add(tid)
                 if not tid.startswith(f"{sid}:"):
-                    self.warnings.append(f"line {line}: {place}.id: {tid!r} does not start with its session id "
-                                         f"'{sid}:' (session_hit@K reads the session before the last ':')")
+                    self.warnings.append(
+                        f"line {line}: {place}.id: {tid!r} does not start with its session id "
+                        f"'{sid}:' (session_hit@K reads the session before the last ':')"
+                    )
                 when = iso_or_none(date) if date else None
                 text = f"{turn['speaker']}: {turn['text']}"
                 shows = ["speaker"]
                 if date is not None and self.dates:
                     text = f"[{date}] {text}"
                     shows.append("time")
-                meta = {"session": sid, **({"date": date} if date else {}),
-                        **(turn["meta"] if isinstance(turn.get("meta"), dict) else {})}
-                messages.append(Message(tid, text, time=when or date, speaker=turn["speaker"], meta=meta,
-                                        shows=shows))
+                meta = {
+                    "session": sid,
+                    **({"date": date} if date else {}),
+                    **(turn["meta"] if isinstance(turn.get("meta"), dict) else {}),
+                }
+                messages.append(Message(tid, text, time=when or date, speaker=turn["speaker"], meta=meta, shows=shows))
         return messages
 
     def _qa(self, line: int, qa: Any, turn_ids: set[str]) -> list[Question]:
@@ -203,12 +221,13 @@ class Reader:
                 self.problem(line, f"{where}.answers", "must be a string, a number or a list of them")
                 continue
             choices, correct = q.get("choices"), q.get("correct_choice")
-            if choices is not None and (not isinstance(choices, dict) or not all(_str(v) for v in choices.values())
-                                        or correct not in choices):
+            if choices is not None and (
+                not isinstance(choices, dict) or not all(_str(v) for v in choices.values()) or correct not in choices
+            ):
                 self.problem(line, f"{where}.choices", "must map letters to texts, with correct_choice one of them")
                 continue
             if not answers and not abstention and choices is None:
-                self.problem(line, f"{where}.answers", "empty: give answers, choices, or \"abstention\": true")
+                self.problem(line, f"{where}.answers", 'empty: give answers, choices, or "abstention": true')
                 continue
             evidence = q.get("evidence", [])
             if isinstance(evidence, str):
@@ -232,9 +251,19 @@ class Reader:
             meta.update({"abstention": abstention, "evidence": evidence})
             if date:
                 meta["time_text"] = date
-            out.append(Question(id=qid, text=q["question"], answers=tuple(answers), category=str(category),
-                                choices=choices, correct_choice=correct, targets=evidence,
-                                time=(iso_or_none(date) or date) if date else None, meta=meta))
+            out.append(
+                Question(
+                    id=qid,
+                    text=q["question"],
+                    answers=tuple(answers),
+                    category=str(category),
+                    choices=choices,
+                    correct_choice=correct,
+                    targets=evidence,
+                    time=(iso_or_none(date) or date) if date else None,
+                    meta=meta,
+                )
+            )
         return out
 
 
@@ -249,7 +278,7 @@ def read_file(path: Path, dates: bool = True) -> tuple[list[Sample], Reader]:
     try:
         text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8")
     except UnicodeDecodeError as exc:
-        reader.problem(raw[:exc.start].count(b"\n") + 1, "", "not UTF-8")
+        reader.problem(raw[: exc.start].count(b"\n") + 1, "", "not UTF-8")
         return samples, reader
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -266,7 +295,11 @@ def load(path: Path, dates: bool = True) -> Iterator[Sample]:
     """The samples, or a DataError naming the first problem's line (and how many there are)."""
     samples, reader = read_file(path, dates)
     if reader.problems:
-        more = f" (and {len(reader.problems) - 1} more: memplug generate --dataset conversations --data " \
-               f"{path} --out /dev/null --check lists them)" if len(reader.problems) > 1 else ""
+        more = (
+            f" (and {len(reader.problems) - 1} more: memplug generate --dataset conversations --data "
+            f"{path} --out /dev/null --check lists them)"
+            if len(reader.problems) > 1
+            else ""
+        )
         raise DataError(path, reader.problems[0] + more)
     yield from samples

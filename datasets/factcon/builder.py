@@ -45,7 +45,7 @@ class FactConBuilder:
         name="factcon",
         version="1.0",
         description="FactConsolidation (MemoryAgentBench): numbered facts with later counterfactual edits; "
-                    "answer from the newest fact, single-hop (sh) and multi-hop (mh)",
+        "answer from the newest fact, single-hop (sh) and multi-hop (mh)",
         language="en",
         capabilities=frozenset({"CR"}),
         # MemoryAgentBench §4.1 / App. D.3, Table 15: FactCon-SH and FactCon-MH use 512-token chunks
@@ -58,13 +58,29 @@ class FactConBuilder:
     )
 
     options = (
-        Option("tokens", int, 32000,
-               f"generator: target context length in tokens (MemoryAgentBench uses {', '.join(map(str, TOKEN_LENGTHS))})",
-               low=100, high=10_000_000),
-        Option("questions", int, 100, "generator: questions per context (while their facts fit in the tokens)",
-               low=1, high=100_000),
-        Option("kind", str, "both", "generator: sh (single-hop), mh (multi-hop) or both, half each",
-               choices=("both", "sh", "mh")),
+        Option(
+            "tokens",
+            int,
+            32000,
+            f"generator: target context length in tokens (MemoryAgentBench uses {', '.join(map(str, TOKEN_LENGTHS))})",
+            low=100,
+            high=10_000_000,
+        ),
+        Option(
+            "questions",
+            int,
+            100,
+            "generator: questions per context (while their facts fit in the tokens)",
+            low=1,
+            high=100_000,
+        ),
+        Option(
+            "kind",
+            str,
+            "both",
+            "generator: sh (single-hop), mh (multi-hop) or both, half each",
+            choices=("both", "sh", "mh"),
+        ),
         Option("n", int, 1, "generator: number of contexts (memplug generate --n)", low=1, high=10_000),
         *PROTOCOL_OPTIONS,
     )

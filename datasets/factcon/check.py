@@ -141,8 +141,10 @@ def check_generated_question(q: Question, pool: FactPool, ids: set[str], where: 
         problems.append(f"{qwhere}: gold {list(q.answers[:1])} but the newest facts give {newest[-1]!r}")
     oldest = walk(pool.oldest, subject, relations)
     if oldest is None or oldest[-1] != original_answer:
-        problems.append(f"{qwhere}: original_answer {original_answer!r} but the oldest facts give "
-                        f"{None if oldest is None else oldest[-1]!r}")
+        problems.append(
+            f"{qwhere}: original_answer {original_answer!r} but the oldest facts give "
+            f"{None if oldest is None else oldest[-1]!r}"
+        )
     elif oldest[-1] == newest[-1]:
         problems.append(f"{qwhere}: the edit does not change the answer ({newest[-1]!r})")
     chain = [pool.facts(s, r) for s, r in zip(newest, relations)]
@@ -151,21 +153,29 @@ def check_generated_question(q: Question, pool: FactPool, ids: set[str], where: 
         problems.append(f"{qwhere}: targets {list(q.targets)} but the newest facts of the chain are {wanted}")
     conflicts = [i for i, found in enumerate(chain) if len({o for _, o in found}) > 1]
     if conflicts != [edited_hop]:
-        problems.append(f"{qwhere}: hops {conflicts} of the chain have conflicting facts, expected only hop {edited_hop}")
+        problems.append(
+            f"{qwhere}: hops {conflicts} of the chain have conflicting facts, expected only hop {edited_hop}"
+        )
     key = (newest[edited_hop], relations[edited_hop]) if 0 <= edited_hop < len(relations) else None
     if key != (edit.get("subject"), edit.get("relation")):
-        problems.append(f"{qwhere}: the edit {edit.get('subject')}/{edit.get('relation')} is not hop {edited_hop} of the chain")
+        problems.append(
+            f"{qwhere}: the edit {edit.get('subject')}/{edit.get('relation')} is not hop {edited_hop} of the chain"
+        )
         return problems
     found = pool.facts(*key)
     serial, new = found[-1]
     if new != edit.get("new") or meta.get("edit_serial") != serial:
-        problems.append(f"{qwhere}: edit says {edit.get('new')!r} at {meta.get('edit_serial')}, "
-                        f"the newest fact says {new!r} at {serial}")
+        problems.append(
+            f"{qwhere}: edit says {edit.get('new')!r} at {meta.get('edit_serial')}, "
+            f"the newest fact says {new!r} at {serial}"
+        )
     older = {o: n for n, o in found[:-1]}
     if edit.get("old") not in older:
         problems.append(f"{qwhere}: the edit's old value {edit.get('old')!r} is in no older fact")
     elif meta.get("original_serial") != older[edit["old"]]:
-        problems.append(f"{qwhere}: original_serial {meta.get('original_serial')} but the old value is at {older[edit['old']]}")
+        problems.append(
+            f"{qwhere}: original_serial {meta.get('original_serial')} but the old value is at {older[edit['old']]}"
+        )
     return problems
 
 
@@ -243,8 +253,9 @@ def check(samples: Sequence[Sample]) -> CheckReport:
     stats: Counter[str] = Counter()
     generated = [s for s in samples if "tokens_target" in s.meta]
     for sample in samples:
-        problems.extend(check_generated(sample, stats) if "tokens_target" in sample.meta
-                        else check_release(sample, stats))
+        problems.extend(
+            check_generated(sample, stats) if "tokens_target" in sample.meta else check_release(sample, stats)
+        )
     report: dict[str, Any] = {
         "contexts": len(samples),
         "generated_contexts": len(generated),
@@ -255,6 +266,8 @@ def check(samples: Sequence[Sample]) -> CheckReport:
         "problems": len(problems),
     }
     if len(generated) < len(samples):
-        report["release_checked"] = ("numbering and targets; gold-in-context and single-hop newest-wins are counted, "
-                                     "not failed (the release carries no chains and has known exceptions)")
+        report["release_checked"] = (
+            "numbering and targets; gold-in-context and single-hop newest-wins are counted, "
+            "not failed (the release carries no chains and has known exceptions)"
+        )
     return CheckReport(ok=not problems, problems=problems, stats=report)

@@ -54,21 +54,38 @@ def chunked(sample: Sample, chunk_size: int, wrap: bool = True) -> Sample:
     for m in sample.messages:
         serials.setdefault(chunk_of[m.id], []).append(int(m.meta.get("serial", m.id)))
     messages = [
-        Message(f"chunk{i}", memorize(text) if wrap else text,
-                meta={"chunk": i, "serials": [min(serials[i]), max(serials[i])] if i in serials else None})
+        Message(
+            f"chunk{i}",
+            memorize(text) if wrap else text,
+            meta={"chunk": i, "serials": [min(serials[i]), max(serials[i])] if i in serials else None},
+        )
         for i, text in enumerate(texts)
     ]
     questions = [
-        attrs.evolve(q, targets=tuple(dict.fromkeys(f"chunk{chunk_of[t]}" for t in q.targets if t in chunk_of)),
-                     meta={**q.meta, "fact_targets": list(q.targets)})
+        attrs.evolve(
+            q,
+            targets=tuple(dict.fromkeys(f"chunk{chunk_of[t]}" for t in q.targets if t in chunk_of)),
+            meta={**q.meta, "fact_targets": list(q.targets)},
+        )
         for q in sample.questions
     ]
-    meta = {**sample.meta, "unit": "chunk", "chunk_size": chunk_size, "wrapped": wrap, "n_chunks": len(messages),
-            "facts": [[int(m.meta.get("serial", m.id)), _SERIAL.sub("", m.text, count=1)] for m in sample.messages]}
+    meta = {
+        **sample.meta,
+        "unit": "chunk",
+        "chunk_size": chunk_size,
+        "wrapped": wrap,
+        "n_chunks": len(messages),
+        "facts": [[int(m.meta.get("serial", m.id)), _SERIAL.sub("", m.text, count=1)] for m in sample.messages],
+    }
     if "memory_points" in sample.meta:  # each gold point in the chunk of its fact, as the targets
         meta["memory_points"] = [
-            {**p, "message_ids": list(dict.fromkeys(f"chunk{chunk_of[i]}" for i in p["message_ids"] if i in chunk_of)),
-             "fact_ids": list(p["message_ids"])} for p in sample.meta["memory_points"]]
+            {
+                **p,
+                "message_ids": list(dict.fromkeys(f"chunk{chunk_of[i]}" for i in p["message_ids"] if i in chunk_of)),
+                "fact_ids": list(p["message_ids"]),
+            }
+            for p in sample.meta["memory_points"]
+        ]
     return attrs.evolve(sample, messages=messages, questions=questions, meta=meta)
 
 
@@ -77,13 +94,20 @@ def unchunked(sample: Sample) -> Sample:
     if sample.meta.get("unit") != "chunk":
         return sample
     messages = [Message(str(n), f"{n}. {text}", meta={"serial": n}) for n, text in sample.meta["facts"]]
-    questions = [attrs.evolve(q, targets=tuple(q.meta.get("fact_targets") or ()),
-                              meta={k: v for k, v in q.meta.items() if k != "fact_targets"})
-                 for q in sample.questions]
+    questions = [
+        attrs.evolve(
+            q,
+            targets=tuple(q.meta.get("fact_targets") or ()),
+            meta={k: v for k, v in q.meta.items() if k != "fact_targets"},
+        )
+        for q in sample.questions
+    ]
     meta = {k: v for k, v in sample.meta.items() if k not in ("unit", "chunk_size", "wrapped", "n_chunks", "facts")}
     if "memory_points" in meta:
-        meta["memory_points"] = [{k: v for k, v in {**p, "message_ids": p.get("fact_ids", p["message_ids"])}.items()
-                                  if k != "fact_ids"} for p in meta["memory_points"]]
+        meta["memory_points"] = [
+            {k: v for k, v in {**p, "message_ids": p.get("fact_ids", p["message_ids"])}.items() if k != "fact_ids"}
+            for p in meta["memory_points"]
+        ]
     return attrs.evolve(sample, messages=messages, questions=questions, meta=meta)
 
 

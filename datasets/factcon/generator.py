@@ -95,8 +95,9 @@ class Planner:
         if key in self.edits or key in self.protected:
             return None
         new = self.rng.choice(self.alternatives(fact.object))
-        return Planned("sh", fact.subject, (fact.relation,), 0, Fact(*key, new), (fact.subject, fact.object),
-                       (fact.subject, new))
+        return Planned(
+            "sh", fact.subject, (fact.relation,), 0, Fact(*key, new), (fact.subject, fact.object), (fact.subject, new)
+        )
 
     def try_multi(self, subject: str, relations: tuple[str, ...]) -> Planned | None:
         original = walk(self.kb.get, subject, relations)
@@ -158,8 +159,10 @@ class Context:
         fresh = {(f.subject, f.relation): f for f in originals if (f.subject, f.relation) not in self.originals}
         # one text at a time: tiktoken's encode_batch starts a thread pool per call, which
         # cost more than the encoding itself for these few short sentences
-        return sum(count_tokens(RELATIONS[f.relation].fact(f.subject, f.object)) + SERIAL_COST
-                   for f in [*fresh.values(), *edits])
+        return sum(
+            count_tokens(RELATIONS[f.relation].fact(f.subject, f.object)) + SERIAL_COST
+            for f in [*fresh.values(), *edits]
+        )
 
     def add(self, originals: Sequence[Fact], edits: Sequence[Fact], cost: int) -> None:
         for fact in originals:
@@ -249,8 +252,9 @@ def _pad(context: Context, kb: KnowledgeBase, planner: Planner, budget: int, rng
         context.add(group, edits, cost)
 
 
-def _assemble(sample_id: str, context: Context, planner: Planner, config: GeneratorConfig,
-              rng: random.Random) -> Sample:
+def _assemble(
+    sample_id: str, context: Context, planner: Planner, config: GeneratorConfig, rng: random.Random
+) -> Sample:
     """Shuffle the originals, put each edit somewhere after its original, number them all."""
     originals = list(context.originals.values())
     rng.shuffle(originals)
@@ -271,26 +275,32 @@ def _assemble(sample_id: str, context: Context, planner: Planner, config: Genera
     for n, p in enumerate(accepted):
         chain = [Fact(s, r, planner.lookup(s, r) or "") for s, r in p.keys]
         text = RELATIONS[p.relations[0]].ask(p.subject) if p.kind == "sh" else chain_question(p.subject, p.relations)
-        questions.append(Question(
-            id=f"{sample_id}_{p.kind}{n}",
-            text=text,
-            answers=(p.path[-1],),
-            category=p.kind,
-            targets=tuple(str(serial[f]) for f in chain),
-            meta={
-                "hops": len(p.relations),
-                "subject": p.subject,
-                "relations": list(p.relations),
-                "path": list(p.path),
-                "original_path": list(p.original_path),
-                "original_answer": p.original_path[-1],
-                "edited_hop": p.edited_hop,
-                "edit": {"subject": p.edit.subject, "relation": p.edit.relation,
-                         "old": p.original_path[p.edited_hop + 1], "new": p.edit.object},
-                "edit_serial": serial[p.edit],
-                "original_serial": serial[context.originals[(p.edit.subject, p.edit.relation)]],
-            },
-        ))
+        questions.append(
+            Question(
+                id=f"{sample_id}_{p.kind}{n}",
+                text=text,
+                answers=(p.path[-1],),
+                category=p.kind,
+                targets=tuple(str(serial[f]) for f in chain),
+                meta={
+                    "hops": len(p.relations),
+                    "subject": p.subject,
+                    "relations": list(p.relations),
+                    "path": list(p.path),
+                    "original_path": list(p.original_path),
+                    "original_answer": p.original_path[-1],
+                    "edited_hop": p.edited_hop,
+                    "edit": {
+                        "subject": p.edit.subject,
+                        "relation": p.edit.relation,
+                        "old": p.original_path[p.edited_hop + 1],
+                        "new": p.edit.object,
+                    },
+                    "edit_serial": serial[p.edit],
+                    "original_serial": serial[context.originals[(p.edit.subject, p.edit.relation)]],
+                },
+            )
+        )
     text = "\n".join(m.text for m in messages)
     meta = {
         "header": HEADER,
@@ -302,7 +312,9 @@ def _assemble(sample_id: str, context: Context, planner: Planner, config: Genera
         "n_mh": sum(q.category == "mh" for q in questions),
         # the final value of each subject and relation: the gold memory points a store is
         # measured against (memplug.diagnosis.sample_points); an edited fact's older value is not one
-        "memory_points": [{"text": RELATIONS[f.relation].fact(f.subject, f.object), "message_ids": [str(serial[f])]}
-                          for f in {(f.subject, f.relation): f for f in order}.values()],
+        "memory_points": [
+            {"text": RELATIONS[f.relation].fact(f.subject, f.object), "message_ids": [str(serial[f])]}
+            for f in {(f.subject, f.relation): f for f in order}.values()
+        ],
     }
     return Sample(sample_id, messages, questions, meta)

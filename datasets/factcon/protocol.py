@@ -43,15 +43,19 @@ from memplug.errors import MemplugError
 from memplug.options import Option
 
 COMMIT = "455306dcabc3842526eb83cd4e225e5d486c5c5d"
-SOURCE = (f"github HUST-AI-HYZ/MemoryAgentBench @ {COMMIT[:7]}: utils/templates.py 'factconsolidation' "
-          "(system, memorize, query rag_agent), agent.py _handle_bm25_rag, "
-          "utils/eval_other_utils.py chunk_text_into_sentences and parse_output, RAG configs retrieve_num: 10")
+SOURCE = (
+    f"github HUST-AI-HYZ/MemoryAgentBench @ {COMMIT[:7]}: utils/templates.py 'factconsolidation' "
+    "(system, memorize, query rag_agent), agent.py _handle_bm25_rag, "
+    "utils/eval_other_utils.py chunk_text_into_sentences and parse_output, RAG configs retrieve_num: 10"
+)
 
 # utils/templates.py @ 455306d, verbatim
 SYSTEM_MESSAGE = "You are a helpful assistant that can read the context and memorize it for future retrieval."
-MEMORIZE_TEMPLATE = ('Dialogue between User and Assistant {time_stamp} \\n<User> The following context is the facts '
-                     'I have learned: \n{context}\n <Assistant> I have learned the facts and I will answer the question '
-                     'you ask.')
+MEMORIZE_TEMPLATE = (
+    "Dialogue between User and Assistant {time_stamp} \\n<User> The following context is the facts "
+    "I have learned: \n{context}\n <Assistant> I have learned the facts and I will answer the question "
+    "you ask."
+)
 QUERY_TEMPLATE = (
     "Pretend you are a knowledge management system. Each fact in the knowledge pool is provided with a serial "
     "number at the beginning, and the newer fact has larger serial number. \n You need to solve the conflicts of "
@@ -109,36 +113,66 @@ def parse_output(output_text: str, answer_prefix: str = "Answer:") -> str:
         match = pattern.search(output_text)
         if match:
             extracted_text = match[1].strip()
-            return re.sub(f'^{re.escape(answer_prefix)}', '', extracted_text, flags=re.IGNORECASE).strip()
+            return re.sub(f"^{re.escape(answer_prefix)}", "", extracted_text, flags=re.IGNORECASE).strip()
     return output_text.strip()  # unreachable: the second pattern matches any string
 
 
 register_parser("memoryagentbench", parse_output)
 
 PROTOCOL = AnswerProtocol(
-    name="memoryagentbench-factconsolidation", version="1", source=SOURCE,
-    system=SYSTEM_MESSAGE, user=USER_TEMPLATE,
-    memory_item="Memory {n}:\n{text}\n", memory_start=1, memory_join="\n",
-    parse="memoryagentbench", choices="lenient",
+    name="memoryagentbench-factconsolidation",
+    version="1",
+    source=SOURCE,
+    system=SYSTEM_MESSAGE,
+    user=USER_TEMPLATE,
+    memory_item="Memory {n}:\n{text}\n",
+    memory_start=1,
+    memory_join="\n",
+    parse="memoryagentbench",
+    choices="lenient",
     # default_post_process scores the raw reply and its parsed line, and keeps the better
     score_raw_too=True,
     # each official chunk is one message of the sample, fed whole
-    unit="message", chunk_size=CHUNK_SIZE, top_k=TOP_K,
+    unit="message",
+    chunk_size=CHUNK_SIZE,
+    top_k=TOP_K,
 )
 
 #: the dataset options that choose the protocol (the builder's other options are the generator's)
 OPTIONS = (
-    Option("unit", str, "chunk", "memory unit: chunk (MemoryAgentBench's: the context cut into sentence-aligned "
-           "chunks of -o chunk tokens, each one memory) or fact (one numbered fact per memory)",
-           choices=("chunk", "fact")),
-    Option("chunk", int, CHUNK_SIZE, "tokens per chunk (o200k_base, as chunk_text_into_sentences counts): 512 as "
-           "rag_agents_chunksize.txt and the paper's Table 15; 4096 as the Factconsolidation_*.yaml configs",
-           low=16, high=1_000_000),
+    Option(
+        "unit",
+        str,
+        "chunk",
+        "memory unit: chunk (MemoryAgentBench's: the context cut into sentence-aligned "
+        "chunks of -o chunk tokens, each one memory) or fact (one numbered fact per memory)",
+        choices=("chunk", "fact"),
+    ),
+    Option(
+        "chunk",
+        int,
+        CHUNK_SIZE,
+        "tokens per chunk (o200k_base, as chunk_text_into_sentences counts): 512 as "
+        "rag_agents_chunksize.txt and the paper's Table 15; 4096 as the Factconsolidation_*.yaml configs",
+        low=16,
+        high=1_000_000,
+    ),
     Option("wrap", bool, True, "store each chunk inside MemoryAgentBench's memorize template (its RAG agents do)"),
-    Option("prompt", str, "code", "code: MemoryAgentBench's system message and rag_agent query template; paper: "
-           "the Figure 5 wording, no system message, memories numbered '1. '", choices=("code", "paper")),
-    Option("parse", str, "official", "official: parse_output (the text after 'Answer:', else the first line); "
-           "plain: the reply stripped", choices=("official", "plain")),
+    Option(
+        "prompt",
+        str,
+        "code",
+        "code: MemoryAgentBench's system message and rag_agent query template; paper: "
+        "the Figure 5 wording, no system message, memories numbered '1. '",
+        choices=("code", "paper"),
+    ),
+    Option(
+        "parse",
+        str,
+        "official",
+        "official: parse_output (the text after 'Answer:', else the first line); plain: the reply stripped",
+        choices=("official", "plain"),
+    ),
 )
 
 
@@ -153,8 +187,15 @@ def protocol(values: Mapping[str, Any]) -> AnswerProtocol:
     elif values.get("wrap") is False:
         out = out.vary("wrap=false")
     if values.get("prompt") == "paper":
-        out = out.vary("prompt=paper", system=None, user=PAPER_PROMPT, memory_item="{n}. {text}",
-                       memory_join="\n", one_line_items=True, source=f"{out.source}; prompt: {PAPER_SOURCE}")
+        out = out.vary(
+            "prompt=paper",
+            system=None,
+            user=PAPER_PROMPT,
+            memory_item="{n}. {text}",
+            memory_join="\n",
+            one_line_items=True,
+            source=f"{out.source}; prompt: {PAPER_SOURCE}",
+        )
     if values.get("parse") == "plain":
         out = out.vary("parse=plain", parse="strip")
     return out
@@ -245,7 +286,7 @@ def pack_sentences(sentences: Sequence[str], chunk_size: int) -> list[list[int]]
     current: list[int] = []
     count = 0
     for i, sentence in enumerate(sentences):
-        n = len(encoding.encode(sentence, allowed_special={'<|endoftext|>'}))
+        n = len(encoding.encode(sentence, allowed_special={"<|endoftext|>"}))
         if count + n > chunk_size:
             chunks.append(current)
             current, count = [i], n

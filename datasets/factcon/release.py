@@ -35,7 +35,6 @@ def release_files(path: Path) -> list[Path]:
     return [path]
 
 
-
 def parse_context(path: Path, place: str, context: str) -> tuple[str, list[tuple[int, str]]]:
     """The header line and the (serial, fact) pairs; serials must increase."""
     header = ""
@@ -49,10 +48,14 @@ def parse_context(path: Path, place: str, context: str) -> tuple[str, list[tuple
             if not facts and not header:
                 header = line
                 continue
-            raise DataError(path, f"expected a numbered fact 'N. text', got {line[:60]!r}", f"{place}.context line {lineno}")
+            raise DataError(
+                path, f"expected a numbered fact 'N. text', got {line[:60]!r}", f"{place}.context line {lineno}"
+            )
         serial = int(match.group(1))
         if facts and serial <= facts[-1][0]:
-            raise DataError(path, f"serial number {serial} does not follow {facts[-1][0]}", f"{place}.context line {lineno}")
+            raise DataError(
+                path, f"serial number {serial} does not follow {facts[-1][0]}", f"{place}.context line {lineno}"
+            )
         facts.append((serial, match.group(2)))
     if not facts:
         raise DataError(path, "context holds no numbered facts", f"{place}.context")
@@ -106,19 +109,30 @@ def read_row(path: Path, place: str, row: Any, sample_id: str) -> Sample:
         if not isinstance(text, str) or not isinstance(qa_id, str):
             raise DataError(path, "question and qa_pair_id must be strings", where)
         gold_answers = _answers(path, f"{place}.answers[{i}]", gold)
-        built.append(Question(
-            id=qa_id,
-            text=text,
-            answers=gold_answers,
-            category=_category(path, f"{place}.metadata.qa_pair_ids[{i}]", qa_id, source),
-            # the release says which answer is right but not which fact holds it
-            targets=(),
-            meta={"qa_pair_id": qa_id, "gold_in_context": any(a.lower() in context_lower for a in gold_answers)},
-        ))
-    return Sample(sample_id, messages, built, {
-        "source": source, "file": str(path), "header": header, "n_facts": len(facts),
-        "first_serial": facts[0][0], "contiguous_serials": contiguous(facts, facts[0][0]),
-    })
+        built.append(
+            Question(
+                id=qa_id,
+                text=text,
+                answers=gold_answers,
+                category=_category(path, f"{place}.metadata.qa_pair_ids[{i}]", qa_id, source),
+                # the release says which answer is right but not which fact holds it
+                targets=(),
+                meta={"qa_pair_id": qa_id, "gold_in_context": any(a.lower() in context_lower for a in gold_answers)},
+            )
+        )
+    return Sample(
+        sample_id,
+        messages,
+        built,
+        {
+            "source": source,
+            "file": str(path),
+            "header": header,
+            "n_facts": len(facts),
+            "first_serial": facts[0][0],
+            "contiguous_serials": contiguous(facts, facts[0][0]),
+        },
+    )
 
 
 def load_release(path: Path) -> Iterator[Sample]:
@@ -126,8 +140,11 @@ def load_release(path: Path) -> Iterator[Sample]:
     seen: dict[str, int] = {}
     for file in release_files(path):
         if file.suffix == ".parquet":
-            data: Any = [r for r in parquet_rows(file, None)
-                         if str((r.get("metadata") or {}).get("source") or "").startswith("factconsolidation")]
+            data: Any = [
+                r
+                for r in parquet_rows(file, None)
+                if str((r.get("metadata") or {}).get("source") or "").startswith("factconsolidation")
+            ]
         else:
             data = read_json(file)
         rows = data if isinstance(data, list) else [data]

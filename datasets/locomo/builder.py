@@ -33,9 +33,11 @@ DATE_HINT = " Use DATE of CONVERSATION to answer with an approximate date."
 TWO_WAY = " Select the correct answer: (a) {option_a} (b) {option_b}. "
 #: what the variation one-prompt-all-categories adds for every question in place of TWO_WAY
 DECLINE = " If the context does not say, answer: Not mentioned in the conversation."
-SOURCE = ("snap-research/LoCoMo@3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376 task_eval/gpt_utils.py: "
-          "get_rag_context (rag_mode dialog, top_k 5), QA_PROMPT and QA_PROMPT_CAT_5 with get_gpt_answers' "
-          "category-2 hint and category-5 choice, get_cat_5_answer")
+SOURCE = (
+    "snap-research/LoCoMo@3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376 task_eval/gpt_utils.py: "
+    "get_rag_context (rag_mode dialog, top_k 5), QA_PROMPT and QA_PROMPT_CAT_5 with get_gpt_answers' "
+    "category-2 hint and category-5 choice, get_cat_5_answer"
+)
 #: the prompts: the official script's, or memplug's one prompt of before (protocol version 1)
 PROMPTS = ("official", "one-prompt-all-categories")
 
@@ -72,12 +74,25 @@ def answer_protocol(prompt: str = "official") -> AnswerProtocol:
     if prompt == "one-prompt-all-categories":
         user = "{memory}\n\n" + QA_PROMPT.replace("{question}", "{question}" + DATE_HINT + DECLINE)
         return AnswerProtocol(
-            name="locomo-rag", version="1", source=SOURCE, user=user, memory_item="{text}", memory_join="\n",
-            unit="message", top_k=5, variations=("one-prompt-all-categories",),
+            name="locomo-rag",
+            version="1",
+            source=SOURCE,
+            user=user,
+            memory_item="{text}",
+            memory_join="\n",
+            unit="message",
+            top_k=5,
+            variations=("one-prompt-all-categories",),
         )
     return AnswerProtocol(
-        name="locomo-rag", version="2", source=SOURCE, user="{memory}\n\n" + QA_PROMPT, memory_item="{text}",
-        memory_join="\n", unit="message", top_k=5,
+        name="locomo-rag",
+        version="2",
+        source=SOURCE,
+        user="{memory}\n\n" + QA_PROMPT,
+        memory_item="{text}",
+        memory_join="\n",
+        unit="message",
+        top_k=5,
         user_by_category={
             category_name(2): "{memory}\n\n" + QA_PROMPT.replace("{question}", "{question}" + DATE_HINT),
             category_name(5): "{memory}\n\n" + QA_PROMPT_CAT_5.replace("{question}", "{question}" + TWO_WAY),
@@ -105,7 +120,7 @@ class LoCoMoBuilder:
         name="locomo",
         version="1.0",
         description="LoCoMo (snap-research): very long multi-session conversations; QA in 5 categories "
-                    "(1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial), official stemmed F1",
+        "(1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial), official stemmed F1",
         language="en",
         capabilities=frozenset({"AR", "LRU"}),
         default_chunk_size=512,
@@ -117,11 +132,22 @@ class LoCoMoBuilder:
 
     options = (
         Option("categories", str, "all", "question categories to ask: 'all' or e.g. 1,2,3,4 (official numbering)"),
-        Option("dates", bool, True, "start each turn's text with its session's date_time, as the official RAG "
-                                    "context does (the reader needs it for temporal questions)"),
-        Option("prompt", str, "official", "official: each category's question as the official script asks it "
-               "(a date hint on 2, a two-way choice on 5, its option order drawn from --seed); "
-               "one-prompt-all-categories: one prompt with both sentences after every question", choices=PROMPTS),
+        Option(
+            "dates",
+            bool,
+            True,
+            "start each turn's text with its session's date_time, as the official RAG "
+            "context does (the reader needs it for temporal questions)",
+        ),
+        Option(
+            "prompt",
+            str,
+            "official",
+            "official: each category's question as the official script asks it "
+            "(a date hint on 2, a two-way choice on 5, its option order drawn from --seed); "
+            "one-prompt-all-categories: one prompt with both sentences after every question",
+            choices=PROMPTS,
+        ),
     )
 
     def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
@@ -132,9 +158,12 @@ class LoCoMoBuilder:
         values = resolve(self.options, options.values, "dataset 'locomo'")
         categories = _categories(values["categories"])
         if options.data is None:
-            raise MemplugError("dataset 'locomo' loads the release: pass --data locomo10.json "
-                               "(github.com/snap-research/LoCoMo, data/locomo10.json)")
+            raise MemplugError(
+                "dataset 'locomo' loads the release: pass --data locomo10.json "
+                "(github.com/snap-research/LoCoMo, data/locomo10.json)"
+            )
         if options.data.is_dir():
             raise MemplugError(f"--data {options.data}: expected the release file locomo10.json, not a directory")
-        return load_release(options.data, dates_in_text=values["dates"], categories=categories,
-                            choice_seed=options.seed)
+        return load_release(
+            options.data, dates_in_text=values["dates"], categories=categories, choice_seed=options.seed
+        )

@@ -33,8 +33,9 @@ def samples(records: Sequence[QuestionRecord]) -> list[dict[str, Any]]:
     for r in records:
         meta = r.question_meta
         if "locomo_category" not in meta:
-            raise MemplugError(f"question {r.sample_id}/{r.question_id} has no LoCoMo category: "
-                               "not a run of memplug's locomo loader")
+            raise MemplugError(
+                f"question {r.sample_id}/{r.question_id} has no LoCoMo category: not a run of memplug's locomo loader"
+            )
         qa: dict[str, Any] = {"question": r.question}
         if meta["locomo_category"] == 5:  # the release keeps the adversarial answer apart
             for field in ("answer", "adversarial_answer"):
@@ -42,9 +43,14 @@ def samples(records: Sequence[QuestionRecord]) -> list[dict[str, Any]]:
                     qa[field] = meta[field]
         else:
             qa["answer"] = r.gold[0] if r.gold else ""
-        qa.update({"evidence": list(meta.get("evidence") or []), "category": meta["locomo_category"],
-                   key: r.prediction,
-                   f"{key}_context": list(dict.fromkeys(i for item in r.recalled for i in item.message_ids))})
+        qa.update(
+            {
+                "evidence": list(meta.get("evidence") or []),
+                "category": meta["locomo_category"],
+                key: r.prediction,
+                f"{key}_context": list(dict.fromkeys(i for item in r.recalled for i in item.message_ids)),
+            }
+        )
         by_sample.setdefault(r.sample_id, []).append(qa)
     return [{"sample_id": sample_id, "qa": qa} for sample_id, qa in by_sample.items()]
 

@@ -54,7 +54,7 @@ _SEPARATORS = re.compile(r"[\s;,()\[\]]+")
 
 
 def category_name(number: int) -> str:
-    """"1-multi-hop", ... "5-adversarial": the number first, so that tables sort by it."""
+    """ "1-multi-hop", ... "5-adversarial": the number first, so that tables sort by it."""
     return f"{number}-{CATEGORIES[number]}"
 
 
@@ -110,8 +110,15 @@ def sessions(path: Path, place: str, conversation: dict[str, Any]) -> list[tuple
     return sorted(found, key=lambda s: s[0])
 
 
-def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool = True,
-                      categories: frozenset[int] | None = None, choice_seed: int | None = None) -> Sample:
+def read_conversation(
+    path: Path,
+    place: str,
+    row: Any,
+    *,
+    dates_in_text: bool = True,
+    categories: frozenset[int] | None = None,
+    choice_seed: int | None = None,
+) -> Sample:
     if not isinstance(row, dict):
         raise DataError(path, f"expected an object, got {type(row).__name__}", place)
     for key, kind in (("conversation", dict), ("qa", list)):
@@ -124,7 +131,9 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
         time = session_time(date_time)
         for t, turn in enumerate(turns):
             where = f"{place}.conversation.session_{number}[{t}]"
-            if not isinstance(turn, dict) or not all(isinstance(turn.get(k), str) for k in ("speaker", "dia_id", "text")):
+            if not isinstance(turn, dict) or not all(
+                isinstance(turn.get(k), str) for k in ("speaker", "dia_id", "text")
+            ):
                 raise DataError(path, "a turn needs string speaker, dia_id and text", where)
             ids, bad = parse_evidence(turn["dia_id"])
             if len(ids) != 1 or bad:
@@ -134,9 +143,16 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
                 meta["blip_caption"] = turn["blip_caption"]
             if turn.get("img_url"):
                 meta["img_url"] = turn["img_url"]
-            messages.append(Message(ids[0], turn_text(turn, date_time if dates_in_text else None),
-                                    time=time, speaker=turn["speaker"], meta=meta,
-                                    shows=("time", "speaker") if dates_in_text else ("speaker",)))
+            messages.append(
+                Message(
+                    ids[0],
+                    turn_text(turn, date_time if dates_in_text else None),
+                    time=time,
+                    speaker=turn["speaker"],
+                    meta=meta,
+                    shows=("time", "speaker") if dates_in_text else ("speaker",),
+                )
+            )
     turn_ids = {m.id for m in messages}
     if len(turn_ids) != len(messages):
         raise DataError(path, "two turns share a dia_id", f"{place}.conversation")
@@ -166,23 +182,36 @@ def read_conversation(path: Path, place: str, row: Any, *, dates_in_text: bool =
         ids, bad = parse_evidence(qa.get("evidence", []))
         unknown = [e for e in ids if e not in turn_ids] + bad
         if unknown:
-            log.warning("%s: %s (%s): evidence %s matches no turn; left out of its targets",
-                        path, where, sample_id, ", ".join(unknown))
+            log.warning(
+                "%s: %s (%s): evidence %s matches no turn; left out of its targets",
+                path,
+                where,
+                sample_id,
+                ", ".join(unknown),
+            )
             qmeta["unknown_evidence"] = unknown
-        questions.append(Question(
-            id=f"q{i}",
-            text=qa["question"],
-            answers=answers,
-            category=category_name(category),
-            targets=[e for e in ids if e in turn_ids],
-            meta=qmeta,
-        ))
-    return Sample(sample_id, messages, questions, {
-        "file": str(path), "speakers": [conversation.get("speaker_a"), conversation.get("speaker_b")],
-        "sessions": len({m.meta["session"] for m in messages}),
-        # the gold memory points a store is measured against (memplug.diagnosis.sample_points)
-        "memory_points": observations(row.get("observation"), turn_ids),
-    })
+        questions.append(
+            Question(
+                id=f"q{i}",
+                text=qa["question"],
+                answers=answers,
+                category=category_name(category),
+                targets=[e for e in ids if e in turn_ids],
+                meta=qmeta,
+            )
+        )
+    return Sample(
+        sample_id,
+        messages,
+        questions,
+        {
+            "file": str(path),
+            "speakers": [conversation.get("speaker_a"), conversation.get("speaker_b")],
+            "sessions": len({m.meta["session"] for m in messages}),
+            # the gold memory points a store is measured against (memplug.diagnosis.sample_points)
+            "memory_points": observations(row.get("observation"), turn_ids),
+        },
+    )
 
 
 def observations(value: Any, turn_ids: set[str]) -> list[dict[str, Any]]:
@@ -209,20 +238,30 @@ def two_way_options(qa: dict[str, Any], draw: str, path: Path, where: str) -> di
     first)."""
     shown = qa.get("answer", qa.get("adversarial_answer"))
     if shown is None or isinstance(shown, (dict, list)):
-        raise DataError(path, "a category-5 question needs an 'adversarial_answer' (the other option of "
-                              "the official two-way choice)", where)
+        raise DataError(
+            path,
+            "a category-5 question needs an 'adversarial_answer' (the other option of the official two-way choice)",
+            where,
+        )
     first = random.Random(draw).random() < 0.5
     a, b = (NOT_MENTIONED, str(shown)) if first else (str(shown), NOT_MENTIONED)
     return {"option_a": a, "option_b": b}
 
 
-def load_release(path: Path, *, dates_in_text: bool = True, categories: frozenset[int] | None = None,
-                 choice_seed: int | None = None) -> Iterator[Sample]:
+def load_release(
+    path: Path, *, dates_in_text: bool = True, categories: frozenset[int] | None = None, choice_seed: int | None = None
+) -> Iterator[Sample]:
     """Samples of every conversation in the file (a list of them, or one object)."""
     data = read_json(path)
     rows = data if isinstance(data, list) else [data]
     if not rows:
         raise DataError(path, "holds an empty list of conversations")
     for r, row in enumerate(rows):
-        yield read_conversation(path, f"[{r}]" if isinstance(data, list) else "conversation", row,
-                                dates_in_text=dates_in_text, categories=categories, choice_seed=choice_seed)
+        yield read_conversation(
+            path,
+            f"[{r}]" if isinstance(data, list) else "conversation",
+            row,
+            dates_in_text=dates_in_text,
+            categories=categories,
+            choice_seed=choice_seed,
+        )

@@ -33,8 +33,10 @@ from typing import cast
 from memplug.metrics import _Metric
 from memplug.protocols import ScoreContext
 
-SOURCE = ("snap-research/LoCoMo@3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376 task_eval/evaluation.py "
-          "(normalize_answer, f1_score, f1, eval_question_answering)")
+SOURCE = (
+    "snap-research/LoCoMo@3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376 task_eval/evaluation.py "
+    "(normalize_answer, f1_score, f1, eval_question_answering)"
+)
 
 _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")

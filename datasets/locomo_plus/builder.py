@@ -24,8 +24,10 @@ from memplug.protocols import BuildOptions
 
 #: evaluation_framework/task_eval/utils.py: CONV_START_PROMPT with the names _build_model_input
 #: defaults to (evaluate_qa.py never passes the speakers' names), INSTRUCTION_QA, INSTRUCTION_COGNITIVE
-CONV_START = ("Below is a conversation between two people: A and B. The conversation takes place over multiple "
-              "days, and the date of each conversation is written at the beginning of the conversation.\n\n")
+CONV_START = (
+    "Below is a conversation between two people: A and B. The conversation takes place over multiple "
+    "days, and the date of each conversation is written at the beginning of the conversation.\n\n"
+)
 INSTRUCTION_QA = "Answer the following question based on the conversation above.\n\n"
 INSTRUCTION_COGNITIVE = (
     "Your task: This is a memory-aware dialogue setting. "
@@ -33,8 +35,10 @@ INSTRUCTION_COGNITIVE = (
     "Show that you are aware of the relevant memory or context from the evidence when you respond; "
     "your answer should naturally connect to or acknowledge that context.\n\n"
 )
-SOURCE = (f"github xjtuleeyf/Locomo-Plus@{COMMIT} evaluation_framework/task_eval/utils.py _build_model_input "
-          "(CONV_START_PROMPT, INSTRUCTION_QA, INSTRUCTION_COGNITIVE) and data/unified_input.py (input_prompt)")
+SOURCE = (
+    f"github xjtuleeyf/Locomo-Plus@{COMMIT} evaluation_framework/task_eval/utils.py _build_model_input "
+    "(CONV_START_PROMPT, INSTRUCTION_QA, INSTRUCTION_COGNITIVE) and data/unified_input.py (input_prompt)"
+)
 #: what the ``categories`` option accepts besides "all"
 PARTS = ("1", "2", "3", "4", "5", "cognitive")
 
@@ -50,9 +54,16 @@ def answer_protocol() -> AnswerProtocol:
     LoCoMo's categories the QA instruction and "Question: <question>" at the end
     (``_process_locomo``), for the cognitive ones the cognitive instruction and the trigger's
     own line at the end, as the stitched dialogue ends with it (``_stitch_dialogue_for_plus``)."""
-    return AnswerProtocol(name="locomo-plus", version="1", source=SOURCE, user=USER_QA, memory_item="{text}",
-                          memory_join="\n", unit="message",
-                          user_by_category={cognitive_category(r): USER_COGNITIVE for r in RELATION_TYPES})
+    return AnswerProtocol(
+        name="locomo-plus",
+        version="1",
+        source=SOURCE,
+        user=USER_QA,
+        memory_item="{text}",
+        memory_join="\n",
+        unit="message",
+        user_by_category={cognitive_category(r): USER_COGNITIVE for r in RELATION_TYPES},
+    )
 
 
 def parts(text: str) -> tuple[frozenset[int], bool]:
@@ -61,8 +72,7 @@ def parts(text: str) -> tuple[frozenset[int], bool]:
     if chosen in (set(), {"all"}):
         chosen = set(PARTS)
     if not chosen <= set(PARTS):
-        raise MemplugError(f"option categories={text!r}: expected 'all' or some of {', '.join(PARTS)} "
-                           "joined by commas")
+        raise MemplugError(f"option categories={text!r}: expected 'all' or some of {', '.join(PARTS)} joined by commas")
     return frozenset(int(p) for p in chosen if p.isdigit()), "cognitive" in chosen
 
 
@@ -71,8 +81,10 @@ def release_paths(data: Path | None, locomo: Path | None) -> tuple[Path, Path]:
     repository's data/ folder, holding both; a file is the LoCoMo-Plus file, with the LoCoMo
     file named by the option or lying beside it as locomo10.json."""
     if data is None:
-        raise MemplugError("dataset 'locomo-plus' loads the release: pass --data locomo_plus.json -o locomo=locomo10.json "
-                           "(github.com/xjtuleeyf/Locomo-Plus, data/), or --data the folder holding both")
+        raise MemplugError(
+            "dataset 'locomo-plus' loads the release: pass --data locomo_plus.json -o locomo=locomo10.json "
+            "(github.com/xjtuleeyf/Locomo-Plus, data/), or --data the folder holding both"
+        )
     if not data.exists():
         raise MemplugError(f"--data {data}: no such file or folder")
     plus = data / "locomo_plus.json" if data.is_dir() else data
@@ -81,8 +93,9 @@ def release_paths(data: Path | None, locomo: Path | None) -> tuple[Path, Path]:
     if locomo is None:
         locomo = plus.parent / "locomo10.json"
         if not locomo.is_file():
-            raise MemplugError(f"dataset 'locomo-plus' needs a LoCoMo file: pass -o locomo=locomo10.json "
-                               f"(none beside {plus})")
+            raise MemplugError(
+                f"dataset 'locomo-plus' needs a LoCoMo file: pass -o locomo=locomo10.json (none beside {plus})"
+            )
     elif not locomo.is_file():
         raise MemplugError(f"option locomo={locomo}: no such file (expected LoCoMo's locomo10.json)")
     return plus, locomo
@@ -95,8 +108,8 @@ class LoCoMoPlusBuilder:
         name="locomo-plus",
         version="1.0",
         description="LoCoMo-Plus (xjtuleeyf): LoCoMo's 5 categories plus cognitive cue/trigger pairs by relation type "
-                    "(causal, state, goal, value); official LLM judge (--judge; cognitive answers unscored "
-                    "without it), LoCoMo's F1 for the 5",
+        "(causal, state, goal, value); official LLM judge (--judge; cognitive answers unscored "
+        "without it), LoCoMo's F1 for the 5",
         language="en",
         capabilities=frozenset({"AR", "LRU"}),
         default_chunk_size=512,
@@ -108,10 +121,18 @@ class LoCoMoPlusBuilder:
     )
 
     options = (
-        Option("locomo", Path, None, "the LoCoMo file the items are stitched into (locomo10.json; "
-                                     "default: locomo10.json beside --data)"),
-        Option("categories", str, "all", "questions to ask: 'all', or some of 1-5 (LoCoMo's) and 'cognitive', "
-                                         "e.g. cognitive or 1,2,3,4"),
+        Option(
+            "locomo",
+            Path,
+            None,
+            "the LoCoMo file the items are stitched into (locomo10.json; default: locomo10.json beside --data)",
+        ),
+        Option(
+            "categories",
+            str,
+            "all",
+            "questions to ask: 'all', or some of 1-5 (LoCoMo's) and 'cognitive', e.g. cognitive or 1,2,3,4",
+        ),
     )
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:

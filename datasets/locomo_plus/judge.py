@@ -28,8 +28,10 @@ from memplug.judge import JudgePrompt, JudgeSet
 from memplug.models import Question
 
 COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
-SOURCE = (f"github xjtuleeyf/Locomo-Plus@{COMMIT} evaluation_framework/task_eval/prompt.py PROMPT_TEMPLATES, "
-          "llm_as_judge.py (get_judge_prompt, _parse_judge_response, label_to_score), utils.py _prepend_conv_prefix")
+SOURCE = (
+    f"github xjtuleeyf/Locomo-Plus@{COMMIT} evaluation_framework/task_eval/prompt.py PROMPT_TEMPLATES, "
+    "llm_as_judge.py (get_judge_prompt, _parse_judge_response, label_to_score), utils.py _prepend_conv_prefix"
+)
 
 #: utils.py (and prompt.py) CONV_START_PROMPT, which call_llm puts before every judge prompt
 CONV_START_PROMPT = (
@@ -61,7 +63,6 @@ Relevant Evidence:
 Return your judgment strictly in JSON format:
 {{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
 """,
-
     "single-hop": """
 You are a Fact-Checking Judge.
 Your task: Compare the model's prediction with the reference answer (single-hop fact QA).
@@ -83,7 +84,6 @@ Relevant Evidence:
 Return your judgment strictly in JSON format:
 {{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
 """,
-
     "temporal": """
 You are a Temporal Logic Judge.
 Your task: Check the calculation, duration, or sequence of events.
@@ -104,7 +104,6 @@ Relevant Evidence:
 Return your judgment strictly in JSON format:
 {{"label": "correct"|"wrong", "reason": "<short explanation>"}}
 """,
-
     "common-sense": """
 You are a Knowledge Logic Judge.
 Your task: Assess if the prediction applies correct commonsense/world knowledge consistent with the reference.
@@ -126,7 +125,6 @@ Relevant Evidence:
 Return your judgment strictly in JSON format:
 {{"label": "correct"|"partial"|"wrong", "reason": "<short explanation>"}}
 """,
-
     "adversarial": """
 You are a Skeptical Judge evaluating robustness.
 The question is inherently misleading (e.g., asks about something not in the conversation).
@@ -143,7 +141,6 @@ Model Prediction:
 Return your judgment strictly in JSON format:
 {{"label": "correct"|"wrong", "reason": "<short explanation>"}}
 """,
-
     "Cognitive": """
 You are a Memory Awareness Judge.
 Your task: Judge whether the Model Prediction considers or is linked to the Evidence. If there is a clear connection, the answer is correct (score 1); if not, it is wrong (no score).
@@ -161,7 +158,6 @@ Model Prediction:
 Return your judgment strictly in JSON format:
 {{"label": "correct"|"wrong", "reason": "<Does the prediction relate to the evidence?>"}}
 """,
-
     "default": """
 You are an expert evaluator.
 Your task: Compare the prediction with the reference.
@@ -217,13 +213,22 @@ LOCOMO_PLUS = JudgeSet(
     name="locomo-plus",
     version="1",
     source=SOURCE,
-    prompts=tuple(JudgePrompt(name=name, version="1", source=SOURCE, template=sent(template), fields=("label",),
-                              style="locomo-plus", reads="locomo-plus")
-                  for name, template in PROMPT_TEMPLATES.items()),
+    prompts=tuple(
+        JudgePrompt(
+            name=name,
+            version="1",
+            source=SOURCE,
+            template=sent(template),
+            fields=("label",),
+            style="locomo-plus",
+            reads="locomo-plus",
+        )
+        for name, template in PROMPT_TEMPLATES.items()
+    ),
     choose=_choose,
     gold=_gold,
     evidence=_evidence,
     params={"max_tokens": 512},
     description="LoCoMo-Plus's official judge (llm_as_judge.py): a prompt per category, cognitive by the cue; "
-                "correct 1, partial 0.5, wrong 0",
+    "correct 1, partial 0.5, wrong 0",
 )

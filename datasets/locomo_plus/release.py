@@ -43,8 +43,10 @@ from memplug.files import read_json, short
 from memplug.models import Message, Question, Sample
 
 COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
-SOURCE = (f"github xjtuleeyf/Locomo-Plus@{COMMIT} data/unified_input.py (_process_locomo, "
-          "_process_locomo_plus, _evidence_to_text, _cue_dialogue_to_evidence) and data/build_conv.py (build_context)")
+SOURCE = (
+    f"github xjtuleeyf/Locomo-Plus@{COMMIT} data/unified_input.py (_process_locomo, "
+    "_process_locomo_plus, _evidence_to_text, _cue_dialogue_to_evidence) and data/build_conv.py (build_context)"
+)
 
 #: unified_input.py LOCOMO_CATEGORY_NAMES: the judge's prompt names, by LoCoMo's category number
 LOCOMO_CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "common-sense", 4: "single-hop", 5: "adversarial"}
@@ -53,21 +55,35 @@ COGNITIVE = "Cognitive"
 #: the relation types of the release (101 causal, 100 each of state, goal, value)
 RELATION_TYPES = ("causal", "state", "goal", "value")
 
-_NUM_WORD = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-             "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
-_GAP = re.compile(r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a|an)\b\s*"
-                  r"(week|weeks|month|months|year|years)\b")
+_NUM_WORD = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+_GAP = re.compile(
+    r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a|an)\b\s*"
+    r"(week|weeks|month|months|year|years)\b"
+)
 #: build_conv.py parse_locomo_session_time
 _SESSION_TIME = "%I:%M %p on %d %B, %Y"
 
 
 def category_name(number: int) -> str:
-    """"1-multi-hop" ... "5-adversarial": LoCoMo-Plus's names, LoCoMo's number first so tables sort by it."""
+    """ "1-multi-hop" ... "5-adversarial": LoCoMo-Plus's names, LoCoMo's number first so tables sort by it."""
     return f"{number}-{LOCOMO_CATEGORY_NAMES[number]}"
 
 
 def cognitive_category(relation_type: str) -> str:
-    """"cognitive-causal", ...: the cognitive questions by relation type, the grouping the issue asks of reports."""
+    """ "cognitive-causal", ...: the cognitive questions by relation type, the grouping the issue asks of reports."""
     return f"cognitive-{relation_type}"
 
 
@@ -160,11 +176,16 @@ def _conversation(path: Path, place: str, row: Any) -> tuple[str, str, list[tupl
     n = 1
     while f"session_{n}" in conv:
         turns = conv[f"session_{n}"]
-        if not isinstance(turns, list) or not all(isinstance(t, dict) and isinstance(t.get("speaker"), str)
-                                                  for t in turns):
+        if not isinstance(turns, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("speaker"), str) for t in turns
+        ):
             raise DataError(path, "a session is a list of turns with a speaker", f"{place}.conversation.session_{n}")
-        sessions.append((_session_time(path, f"{place}.conversation.session_{n}_date_time",
-                                       conv.get(f"session_{n}_date_time")), turns))
+        sessions.append(
+            (
+                _session_time(path, f"{place}.conversation.session_{n}_date_time", conv.get(f"session_{n}_date_time")),
+                turns,
+            )
+        )
         n += 1
     if not sessions:
         raise DataError(path, "the conversation has no session_1", f"{place}.conversation")
@@ -175,8 +196,10 @@ def read_plus_items(path: Path) -> list[dict[str, Any]]:
     """The LoCoMo-Plus items, each checked for what stitching and judging read."""
     data = read_json(path)
     if not isinstance(data, list) or not data:
-        raise DataError(path, "expected a non-empty list of LoCoMo-Plus items "
-                              "(cue_dialogue, trigger_query, time_gap, relation_type)")
+        raise DataError(
+            path,
+            "expected a non-empty list of LoCoMo-Plus items (cue_dialogue, trigger_query, time_gap, relation_type)",
+        )
     for i, item in enumerate(data):
         where = f"[{i}]"
         if not isinstance(item, dict):
@@ -185,16 +208,18 @@ def read_plus_items(path: Path) -> list[dict[str, Any]]:
             if not isinstance(item.get(key), str):
                 raise DataError(path, f"missing {key!r} (a string)", where)
         if item["relation_type"] not in RELATION_TYPES:  # the category, and which prompt asks it
-            raise DataError(path, f"relation_type {short(item['relation_type'])} is not one of "
-                                  f"{', '.join(RELATION_TYPES)}", where)
+            raise DataError(
+                path, f"relation_type {short(item['relation_type'])} is not one of {', '.join(RELATION_TYPES)}", where
+            )
         for key in ("cue_dialogue", "trigger_query"):
             if not parse_ab_dialogue(item[key]):
                 raise DataError(path, f"{key} has no line starting 'A:' or 'B:'", where)
     return data
 
 
-def stitch(item: dict[str, Any], speaker_a: str, speaker_b: str,
-           sessions: Sequence[tuple[datetime, list[dict[str, Any]]]]) -> dict[str, Any]:
+def stitch(
+    item: dict[str, Any], speaker_a: str, speaker_b: str, sessions: Sequence[tuple[datetime, list[dict[str, Any]]]]
+) -> dict[str, Any]:
     """build_conv.py ``build_context``: the cue and query times, the mapped turns and the
     stitched order (sessions and cue sorted by time, ties keeping the session first; the
     query, 7 days after the last session, comes last). Returns ``events`` as
@@ -211,16 +236,23 @@ def stitch(item: dict[str, Any], speaker_a: str, speaker_b: str,
     cue_turns = map_speaker(parse_ab_dialogue(item["cue_dialogue"]), speaker_a, speaker_b)
     query_turns = map_speaker(parse_ab_dialogue(item["trigger_query"]), speaker_a, speaker_b)
     events: list[tuple[datetime, str, int | None, list[dict[str, Any]]]] = [
-        (t, "session", n, turns) for n, (t, turns) in enumerate(sessions, start=1)]
+        (t, "session", n, turns) for n, (t, turns) in enumerate(sessions, start=1)
+    ]
     events.append((cue_time, "cue", None, cue_turns))
     events.sort(key=lambda e: e[0])  # stable, as the official list.sort
-    return {"cue_time": cue_time, "query_time": query_time, "cue_session_idx": cue_idx,
-            "cue_turns": cue_turns, "query_turns": query_turns,
-            "events": events}
+    return {
+        "cue_time": cue_time,
+        "query_time": query_time,
+        "cue_session_idx": cue_idx,
+        "cue_turns": cue_turns,
+        "query_turns": query_turns,
+        "events": events,
+    }
 
 
-def cognitive_sample(path: Path, index: int, item: dict[str, Any], locomo_path: Path, locomo_place: str,
-                     row: dict[str, Any]) -> Sample:
+def cognitive_sample(
+    path: Path, index: int, item: dict[str, Any], locomo_path: Path, locomo_place: str, row: dict[str, Any]
+) -> Sample:
     """One LoCoMo-Plus item stitched into its conversation: the messages, and the trigger as the question."""
     speaker_a, speaker_b, sessions = _conversation(locomo_path, locomo_place, row)
     ctx = stitch(item, speaker_a, speaker_b, sessions)
@@ -229,13 +261,27 @@ def cognitive_sample(path: Path, index: int, item: dict[str, Any], locomo_path: 
         for t, turn in enumerate(turns, start=1):
             text = str(turn.get("text") or "")
             if kind == "cue":
-                messages.append(Message(f"cue:{t}", stitched_line(turn["speaker"], text), time=when.isoformat(),
-                                        speaker=turn["speaker"], meta={"session": "cue"}, shows=("speaker",)))
+                messages.append(
+                    Message(
+                        f"cue:{t}",
+                        stitched_line(turn["speaker"], text),
+                        time=when.isoformat(),
+                        speaker=turn["speaker"],
+                        meta={"session": "cue"},
+                        shows=("speaker",),
+                    )
+                )
             else:
-                messages.append(Message(str(turn.get("dia_id") or f"D{number}:{t}"),
-                                        stitched_line(turn["speaker"], text), time=when.isoformat(),
-                                        speaker=turn["speaker"], meta={"session": f"D{number}"},
-                                        shows=("speaker",)))
+                messages.append(
+                    Message(
+                        str(turn.get("dia_id") or f"D{number}:{t}"),
+                        stitched_line(turn["speaker"], text),
+                        time=when.isoformat(),
+                        speaker=turn["speaker"],
+                        meta={"session": f"D{number}"},
+                        shows=("speaker",),
+                    )
+                )
     if len({m.id for m in messages}) != len(messages):
         raise DataError(locomo_path, "two turns share a dia_id", f"{locomo_place}.conversation")
     evidence = "\n".join(f"{t['speaker']}：{t['text'].strip()}" for t in ctx["cue_turns"] if t.get("text"))
@@ -247,16 +293,34 @@ def cognitive_sample(path: Path, index: int, item: dict[str, Any], locomo_path: 
         category=cognitive_category(relation),
         targets=[f"cue:{t}" for t in range(1, len(ctx["cue_turns"]) + 1)],
         time=ctx["query_time"].isoformat(),
-        meta={"judge": "locomo-plus", "locomo_plus_category": COGNITIVE, "relation_type": relation,
-              "evidence_text": evidence, "ground_truth": "", "time_gap": item["time_gap"]},
+        meta={
+            "judge": "locomo-plus",
+            "locomo_plus_category": COGNITIVE,
+            "relation_type": relation,
+            "evidence_text": evidence,
+            "ground_truth": "",
+            "time_gap": item["time_gap"],
+        },
     )
     sample_id = str(row.get("sample_id") or locomo_place)
-    return Sample(f"plus-{index}", messages, [question], {
-        "file": str(path), "index": index, "locomo_file": str(locomo_path), "conversation": sample_id,
-        "relation_type": relation, "time_gap": item["time_gap"], "model_name": item.get("model_name"),
-        "cue_time": ctx["cue_time"].isoformat(), "query_time": ctx["query_time"].isoformat(),
-        "cue_session_idx": ctx["cue_session_idx"], "speakers": [speaker_a, speaker_b],
-    })
+    return Sample(
+        f"plus-{index}",
+        messages,
+        [question],
+        {
+            "file": str(path),
+            "index": index,
+            "locomo_file": str(locomo_path),
+            "conversation": sample_id,
+            "relation_type": relation,
+            "time_gap": item["time_gap"],
+            "model_name": item.get("model_name"),
+            "cue_time": ctx["cue_time"].isoformat(),
+            "query_time": ctx["query_time"].isoformat(),
+            "cue_session_idx": ctx["cue_session_idx"],
+            "speakers": [speaker_a, speaker_b],
+        },
+    )
 
 
 def locomo_sample(locomo_path: Path, place: str, row: Any, categories: frozenset[int]) -> Sample:
@@ -268,15 +332,23 @@ def locomo_sample(locomo_path: Path, place: str, row: Any, categories: frozenset
     for q in sample.questions:
         raw = qa[int(q.id[1:])]  # read_conversation's ids are "q<index in qa>"
         number = int(q.meta["locomo_category"])
-        questions.append(attrs.evolve(q, category=category_name(number), meta={
-            **q.meta, "judge": "locomo-plus", "locomo_plus_category": LOCOMO_CATEGORY_NAMES[number],
-            "evidence_text": locomo_evidence_text(conversation, raw.get("evidence") or []),
-            "ground_truth": ground_truth(raw)}))
+        questions.append(
+            attrs.evolve(
+                q,
+                category=category_name(number),
+                meta={
+                    **q.meta,
+                    "judge": "locomo-plus",
+                    "locomo_plus_category": LOCOMO_CATEGORY_NAMES[number],
+                    "evidence_text": locomo_evidence_text(conversation, raw.get("evidence") or []),
+                    "ground_truth": ground_truth(raw),
+                },
+            )
+        )
     return attrs.evolve(sample, questions=questions)
 
 
-def load(plus_path: Path, locomo_path: Path, *, locomo_categories: frozenset[int],
-         cognitive: bool) -> Iterator[Sample]:
+def load(plus_path: Path, locomo_path: Path, *, locomo_categories: frozenset[int], cognitive: bool) -> Iterator[Sample]:
     """The LoCoMo samples (questions of ``locomo_categories``; none when empty), then one
     cognitive sample per LoCoMo-Plus item (when ``cognitive``), as ``build_unified_samples``
     orders them."""

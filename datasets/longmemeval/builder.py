@@ -33,9 +33,11 @@ PROMPT_DIRECT = (
     "I will give you several history chats between you and a user. Please answer the question based on the "
     "relevant chat history.\n\n\nHistory Chats:\n\n{}\n\nCurrent Date: {}\nQuestion: {}\nAnswer:"
 )
-SOURCE = (f"github xiaowu0162/LongMemEval@{COMMIT} src/generation/run_generation.py prepare_prompt "
-          "(history_format json, answer_prompt_template without key expansion) and run_generation.sh defaults "
-          "(topk_context 50, reading_method con = cot)")
+SOURCE = (
+    f"github xiaowu0162/LongMemEval@{COMMIT} src/generation/run_generation.py prepare_prompt "
+    "(history_format json, answer_prompt_template without key expansion) and run_generation.sh defaults "
+    "(topk_context 50, reading_method con = cot)"
+)
 #: the official depth: run_generation.sh's topk_context default
 TOP_K = 50
 
@@ -55,8 +57,15 @@ def answer_protocol(prompt: str = "cot") -> AnswerProtocol:
     the official code sorts the retrieved chunks by session date before numbering them."""
     template = PROMPT_COT if prompt == "cot" else PROMPT_DIRECT
     protocol = AnswerProtocol(
-        name="longmemeval-rag", version="1", source=SOURCE, user=_slots(template),
-        memory_item="\n### Session {n}:\n{text}\n", memory_start=1, memory_join="", unit="message", top_k=TOP_K,
+        name="longmemeval-rag",
+        version="1",
+        source=SOURCE,
+        user=_slots(template),
+        memory_item="\n### Session {n}:\n{text}\n",
+        memory_start=1,
+        memory_join="",
+        unit="message",
+        top_k=TOP_K,
         variations=("turn-not-round", "recall-order"),
     )
     return protocol if prompt == "cot" else protocol.vary("prompt=direct")
@@ -69,7 +78,7 @@ class LongMemEvalBuilder:
         name="longmemeval",
         version="1.0",
         description="LongMemEval (xiaowu0162): 500 questions, each with its own multi-session chat history; six "
-                    "question types, abstention questions (_abs) reported apart; official per-type LLM judge",
+        "question types, abstention questions (_abs) reported apart; official per-type LLM judge",
         language="en",
         capabilities=frozenset({"AR", "TTL", "LRU", "CR"}),
         default_chunk_size=512,
@@ -80,19 +89,41 @@ class LongMemEvalBuilder:
     )
 
     options = (
-        Option("prompt", str, "cot", "reader prompt of run_generation.py: 'cot' (official default, step by step) "
-                                     "or 'direct' (a recorded variation)"),
-        Option("evidence", str, "user", "turn targets: 'user' (the has_answer user turns, all the official "
-                                        "retrieval indexes) or 'all' (assistant turns too)"),
-        Option("text", str, "official", "message text: 'official' (session date and the turn as JSON, as the "
-                                        "official prompt writes it) or 'plain' (the turn's content only)"),
-        Option("judge", str, "longmemeval", "judge for --judge: 'longmemeval' (official per-type prompts), "
-                                            "'memplug', 'locomo-j' or a plugin's"),
+        Option(
+            "prompt",
+            str,
+            "cot",
+            "reader prompt of run_generation.py: 'cot' (official default, step by step) "
+            "or 'direct' (a recorded variation)",
+        ),
+        Option(
+            "evidence",
+            str,
+            "user",
+            "turn targets: 'user' (the has_answer user turns, all the official "
+            "retrieval indexes) or 'all' (assistant turns too)",
+        ),
+        Option(
+            "text",
+            str,
+            "official",
+            "message text: 'official' (session date and the turn as JSON, as the "
+            "official prompt writes it) or 'plain' (the turn's content only)",
+        ),
+        Option(
+            "judge",
+            str,
+            "longmemeval",
+            "judge for --judge: 'longmemeval' (official per-type prompts), 'memplug', 'locomo-j' or a plugin's",
+        ),
     )
 
     def _values(self, values: dict[str, Any]) -> dict[str, Any]:
-        for key, allowed in (("prompt", ("cot", "direct")), ("evidence", ("user", "all")),
-                             ("text", ("official", "plain"))):
+        for key, allowed in (
+            ("prompt", ("cot", "direct")),
+            ("evidence", ("user", "all")),
+            ("text", ("official", "plain")),
+        ):
             if values[key] not in allowed:
                 raise MemplugError(f"option {key}={values[key]!r}: expected one of {', '.join(allowed)}")
         return values
@@ -109,11 +140,14 @@ class LongMemEvalBuilder:
     def build(self, options: BuildOptions) -> Iterable[Sample]:
         values = self._values(resolve(self.options, options.values, "dataset 'longmemeval'"))
         if options.data is None:
-            raise MemplugError("dataset 'longmemeval' loads the release: pass --data longmemeval_s_cleaned.json "
-                               "(huggingface.co/datasets/xiaowu0162/longmemeval-cleaned)")
+            raise MemplugError(
+                "dataset 'longmemeval' loads the release: pass --data longmemeval_s_cleaned.json "
+                "(huggingface.co/datasets/xiaowu0162/longmemeval-cleaned)"
+            )
         if options.data.is_dir():
-            raise MemplugError(f"--data {options.data}: expected a release file such as longmemeval_s_cleaned.json, "
-                               "not a directory")
+            raise MemplugError(
+                f"--data {options.data}: expected a release file such as longmemeval_s_cleaned.json, not a directory"
+            )
         from memplug.judge import judge_set
 
         judge_set(values["judge"])  # an unknown judge fails here, before any question

@@ -35,8 +35,14 @@ from memplug.models import Message, Question, Sample
 log = logging.getLogger(__name__)
 
 #: the six question types of the README, in its order
-QUESTION_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
-                  "temporal-reasoning", "knowledge-update", "multi-session")
+QUESTION_TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "temporal-reasoning",
+    "knowledge-update",
+    "multi-session",
+)
 #: appended to an abstention question's category, as to its id
 ABSTENTION_SUFFIX = "_abs"
 _DATE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
@@ -47,8 +53,12 @@ _DATE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}
 KNOWN_SHA256: dict[str, str] = {}
 #: the file names of the releases (original 2024/10 and cleaned 2025/09) and the variant each is
 RELEASE_NAMES = {
-    "longmemeval_s.json": "s", "longmemeval_m.json": "m", "longmemeval_oracle.json": "oracle",
-    "longmemeval_s_cleaned.json": "s", "longmemeval_m_cleaned.json": "m", "longmemeval_oracle_cleaned.json": "oracle",
+    "longmemeval_s.json": "s",
+    "longmemeval_m.json": "m",
+    "longmemeval_oracle.json": "oracle",
+    "longmemeval_s_cleaned.json": "s",
+    "longmemeval_m_cleaned.json": "m",
+    "longmemeval_oracle_cleaned.json": "oracle",
 }
 
 
@@ -85,8 +95,9 @@ def _check_list(path: Path, where: str, row: dict[str, Any], key: str, n: int | 
     return value
 
 
-def read_question(path: Path, where: str, row: Any, *, evidence: str = "user", text: str = "official",
-                  judge: str = "longmemeval") -> Sample:
+def read_question(
+    path: Path, where: str, row: Any, *, evidence: str = "user", text: str = "official", judge: str = "longmemeval"
+) -> Sample:
     if not isinstance(row, dict):
         raise DataError(path, f"expected an object, got {type(row).__name__}", where)
     for key in ("question_id", "question_type", "question", "question_date"):
@@ -108,26 +119,38 @@ def read_question(path: Path, where: str, row: Any, *, evidence: str = "user", t
     seen: dict[str, int] = {}
     for s, (sid, date, turns) in enumerate(zip(ids, dates, sessions)):
         if not isinstance(turns, list):
-            raise DataError(path, f"a session is a list of turns, got {type(turns).__name__}",
-                            f"{where}.haystack_sessions[{s}]")
+            raise DataError(
+                path, f"a session is a list of turns, got {type(turns).__name__}", f"{where}.haystack_sessions[{s}]"
+            )
         if sid in seen:  # two sessions under one id would merge their turns' ids
             seen[sid] += 1
-            log.warning("%s: %s: session id %s repeats; its turns are numbered under %s~%d", path, where, sid, sid,
-                        seen[sid])
+            log.warning(
+                "%s: %s: session id %s repeats; its turns are numbered under %s~%d", path, where, sid, sid, seen[sid]
+            )
             sid = f"{sid}~{seen[sid]}"
         else:
             seen[sid] = 1
         date = str(date)
         for t, turn in enumerate(turns):
             place = f"{where}.haystack_sessions[{s}][{t}]"
-            if not isinstance(turn, dict) or not isinstance(turn.get("role"), str) or \
-                    not isinstance(turn.get("content"), str):
+            if (
+                not isinstance(turn, dict)
+                or not isinstance(turn.get("role"), str)
+                or not isinstance(turn.get("content"), str)
+            ):
                 raise DataError(path, "a turn needs string 'role' and 'content'", place)
             mid = f"{sid}:{t + 1}"
             body = turn_text(turn, date) if text == "official" else turn["content"]
-            messages.append(Message(mid, body, time=parse_date(date), speaker=turn["role"],
-                                    meta={"session": sid, "date": date},
-                                    shows=("time", "speaker") if text == "official" else ()))
+            messages.append(
+                Message(
+                    mid,
+                    body,
+                    time=parse_date(date),
+                    speaker=turn["role"],
+                    meta={"session": sid, "date": date},
+                    shows=("time", "speaker") if text == "official" else (),
+                )
+            )
             if turn.get("has_answer") is True and not abstention and (evidence == "all" or turn["role"] == "user"):
                 targets.append(mid)
     question = Question(
@@ -139,16 +162,23 @@ def read_question(path: Path, where: str, row: Any, *, evidence: str = "user", t
         category=qtype + (ABSTENTION_SUFFIX if abstention else ""),
         targets=targets,
         time=parse_date(row["question_date"]),
-        meta={"question_id": qid, "question_type": qtype, "abstention": abstention, "answer": row["answer"],
-              "answer_session_ids": answer_sessions, "time_text": row["question_date"], "judge": judge,
-              "family": "longmemeval"},
+        meta={
+            "question_id": qid,
+            "question_type": qtype,
+            "abstention": abstention,
+            "answer": row["answer"],
+            "answer_session_ids": answer_sessions,
+            "time_text": row["question_date"],
+            "judge": judge,
+            "family": "longmemeval",
+        },
     )
-    return Sample(qid, messages, [question], {"file": str(path), "sessions": len(sessions),
-                                                "question_type": qtype})
+    return Sample(qid, messages, [question], {"file": str(path), "sessions": len(sessions), "question_type": qtype})
 
 
-def load_release(path: Path, *, evidence: str = "user", text: str = "official",
-                 judge: str = "longmemeval") -> Iterator[Sample]:
+def load_release(
+    path: Path, *, evidence: str = "user", text: str = "official", judge: str = "longmemeval"
+) -> Iterator[Sample]:
     """Samples of every question in the file, in file order; the file's provenance checked first."""
     check_provenance(path)
     data = read_json(path)
@@ -185,11 +215,14 @@ def check_provenance(path: Path, known: dict[str, str] | None = None) -> str | N
     if path.name in known and known[path.name] == digest:
         return None
     if same:
-        message = (f"{path}: its content is the release {same[0]}, not {path.name}"
-                   if path.name in RELEASE_NAMES else None)
+        message = (
+            f"{path}: its content is the release {same[0]}, not {path.name}" if path.name in RELEASE_NAMES else None
+        )
     elif path.name in known:
-        message = (f"{path}: sha256 {digest[:12]}… is not that of the official {path.name} "
-                   f"({known[path.name][:12]}…): a modified or other copy; runs on it are not comparable")
+        message = (
+            f"{path}: sha256 {digest[:12]}… is not that of the official {path.name} "
+            f"({known[path.name][:12]}…): a modified or other copy; runs on it are not comparable"
+        )
     else:
         message = None
     if message:

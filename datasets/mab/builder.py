@@ -44,7 +44,7 @@ class MABBuilder:
         name="mab",
         version="1.0",
         description="MemoryAgentBench (AR, TTL, LRU, CR): any source of the release (-o source=NAME) with its "
-                    "official chunking, templates and metric; offline: synthetic NIAH-MQ",
+        "official chunking, templates and metric; offline: synthetic NIAH-MQ",
         language="en",
         capabilities=frozenset({"AR"}),
         default_chunk_size=4096,
@@ -53,12 +53,23 @@ class MABBuilder:
     )
 
     options = (
-        Option("source", str, "", "the release's metadata.source to run (e.g. ruler_qa1_197K, "
-               "icl_banking77_5900shot_balance, factconsolidation_sh_6k); empty: the one the file holds, or "
-               f"without --data the synthetic {GENERATED.name}"),
+        Option(
+            "source",
+            str,
+            "",
+            "the release's metadata.source to run (e.g. ruler_qa1_197K, "
+            "icl_banking77_5900shot_balance, factconsolidation_sh_6k); empty: the one the file holds, or "
+            f"without --data the synthetic {GENERATED.name}",
+        ),
         Option("entity_map", Path, None, "ReDial's entity2id.json (recsys sources; default: found beside --data)"),
-        Option("tokens", int, 32000, "generator: haystack length in o200k tokens (the release's NIAH-MQ: 448K)",
-               low=500, high=2_000_000),
+        Option(
+            "tokens",
+            int,
+            32000,
+            "generator: haystack length in o200k tokens (the release's NIAH-MQ: 448K)",
+            low=500,
+            high=2_000_000,
+        ),
         Option("questions", int, 20, "generator: questions per haystack, four keys each", low=1, high=200),
         Option("n", int, 1, "generator: haystacks (memplug generate --n)", low=1, high=1000),
         *PROTOCOL_OPTIONS,
@@ -71,14 +82,18 @@ class MABBuilder:
             if name and name != GENERATED.name:
                 known = SOURCES.get(name)
                 where = known.file if known else "the split's parquet file"
-                raise MemplugError(f"source {name!r} needs MemoryAgentBench's release: download {where} from "
-                                   f"{RELEASE} and pass --data PATH")
+                raise MemplugError(
+                    f"source {name!r} needs MemoryAgentBench's release: download {where} from "
+                    f"{RELEASE} and pass --data PATH"
+                )
             return GENERATED
         if not name:
             found = sources_in(data)
             if len(found) != 1:
-                raise MemplugError(f"{data} holds {len(found)} sources; pick one with -o source=NAME: "
-                                   + ", ".join(f"{s} ({n})" for s, n in found.items()))
+                raise MemplugError(
+                    f"{data} holds {len(found)} sources; pick one with -o source=NAME: "
+                    + ", ".join(f"{s} ({n})" for s, n in found.items())
+                )
             name = next(iter(found))
         return source_info(name, None if name in SOURCES else split_of(data, name))
 
@@ -86,9 +101,15 @@ class MABBuilder:
         """The source's competency, metrics and protocol, with the deviations ``values`` ask for."""
         source = self.source_for(values, data)
         chosen = protocol(source, values)
-        return attrs.evolve(self.info, capabilities=frozenset({source.competency}), metrics=source.metrics,
-                            protocol=chosen, answer_prompt=chosen.user, answer_prompt_source=chosen.source,
-                            description=f"{self.info.description} -- source {source.name} ({source.competency})")
+        return attrs.evolve(
+            self.info,
+            capabilities=frozenset({source.competency}),
+            metrics=source.metrics,
+            protocol=chosen,
+            answer_prompt=chosen.user,
+            answer_prompt_source=chosen.source,
+            description=f"{self.info.description} -- source {source.name} ({source.competency})",
+        )
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
         values = resolve(self.options, options.values, "dataset 'mab'")
@@ -100,9 +121,12 @@ class MABBuilder:
         entity_map = self._entity_map(values, options.data) if source.scoring == "recsys" else None
         if source.family in JUDGED:
             # logged while the data loads (the builder cannot know whether the run has a judge)
-            log.warning("%s: the paper's metric is the %s judge: without --judge MODEL the run reports %s only",
-                        source.name, "longmemeval" if source.family == "longmemeval" else "infbench-sum",
-                        ", ".join(m for m in source.metrics if m != "judge"))
+            log.warning(
+                "%s: the paper's metric is the %s judge: without --judge MODEL the run reports %s only",
+                source.name,
+                "longmemeval" if source.family == "longmemeval" else "infbench-sum",
+                ", ".join(m for m in source.metrics if m != "judge"),
+            )
         return (self._sample(source, row, i, len(raw), values, entity_map) for i, row in enumerate(raw))
 
     def _generate(self, values: Mapping[str, Any], seed: int) -> list[Row]:
@@ -127,23 +151,36 @@ class MABBuilder:
                 for found in (folder / "entity2id.json", *folder.glob("*/entity2id.json")):
                     if found.is_file():
                         return found
-        raise MemplugError(f"recsys sources need ReDial's entity2id.json (MemoryAgentBench README: download it with "
-                           f"the release from {RELEASE}); pass -o entity_map=PATH")
+        raise MemplugError(
+            f"recsys sources need ReDial's entity2id.json (MemoryAgentBench README: download it with "
+            f"the release from {RELEASE}); pass -o entity_map=PATH"
+        )
 
-    def _sample(self, source: Source, row: Row, index: int, count: int, values: Mapping[str, Any],
-                entity_map: Path | None) -> Sample:
+    def _sample(
+        self, source: Source, row: Row, index: int, count: int, values: Mapping[str, Any], entity_map: Path | None
+    ) -> Sample:
         sample_id = source.name if count == 1 else f"{source.name}#{index}"
         chunks = chunk_text_into_sentences(row.context, values["chunk"])
-        messages = [Message(f"chunk{i}", memorize(source, text) if values["wrap"] else text, meta={"chunk": i})
-                    for i, text in enumerate(chunks)]
+        messages = [
+            Message(f"chunk{i}", memorize(source, text) if values["wrap"] else text, meta={"chunk": i})
+            for i, text in enumerate(chunks)
+        ]
         where = needle_chunks(chunks) if source.family == "ruler_niah_mq" else {}
         questions = list(self._questions(source, row, sample_id, where, entity_map))
-        meta = {"source": source.name, "competency": source.competency, "family": source.family,
-                "file": str(row.file), "row": row.index, "chunk_size": values["chunk"], "n_chunks": len(chunks)}
+        meta = {
+            "source": source.name,
+            "competency": source.competency,
+            "family": source.family,
+            "file": str(row.file),
+            "row": row.index,
+            "chunk_size": values["chunk"],
+            "n_chunks": len(chunks),
+        }
         return Sample(sample_id, messages, questions, meta)
 
-    def _questions(self, source: Source, row: Row, sample_id: str, where: Mapping[str, str],
-                   entity_map: Path | None) -> Iterator[Question]:
+    def _questions(
+        self, source: Source, row: Row, sample_id: str, where: Mapping[str, str], entity_map: Path | None
+    ) -> Iterator[Question]:
         """``_create_query_answer_pairs``: pairs when there are several questions and answers,
         else one question whose gold is every answer."""
         qs, answers = row.questions, row.answers
@@ -156,8 +193,10 @@ class MABBuilder:
             golds = _flatten(answer)
             if not golds:
                 raise DataError(row.file, "a question needs at least one answer", f"{place}.answers[{i}]")
-            field = {f: _indexed(row.metadata, f, i) for f in
-                     ("qa_pair_ids", "question_ids", "question_types", "question_dates")}
+            field = {
+                f: _indexed(row.metadata, f, i)
+                for f in ("qa_pair_ids", "question_ids", "question_types", "question_dates")
+            }
             qid = str(field["qa_pair_ids"] or field["question_ids"] or f"{sample_id}_q{i}")
             if qid in seen:
                 qid = f"{qid}#{i}"
@@ -175,7 +214,9 @@ class MABBuilder:
             if entity_map is not None:
                 meta["entity_map"] = str(entity_map)
             yield Question(
-                id=qid, text=text, answers=golds,
+                id=qid,
+                text=text,
+                answers=golds,
                 category=str(field["question_types"] or source.name),
                 targets=tuple(dict.fromkeys(where[g] for g in golds if g in where)),
                 time=str(field["question_dates"]) if field["question_dates"] else None,

@@ -25,12 +25,70 @@ NEEDLE = "One of the special magic numbers for {key} is: {value}."
 KEYS_PER_QUESTION = 4
 SOURCE = "ruler_niah_mq_synthetic"
 
-_ADJECTIVES = ("amber", "brisk", "calm", "dusty", "eager", "faint", "gentle", "hollow", "icy", "jolly", "keen",
-               "lofty", "mellow", "noble", "odd", "plain", "quiet", "rapid", "silent", "tidy", "upbeat", "vivid",
-               "wary", "young", "zesty", "bold", "crisp", "dim", "fierce", "grand")
-_NOUNS = ("anchor", "badger", "candle", "dagger", "engine", "falcon", "garden", "harbor", "island", "jacket",
-          "kettle", "ladder", "marble", "needle", "orchard", "pebble", "quarry", "ribbon", "saddle", "tunnel",
-          "umbrella", "valley", "wagon", "yarrow", "zephyr", "beacon", "cradle", "dune", "ember", "fjord")
+_ADJECTIVES = (
+    "amber",
+    "brisk",
+    "calm",
+    "dusty",
+    "eager",
+    "faint",
+    "gentle",
+    "hollow",
+    "icy",
+    "jolly",
+    "keen",
+    "lofty",
+    "mellow",
+    "noble",
+    "odd",
+    "plain",
+    "quiet",
+    "rapid",
+    "silent",
+    "tidy",
+    "upbeat",
+    "vivid",
+    "wary",
+    "young",
+    "zesty",
+    "bold",
+    "crisp",
+    "dim",
+    "fierce",
+    "grand",
+)
+_NOUNS = (
+    "anchor",
+    "badger",
+    "candle",
+    "dagger",
+    "engine",
+    "falcon",
+    "garden",
+    "harbor",
+    "island",
+    "jacket",
+    "kettle",
+    "ladder",
+    "marble",
+    "needle",
+    "orchard",
+    "pebble",
+    "quarry",
+    "ribbon",
+    "saddle",
+    "tunnel",
+    "umbrella",
+    "valley",
+    "wagon",
+    "yarrow",
+    "zephyr",
+    "beacon",
+    "cradle",
+    "dune",
+    "ember",
+    "fjord",
+)
 
 
 def keys(rng: random.Random, n: int) -> list[str]:
@@ -63,7 +121,7 @@ def niah_mq_row(tokens: int, questions: int, rng: random.Random, qa_prefix: str)
     rng.shuffle(asked)
     qs, answers = [], []
     for q in range(questions):
-        ids = asked[q * KEYS_PER_QUESTION:(q + 1) * KEYS_PER_QUESTION]
+        ids = asked[q * KEYS_PER_QUESTION : (q + 1) * KEYS_PER_QUESTION]
         names = [chosen[i] for i in ids]
         qs.append(f"numbers for {', '.join(names[:-1])} and {names[-1]}")
         answers.append([values[i] for i in ids])

@@ -33,8 +33,10 @@ from memplug.models import Question
 
 log = logging.getLogger(__name__)
 
-SOURCE = ("github HUST-AI-HYZ/MemoryAgentBench@455306dcabc3842526eb83cd4e225e5d486c5c5d "
-          "llm_based_eval/summarization_evaluate.py check_metrics (infbench)")
+SOURCE = (
+    "github HUST-AI-HYZ/MemoryAgentBench@455306dcabc3842526eb83cd4e225e5d486c5c5d "
+    "llm_based_eval/summarization_evaluate.py check_metrics (infbench)"
+)
 #: the official judge model (summarization_evaluate.py's __main__)
 MODEL = "gpt-4o-2024-05-13"
 #: OpenAIModel's call: temperature=0.1, its default top_p and seed, generation_max_length=4096
@@ -63,10 +65,13 @@ def prompts_for(question: Question, summary: str) -> tuple[str, str, str]:
     answer = question.meta.get("answer")
     expert = answer[0] if isinstance(answer, list) and answer else (question.answers[0] if question.answers else "")
     text = summary.strip()
-    return (FLUENCY_PROMPT_BOOK.format(text=text),
-            RECALL_PROMPT_BOOK.format(keypoints="\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints)),
-                                      summary=text),
-            PRECISION_PROMPT_BOOK.format(expert_summary=expert, summary=text))
+    return (
+        FLUENCY_PROMPT_BOOK.format(text=text),
+        RECALL_PROMPT_BOOK.format(
+            keypoints="\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints)), summary=text
+        ),
+        PRECISION_PROMPT_BOOK.format(expert_summary=expert, summary=text),
+    )
 
 
 def f1_of(fluency: Any, recall: Any, precision: Any, n_keypoints: int) -> float:
@@ -88,8 +93,12 @@ async def score(llm: LLM, question: Question, prediction: str) -> float | None:
             raise KeyError("no JSON object")
         return f1_of(parsed[0], parsed[1], parsed[2], len(question.meta.get("keypoints") or []))
     except (KeyError, TypeError) as exc:
-        log.warning("InfBench-Sum judge: unreadable reply for question %s (%s), left out as check_metrics does: %r",
-                    question.id, exc, [r[:120] for r in replies])
+        log.warning(
+            "InfBench-Sum judge: unreadable reply for question %s (%s), left out as check_metrics does: %r",
+            question.id,
+            exc,
+            [r[:120] for r in replies],
+        )
         return None
 
 
@@ -106,11 +115,14 @@ INFBENCH_SUM = JudgeSet(
     name="infbench-sum",
     version="1",
     source=SOURCE,
-    prompts=(_prompt("fluency", FLUENCY_PROMPT_BOOK), _prompt("recall", RECALL_PROMPT_BOOK),
-             _prompt("precision", PRECISION_PROMPT_BOOK)),
+    prompts=(
+        _prompt("fluency", FLUENCY_PROMPT_BOOK),
+        _prompt("recall", RECALL_PROMPT_BOOK),
+        _prompt("precision", PRECISION_PROMPT_BOOK),
+    ),
     choose=_choose,
     params=PARAMS,
     scorer=score,
     description="MemoryAgentBench's InfBench-Sum F1: fluency x harmonic mean of key-point recall and precision "
-                f"(summarization_evaluate.py, HELMET's prompts), three calls per summary; official model {MODEL}",
+    f"(summarization_evaluate.py, HELMET's prompts), three calls per summary; official model {MODEL}",
 )

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from memplug.answering import AnswerProtocol
+
 # importing factcon's protocol registers the "memoryagentbench" reply parser (parse_output)
 from memplug.datasets.factcon.protocol import TIME_STAMP
 from memplug.datasets.mab.sources import Source
@@ -64,10 +65,12 @@ def memorize(source: Source, chunk: str) -> str:
 
 def _files(source: Source) -> str:
     where = "tasks/templates.py" if source.family in REMOVED else "utils/templates.py"
-    return (f"github HUST-AI-HYZ/MemoryAgentBench @ {source.commit[:7]}: {where} {source.family!r} "
-            f"(system, memorize, query {AGENT_KIND}), agent.py _handle_bm25_rag, utils/eval_other_utils.py "
-            f"chunk_text_into_sentences and post_process ({source.scoring}), {source.config} chunk_size: "
-            f"{source.chunk_size}, RAG configs retrieve_num: {TOP_K}")
+    return (
+        f"github HUST-AI-HYZ/MemoryAgentBench @ {source.commit[:7]}: {where} {source.family!r} "
+        f"(system, memorize, query {AGENT_KIND}), agent.py _handle_bm25_rag, utils/eval_other_utils.py "
+        f"chunk_text_into_sentences and post_process ({source.scoring}), {source.config} chunk_size: "
+        f"{source.chunk_size}, RAG configs retrieve_num: {TOP_K}"
+    )
 
 
 def official(source: Source) -> AnswerProtocol:
@@ -84,23 +87,42 @@ def official(source: Source) -> AnswerProtocol:
     # lest the judge be asked twice and the better verdict kept
     raw = source.scoring in ("ruler_niah", "recsys") or source.family in JUDGED
     return AnswerProtocol(
-        name=f"memoryagentbench-{source.family}", version="1", source=_files(source),
-        system=str(t["system"]), user=user,
-        memory_item="Memory {n}:\n{text}\n", memory_start=1, memory_join="\n",
+        name=f"memoryagentbench-{source.family}",
+        version="1",
+        source=_files(source),
+        system=str(t["system"]),
+        user=user,
+        memory_item="Memory {n}:\n{text}\n",
+        memory_start=1,
+        memory_join="\n",
         parse="strip" if raw else "memoryagentbench",
         choices="lenient",
         # default_post_process keeps the better of raw and parsed per metric
         score_raw_too=source.scoring == "default" and not raw,
-        unit="message", chunk_size=source.chunk_size, top_k=TOP_K,
+        unit="message",
+        chunk_size=source.chunk_size,
+        top_k=TOP_K,
     )
 
 
 OPTIONS = (
-    Option("chunk", int, 4096, "tokens per chunk (o200k_base, as chunk_text_into_sentences counts): 4096 as every "
-           "data config; 512 as the RAG chunk-size ablation (rag_agents_chunksize.txt)", low=16, high=1_000_000),
+    Option(
+        "chunk",
+        int,
+        4096,
+        "tokens per chunk (o200k_base, as chunk_text_into_sentences counts): 4096 as every "
+        "data config; 512 as the RAG chunk-size ablation (rag_agents_chunksize.txt)",
+        low=16,
+        high=1_000_000,
+    ),
     Option("wrap", bool, True, "store each chunk inside the source's memorize template (the RAG agents do)"),
-    Option("parse", str, "official", "official: post_process's parsing for the source; plain: the reply stripped, "
-           "scored as it is", choices=("official", "plain")),
+    Option(
+        "parse",
+        str,
+        "official",
+        "official: post_process's parsing for the source; plain: the reply stripped, scored as it is",
+        choices=("official", "plain"),
+    ),
 )
 
 
@@ -115,4 +137,3 @@ def protocol(source: Source, values: Mapping[str, Any]) -> AnswerProtocol:
     if values.get("parse") == "plain":
         out = out.vary("parse=plain", parse="strip", score_raw_too=False)
     return out
-

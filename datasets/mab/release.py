@@ -88,8 +88,9 @@ def _json_rows(path: Path) -> list[Any]:
 def _row(path: Path, index: int, raw: Any) -> Row:
     place = f"row {index}"
     if not isinstance(raw, dict):
-        raise DataError(path, f"expected an object with context, questions, answers and metadata, got "
-                              f"{type(raw).__name__}", place)
+        raise DataError(
+            path, f"expected an object with context, questions, answers and metadata, got {type(raw).__name__}", place
+        )
     for key in ("context", "questions", "answers", "metadata"):
         if key not in raw:
             raise DataError(path, f"missing key {key!r}", place)

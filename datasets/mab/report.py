@@ -60,8 +60,14 @@ def cell_of(path: Path) -> Cell:
     row = f"{summary.agent} ({stored.reader}{', ' + model if model else ''})"
     value = summary.metrics.overall.get(metric)
     n = summary.n.get("overall").get(metric, summary.n_questions) if summary.n is not None else summary.n_questions
-    return Cell(row, str(meta.get("source")), str(meta.get("competency")), metric,
-                None if value is None else float(value), int(n))
+    return Cell(
+        row,
+        str(meta.get("source")),
+        str(meta.get("competency")),
+        metric,
+        None if value is None else float(value),
+        int(n),
+    )
 
 
 def cells(paths: list[Path]) -> list[Cell]:
@@ -70,8 +76,10 @@ def cells(paths: list[Path]) -> list[Cell]:
     seen: dict[tuple[str, str], Path] = {}
     for path, c in zip(paths, out):
         if (c.row, c.source) in seen:
-            raise MemplugError(f"{seen[c.row, c.source]} and {path} are both {c.row} on {c.source}: "
-                               "report one run per agent and source")
+            raise MemplugError(
+                f"{seen[c.row, c.source]} and {path} are both {c.row} on {c.source}: "
+                "report one run per agent and source"
+            )
         seen[c.row, c.source] = path
     return out
 
@@ -112,24 +120,34 @@ def render(paths: list[Path], fmt: Literal["terminal", "markdown", "latex", "htm
         for _comp, sources in groups:
             line += [_score(by.get((row, s))) for s, _ in sources] + [_average(row, sources, by)]
         body.append(line)
-    sub = ["agent"] + [h for _comp, sources in groups for h in
-                       [f"{s} ({m})" for s, m in sources] + ["avg"]]
+    sub = ["agent"] + [h for _comp, sources in groups for h in [f"{s} ({m})" for s, m in sources] + ["avg"]]
     spans = [(comp, len(sources) + 1) for comp, sources in groups]
     note = "Scores ×100, each source's own metric (MemoryAgentBench's); avg: the mean of a competency's sources."
     if fmt == "latex":
         esc = str.maketrans({"_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "*": r"$^*$"})
-        lines = [r"\begin{tabular}{l" + "r" * (len(sub) - 1) + "}", r"\toprule",
-                 " & ".join(["", *(rf"\multicolumn{{{n}}}{{c}}{{{c}}}" for c, n in spans)]) + r" \\",
-                 " & ".join(h.translate(esc) for h in sub) + r" \\", r"\midrule"]
+        lines = [
+            r"\begin{tabular}{l" + "r" * (len(sub) - 1) + "}",
+            r"\toprule",
+            " & ".join(["", *(rf"\multicolumn{{{n}}}{{c}}{{{c}}}" for c, n in spans)]) + r" \\",
+            " & ".join(h.translate(esc) for h in sub) + r" \\",
+            r"\midrule",
+        ]
         lines += [" & ".join(cell.translate(esc) for cell in line) + r" \\" for line in body]
         return "\n".join([*lines, r"\bottomrule", r"\end{tabular}", f"% {note}"]) + "\n"
     if fmt == "html":
         top = "".join(f'<th colspan="{n}">{escape(c)}</th>' for c, n in spans)
         heads = "".join(f'<th class="num">{escape(h)}</th>' for h in sub[1:])
-        trs = "".join("<tr>" + f'<td class="label">{escape(line[0])}</td>'
-                      + "".join(f'<td class="num">{escape(v)}</td>' for v in line[1:]) + "</tr>" for line in body)
-        return (f'<table class="runs competencies"><thead><tr><th></th>{top}</tr><tr><th>agent</th>{heads}</tr>'
-                f'</thead><tbody>{trs}</tbody></table><p class="muted">{escape(note)}</p>')
+        trs = "".join(
+            "<tr>"
+            + f'<td class="label">{escape(line[0])}</td>'
+            + "".join(f'<td class="num">{escape(v)}</td>' for v in line[1:])
+            + "</tr>"
+            for line in body
+        )
+        return (
+            f'<table class="runs competencies"><thead><tr><th></th>{top}</tr><tr><th>agent</th>{heads}</tr>'
+            f'</thead><tbody>{trs}</tbody></table><p class="muted">{escape(note)}</p>'
+        )
     if fmt == "markdown":
         top = "| | " + " | ".join(" | ".join([c] + [""] * (n - 1)) for c, n in spans) + " |"
         lines = [top, "|" + "---|" * len(sub), "| " + " | ".join(sub) + " |"]
@@ -154,5 +172,6 @@ def render(paths: list[Path], fmt: Literal["terminal", "markdown", "latex", "htm
 
 def applies(paths: list[Path]) -> bool:
     """Whether ``memplug report`` shows this table: every run a ``mab`` run, more than one source."""
-    return len(paths) > 1 and all(is_mab_run(p) for p in paths) and len({_first_meta(p).get("source")
-                                                                           for p in paths}) > 1
+    return (
+        len(paths) > 1 and all(is_mab_run(p) for p in paths) and len({_first_meta(p).get("source") for p in paths}) > 1
+    )

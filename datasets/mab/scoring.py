@@ -102,7 +102,7 @@ class Titles:
         width = max((len(c) for c in lowered), default=0)
         self.codes = np.zeros((len(lowered), width), dtype=np.int32)
         for i, c in enumerate(lowered):
-            self.codes[i, :len(c)] = [ord(ch) for ch in c]
+            self.codes[i, : len(c)] = [ord(ch) for ch in c]
         self.lengths = np.array([len(c) for c in lowered], dtype=np.int64)
 
     @functools.lru_cache(maxsize=4096)

@@ -24,9 +24,11 @@ from memplug.protocols import BuildOptions
 from .release import load_release
 
 COMMIT = "04956796150992cc6fbffef51c53f541376bf0f6"
-SOURCE = (f"github import-myself/Membench@{COMMIT} benchmark/MembenchAgent.py INSTRUCTION_FIRST and response(), "
-          "benchmark/env/Membenenv.py step() and get_recall, benchmark/memory/CommonMemory.py FullMemory.recall "
-          "and RetrievalMemory.retri")
+SOURCE = (
+    f"github import-myself/Membench@{COMMIT} benchmark/MembenchAgent.py INSTRUCTION_FIRST and response(), "
+    "benchmark/env/Membenenv.py step() and get_recall, benchmark/memory/CommonMemory.py FullMemory.recall "
+    "and RetrievalMemory.retri"
+)
 
 #: MembenchAgent.py INSTRUCTION_FIRST, verbatim (its "your'conversation" included): the
 #: prompt response() formats for every question; INSTRUCTION_THIRD is defined but only
@@ -64,10 +66,18 @@ register_parser("membench", parse_choice)
 #: "{k}[|]" prefix (release.py). The official call forces the JSON schema, which a
 #: protocol cannot (a recorded variation, always in force: "no-json-schema").
 PROTOCOL = AnswerProtocol(
-    name="membench", version="1", source=SOURCE,
-    user=INSTRUCTION_FIRST, memory_item="{text}", memory_join="\n",
-    choice_item="{letter}. {text}", choice_join="\n",
-    parse="membench", choices="exact", unit="message", top_k=10,
+    name="membench",
+    version="1",
+    source=SOURCE,
+    user=INSTRUCTION_FIRST,
+    memory_item="{text}",
+    memory_join="\n",
+    choice_item="{letter}. {text}",
+    choice_join="\n",
+    parse="membench",
+    choices="exact",
+    unit="message",
+    top_k=10,
     variations=("no-json-schema",),
 )
 
@@ -79,7 +89,7 @@ class MemBenchBuilder:
         name="membench",
         version="1.0",
         description="MemBench (import-myself): four-choice questions after message trajectories, participation "
-                    "(FirstAgent) and observation (ThirdAgent); accuracy by letter, recall of target steps",
+        "(FirstAgent) and observation (ThirdAgent); accuracy by letter, recall of target steps",
         language="en",
         capabilities=frozenset({"AR", "CR"}),
         metrics=("accuracy", "recall@K"),
@@ -90,14 +100,21 @@ class MemBenchBuilder:
         needs={"FirstAgent/aggregative": "counting", "ThirdAgent/aggregative": "counting"},
     )
     options = (
-        Option("mode", str, None, "keep only FirstAgent (participation) or ThirdAgent (observation)",
-               choices=("FirstAgent", "ThirdAgent")),
+        Option(
+            "mode",
+            str,
+            None,
+            "keep only FirstAgent (participation) or ThirdAgent (observation)",
+            choices=("FirstAgent", "ThirdAgent"),
+        ),
     )
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
         values = resolve(self.options, options.values, "dataset 'membench'")
         if options.data is None:
-            raise DataError("membench", "needs the release: --data MemData (or MemData/ThirdAgent, or one "
-                                        "MemData/<mode>/<type>.json)")
+            raise DataError(
+                "membench",
+                "needs the release: --data MemData (or MemData/ThirdAgent, or one MemData/<mode>/<type>.json)",
+            )
         mode = values["mode"]
         return (s for s in load_release(Path(options.data)) if mode in (None, s.meta["mode"]))

@@ -58,7 +58,7 @@ def _mode(folder: Path, where: Path) -> str:
 
 
 def iso_time(text: Any) -> str | None:
-    """"'2024-10-04 08:49' Friday" -> "2024-10-04T08:49"; None when there is no such date."""
+    """ "'2024-10-04 08:49' Friday" -> "2024-10-04T08:49"; None when there is no such date."""
     m = _TIME.search(text) if isinstance(text, str) else None
     return f"{m[1]}-{m[2]}-{m[3]}T{m[4]}:{m[5]}" if m else None
 
@@ -78,10 +78,12 @@ def step_text(k: int, turn: Any, path: Path, place: str) -> str:
         return f"{k}[|]{_stamp(turn['message'], turn, path, place)}"
     for user, agent in (("user_message", "assistant_message"), ("user", "assistant")):
         if user in turn and agent in turn:
-            return "{}[|]'user': {}; 'agent': {}".format(k, _stamp(turn[user], turn, path, place),
-                                                        _stamp(turn[agent], turn, path, place))
-    raise DataError(path, "a step needs 'message' (ThirdAgent) or 'user_message' and 'assistant_message' "
-                          "(FirstAgent)", place)
+            return "{}[|]'user': {}; 'agent': {}".format(
+                k, _stamp(turn[user], turn, path, place), _stamp(turn[agent], turn, path, place)
+            )
+    raise DataError(
+        path, "a step needs 'message' (ThirdAgent) or 'user_message' and 'assistant_message' (FirstAgent)", place
+    )
 
 
 def _steps(raw: Any, path: Path, place: str) -> list[tuple[Any, str]]:
@@ -113,15 +115,26 @@ def _question(qa: Any, sample_id: str, category: str, n: int, path: Path, place:
             raise DataError(path, f"QA lacks {key!r}", place)
     choices = qa["choices"]
     if not isinstance(choices, dict) or sorted(choices) != list(LETTERS):
-        raise DataError(path, f"choices must be an object with the keys A, B, C, D (the official prompt's), "
-                              f"got {short(choices)}", place)
+        raise DataError(
+            path,
+            f"choices must be an object with the keys A, B, C, D (the official prompt's), got {short(choices)}",
+            place,
+        )
     correct = str(qa["ground_truth"])
     if correct not in LETTERS:
         raise DataError(path, f"ground_truth {short(correct)} is not one of A, B, C, D", place)
     answer = qa.get("answer", choices[correct])
-    return Question(f"{sample_id}-q{qa.get('qid', 0)}", str(qa["question"]), (str(answer),), category,
-                    {k: str(choices[k]) for k in LETTERS}, correct, _targets(qa["target_step_id"], n, path, place),
-                    time=iso_time(qa.get("time")), meta={"time_text": qa.get("time"), "answer": qa.get("answer")})
+    return Question(
+        f"{sample_id}-q{qa.get('qid', 0)}",
+        str(qa["question"]),
+        (str(answer),),
+        category,
+        {k: str(choices[k]) for k in LETTERS},
+        correct,
+        _targets(qa["target_step_id"], n, path, place),
+        time=iso_time(qa.get("time")),
+        meta={"time_text": qa.get("time"), "answer": qa.get("answer")},
+    )
 
 
 def load_file(mode: str, path: Path) -> Iterator[Sample]:
@@ -143,13 +156,23 @@ def load_file(mode: str, path: Path) -> Iterator[Sample]:
             seen.add(sample_id)
             steps = _steps(traj["message_list"], path, place)
             # step_text stamps every step with its time; FirstAgent steps name both speakers
-            messages = [Message(str(k), step_text(k, turn, path, where), time=iso_time(turn.get("time")),
-                                speaker="user" if mode == "ThirdAgent" else None, shows=("time",))
-                        for k, (turn, where) in enumerate(steps)]
+            messages = [
+                Message(
+                    str(k),
+                    step_text(k, turn, path, where),
+                    time=iso_time(turn.get("time")),
+                    speaker="user" if mode == "ThirdAgent" else None,
+                    shows=("time",),
+                )
+                for k, (turn, where) in enumerate(steps)
+            ]
             question = _question(traj["QA"], sample_id, category, len(messages), path, f"{place}.QA")
-            yield Sample(sample_id, messages, [question],
-                         meta={"mode": mode, "type": qtype, "scenario": scenario, "tid": traj.get("tid"),
-                               "file": path.name})
+            yield Sample(
+                sample_id,
+                messages,
+                [question],
+                meta={"mode": mode, "type": qtype, "scenario": scenario, "tid": traj.get("tid"), "file": path.name},
+            )
 
 
 def load_release(data: Path) -> Iterator[Sample]:

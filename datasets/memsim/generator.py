@@ -81,11 +81,18 @@ class MemSimBuilder:
     info = INFO
     options = (
         Option("n", int, 300, "number of trajectories (split evenly over the six categories)", low=1, high=100_000),
-        *(Option(cat, int, None, f"number of {cat} trajectories (overrides the even share of n)", low=0,
-                 high=100_000) for cat in CATEGORIES),
+        *(
+            Option(cat, int, None, f"number of {cat} trajectories (overrides the even share of n)", low=0, high=100_000)
+            for cat in CATEGORIES
+        ),
         Option("lang", str, "en", "language of messages and questions", choices=("en", "zh")),
         Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (1 = vanilla)", high=1000),
-        Option("noise", Path, None, "file of irrelevant messages, one per line, for eta > 1 (default: other generated users)"),
+        Option(
+            "noise",
+            Path,
+            None,
+            "file of irrelevant messages, one per line, for eta > 1 (default: other generated users)",
+        ),
         Option("profile", Path, None, "zh only: MemSim's meta_profile.csv to take value spaces from"),
         Option("stamp", bool, True, "append '(place, time)' to each message text, as MemSim's benchmark does"),
         *PROTOCOL_OPTIONS,
@@ -101,9 +108,11 @@ class MemSimBuilder:
     # ------------------------------------------------------------------ build
     def build(self, options: BuildOptions) -> Iterator[Sample]:
         if options.data is not None:  # silently ignoring it would evaluate other data than asked
-            raise MemplugError(f"dataset 'memsim' generates its trajectories and reads no --data ({options.data}); "
-                               "MemSim's released MemDaily is dataset 'memdaily', and a generated .jsonl "
-                               "is read by --data with any dataset")
+            raise MemplugError(
+                f"dataset 'memsim' generates its trajectories and reads no --data ({options.data}); "
+                "MemSim's released MemDaily is dataset 'memdaily', and a generated .jsonl "
+                "is read by --data with any dataset"
+            )
         values = resolve(self.options, options.values, "dataset 'memsim'")  # lang is checked against its choices
         lang_code, eta = values["lang"], values["eta"]
         if eta < 1:
@@ -118,8 +127,16 @@ class MemSimBuilder:
         noise_file = read_noise_file(values["noise"]) if values["noise"] is not None else None
         if noise_file is not None:
             random.Random(f"memsim-noise:{options.seed}").shuffle(noise_file)
-        return self._generate(space, lang, plan(counts), options.seed, eta, noise_file, values["stamp"],
-                              Rewriter(options.llm, lang.rewrite_prompt) if options.llm is not None else None)
+        return self._generate(
+            space,
+            lang,
+            plan(counts),
+            options.seed,
+            eta,
+            noise_file,
+            values["stamp"],
+            Rewriter(options.llm, lang.rewrite_prompt) if options.llm is not None else None,
+        )
 
     @staticmethod
     def space(lang_code: str, profile: Path | None) -> ValueSpace:
@@ -127,8 +144,17 @@ class MemSimBuilder:
             return values_en.SPACE
         return values_zh.space_from_profile(profile) if profile is not None else values_zh.SPACE
 
-    def _generate(self, space: ValueSpace, lang: Language, categories: list[str], seed: int, eta: int,
-                  noise_file: list[NoiseMessage] | None, stamp: bool, rewriter: Rewriter | None) -> Iterator[Sample]:
+    def _generate(
+        self,
+        space: ValueSpace,
+        lang: Language,
+        categories: list[str],
+        seed: int,
+        eta: int,
+        noise_file: list[NoiseMessage] | None,
+        stamp: bool,
+        rewriter: Rewriter | None,
+    ) -> Iterator[Sample]:
         net = build_network(space)
         maker = Maker(space, lang)
         pool: list[NoiseMessage] | None = noise_file
@@ -138,8 +164,19 @@ class MemSimBuilder:
             rng = random.Random(f"memsim:{lang.code}:{seed}:{index}")
             profile = net.sample(rng)
             draft = maker.make(category, rng, profile)
-            yield assemble(f"memsim-{lang.code}-{seed}-{index:05d}", draft, profile, maker, lang, rng, eta, pool,
-                           stamp, rewriter, {"seed": seed, "index": index, "eta": eta})
+            yield assemble(
+                f"memsim-{lang.code}-{seed}-{index:05d}",
+                draft,
+                profile,
+                maker,
+                lang,
+                rng,
+                eta,
+                pool,
+                stamp,
+                rewriter,
+                {"seed": seed, "index": index, "eta": eta},
+            )
 
 
 # ---------------------------------------------------------------------- assembly
@@ -155,7 +192,9 @@ def hint_refs(maker: Maker, profile: Mapping[str, dict[str, Any]], entity: str, 
     return {"label": [label], "full": [label, name], "name": [name]}[style]
 
 
-def message_text(maker: Maker, lang: Language, rng: random.Random, profile: Mapping[str, dict[str, Any]], hint: Hint) -> str:
+def message_text(
+    maker: Maker, lang: Language, rng: random.Random, profile: Mapping[str, dict[str, Any]], hint: Hint
+) -> str:
     template = rng.choice(lang.messages[GROUP[ENTITIES[hint.entity]]][hint.attribute])
     return lang.fill(template, maker.ref_text(profile, hint.entity, hint.ref), lang.render(hint.attribute, hint.value))
 
@@ -174,9 +213,19 @@ def question_keys(draft: Draft, lang: Language, entities: Mapping[str, Mapping[s
     return [str(entities[spec["entity"]]["label"])]
 
 
-def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict[str, Any]], maker: Maker, lang: Language,
-             rng: random.Random, eta: int, pool: list[NoiseMessage] | None, stamp: bool,
-             rewriter: Rewriter | None, provenance: dict[str, Any]) -> Sample:
+def assemble(
+    sample_id: str,
+    draft: Draft,
+    profile: Mapping[str, dict[str, Any]],
+    maker: Maker,
+    lang: Language,
+    rng: random.Random,
+    eta: int,
+    pool: list[NoiseMessage] | None,
+    stamp: bool,
+    rewriter: Rewriter | None,
+    provenance: dict[str, Any],
+) -> Sample:
     hints = list(draft.hints)
     rng.shuffle(hints)
     texts = [message_text(maker, lang, rng, profile, h) for h in hints]
@@ -185,11 +234,18 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict[str, Any]]
     for entity in dict.fromkeys(h.entity for h in hints):  # each entity once, in hint order
         kind, facts = ENTITIES[entity], profile[entity]
         display = facts["title"] if GROUP[kind] == "event" else lang.name_ref(kind, facts)
-        entities[entity] = {"kind": kind, "group": GROUP[kind], "display": display, "label": lang.label_ref(kind, facts)}
+        entities[entity] = {
+            "kind": kind,
+            "group": GROUP[kind],
+            "display": display,
+            "label": lang.label_ref(kind, facts),
+        }
     question = draft.question
     if rewriter is not None:
-        texts = [rewriter(t, [lang.render(h.attribute, h.value), maker.ref_text(profile, h.entity, h.ref)])
-                 for t, h in zip(texts, hints)]
+        texts = [
+            rewriter(t, [lang.render(h.attribute, h.value), maker.ref_text(profile, h.entity, h.ref)])
+            for t, h in zip(texts, hints)
+        ]
         question = rewriter(question, question_keys(draft, lang, entities))
 
     # MemDaily-η: real messages at sorted random positions among eta * n
@@ -214,17 +270,32 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict[str, Any]]
         if what == "real":
             h = hints[item]
             text, role = texts[item], h.role
-            hint_meta.append({"entity": h.entity, "attribute": h.attribute, "value": h.value, "message": str(mid),
-                              "role": h.role, "refs": refs[item]})
+            hint_meta.append(
+                {
+                    "entity": h.entity,
+                    "attribute": h.attribute,
+                    "value": h.value,
+                    "message": str(mid),
+                    "role": h.role,
+                    "refs": refs[item],
+                }
+            )
         else:
             text, role = item.text, "eta_noise"
             if item.hint is not None:
                 hint_meta.append({**item.hint, "message": str(mid), "role": role})
         when = lang.when(moment)
         shown = lang.stamp.format(text=text, place=place, time=when) if stamp else text
-        messages.append(Message(str(mid), shown, time=f"{moment:%Y-%m-%dT%H:%M}", speaker="user",
-                                meta={"role": role, "place": place, "time_text": when},
-                                shows=("time",) if stamp else ()))
+        messages.append(
+            Message(
+                str(mid),
+                shown,
+                time=f"{moment:%Y-%m-%dT%H:%M}",
+                speaker="user",
+                meta={"role": role, "place": place, "time_text": when},
+                shows=("time",) if stamp else (),
+            )
+        )
     moment += dt.timedelta(minutes=rng.randint(30, 600))
 
     options = [draft.answer, *draft.distractors[:3]]
@@ -233,16 +304,37 @@ def assemble(sample_id: str, draft: Draft, profile: Mapping[str, dict[str, Any]]
     correct = LETTERS[options.index(draft.answer)]
     used = {h["message"] for h in hint_meta if h["role"] == "target"}
     targets = tuple(m.id for m in messages if m.id in used)
-    q = Question(f"{sample_id}-q", question, (draft.answer,), draft.category, choices, correct, targets,
-                 time=f"{moment:%Y-%m-%dT%H:%M}",
-                 meta={"spec": draft.spec, "time_text": lang.when(moment), "scenario": draft.scenario})
-    meta = {"generator": "memsim", "lang": lang.code, "category": draft.category, "scenario": draft.scenario,
-            "hints": hint_meta, "entities": entities, **provenance,
-            # the facts behind the user's messages: the gold memory points a store is measured
-            # against (memplug.diagnosis.sample_points); the noise of MemDaily-η is not one
-            "memory_points": [{"text": f"{(entities.get(h['entity']) or {}).get('label') or h['entity']} "
-                                       f"{h['attribute']}: {h['value']}", "message_ids": [h["message"]]}
-                              for h in hint_meta if h["role"] != "eta_noise"]}
+    q = Question(
+        f"{sample_id}-q",
+        question,
+        (draft.answer,),
+        draft.category,
+        choices,
+        correct,
+        targets,
+        time=f"{moment:%Y-%m-%dT%H:%M}",
+        meta={"spec": draft.spec, "time_text": lang.when(moment), "scenario": draft.scenario},
+    )
+    meta = {
+        "generator": "memsim",
+        "lang": lang.code,
+        "category": draft.category,
+        "scenario": draft.scenario,
+        "hints": hint_meta,
+        "entities": entities,
+        **provenance,
+        # the facts behind the user's messages: the gold memory points a store is measured
+        # against (memplug.diagnosis.sample_points); the noise of MemDaily-η is not one
+        "memory_points": [
+            {
+                "text": f"{(entities.get(h['entity']) or {}).get('label') or h['entity']} "
+                f"{h['attribute']}: {h['value']}",
+                "message_ids": [h["message"]],
+            }
+            for h in hint_meta
+            if h["role"] != "eta_noise"
+        ],
+    }
     return Sample(sample_id, messages, (q,), meta)
 
 
@@ -260,8 +352,16 @@ def other_users(net: Any, maker: Maker, lang: Language, seed: int, users: int) -
                 style = "label" if attr == "name" or not person else rng.choice(("label", "full", "name"))
                 hint = Hint(entity, attr, profile[entity][attr], "eta_noise", style)
                 refs = hint_refs(maker, profile, entity, style)
-                pool.append(NoiseMessage(message_text(maker, lang, rng, profile, hint),
-                                         {"entity": f"other{u}:{entity}", "attribute": attr,
-                                          "value": profile[entity][attr], "refs": refs}))
+                pool.append(
+                    NoiseMessage(
+                        message_text(maker, lang, rng, profile, hint),
+                        {
+                            "entity": f"other{u}:{entity}",
+                            "attribute": attr,
+                            "value": profile[entity][attr],
+                            "refs": refs,
+                        },
+                    )
+                )
     rng.shuffle(pool)
     return pool

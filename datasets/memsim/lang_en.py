@@ -7,8 +7,20 @@ from typing import Mapping
 
 from .language import Language
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -86,12 +98,32 @@ ITEM = {
 }
 
 LABELS = {
-    "name": "name", "gender": "gender", "age": "age", "height": "height", "birthday": "birthday",
-    "hometown": "hometown", "workplace": "work city", "education": "education level", "occupation": "occupation",
-    "position": "position", "company": "employer", "hobby": "hobby", "personality": "personality",
-    "phone": "phone number", "email": "email address", "id_number": "ID number", "passport": "passport number",
-    "bank_card": "bank card number", "license": "driver's license number", "type": "type", "content": "main content",
-    "location": "location", "time": "time", "scale": "scale", "duration": "duration", "comment": "review",
+    "name": "name",
+    "gender": "gender",
+    "age": "age",
+    "height": "height",
+    "birthday": "birthday",
+    "hometown": "hometown",
+    "workplace": "work city",
+    "education": "education level",
+    "occupation": "occupation",
+    "position": "position",
+    "company": "employer",
+    "hobby": "hobby",
+    "personality": "personality",
+    "phone": "phone number",
+    "email": "email address",
+    "id_number": "ID number",
+    "passport": "passport number",
+    "bank_card": "bank card number",
+    "license": "driver's license number",
+    "type": "type",
+    "content": "main content",
+    "location": "location",
+    "time": "time",
+    "scale": "scale",
+    "duration": "duration",
+    "comment": "review",
 }
 
 SMALL_TALK = (
@@ -133,42 +165,74 @@ def _when(moment: dt.datetime) -> str:
 
 
 LANGUAGE = Language(
-    code="en", render=render, labels=LABELS,
+    code="en",
+    render=render,
+    labels=LABELS,
     messages={"person": PERSON, "user": USER, "event": EVENT, "place": PLACE, "item": ITEM},
-    simple_q={"person": ("What is {poss} {label}?", "Do you remember {poss} {label}?"),
-              "user": ("What is my {label}?", "Can you remind me of my {label}?"),
-              "other": ("What is the {label} of {ref}?", "Do you remember the {label} of {ref}?")},
+    simple_q={
+        "person": ("What is {poss} {label}?", "Do you remember {poss} {label}?"),
+        "user": ("What is my {label}?", "Can you remind me of my {label}?"),
+        "other": ("What is the {label} of {ref}?", "Do you remember the {label} of {ref}?"),
+    },
     cond_phrase={"person": "the person whose {label} is {v}", "event": "the event whose {label} is {v}"},
     cond_q=("What is the {label} of {cond}?", "Could you tell me the {label} of {cond}?"),
-    compare_q={("age", "max"): "Who is older, {a} or {b}?", ("age", "min"): "Who is younger, {a} or {b}?",
-               ("height", "max"): "Who is taller, {a} or {b}?", ("height", "min"): "Who is shorter, {a} or {b}?",
-               ("birthday", "min"): "Whose birthday comes earlier in the year, {a} or {b}?",
-               ("birthday", "max"): "Whose birthday comes later in the year, {a} or {b}?",
-               ("scale", "max"): "Which event is larger, the {a} or the {b}?",
-               ("scale", "min"): "Which event is smaller, the {a} or the {b}?",
-               ("duration", "max"): "Which event lasts longer, the {a} or the {b}?",
-               ("duration", "min"): "Which event is shorter, the {a} or the {b}?"},
-    same="Both are the same", neither="Neither of them",
-    count_q={"person": "Among the people whose {label} I mentioned, how many {pred}?",
-             "event": "Among the events whose {label} I mentioned, how many {pred}?"},
-    count_pred={"age": "are under {x} years old", "height": "are at least {x} cm tall", "education": "have at least {x}",
-                "hometown": "come from {x}", "workplace": "work in {x}", "gender": "are {x}", "hobby": "enjoy {x}",
-                "scale": "expect at least {x} people", "duration": "last at least {x} days", "location": "take place in {x}"},
-    count_answer=lambda k, kind: f"{k} {'person' if k == 1 else 'people'}" if kind == "person" else f"{k} event{'' if k == 1 else 's'}",
-    post_q={"digit_sum": "What is the sum of the last five digits of the phone number of {cond}?",
-            "season": "In which season was {cond} born?",
-            "city_workplace": "Which description fits the city where {cond} works?",
-            "city_hometown": "Which description fits the hometown of {cond}?",
-            "city_location": "Which description fits the city where {cond} takes place?",
-            "days": "How many days in total does {cond} last?"},
+    compare_q={
+        ("age", "max"): "Who is older, {a} or {b}?",
+        ("age", "min"): "Who is younger, {a} or {b}?",
+        ("height", "max"): "Who is taller, {a} or {b}?",
+        ("height", "min"): "Who is shorter, {a} or {b}?",
+        ("birthday", "min"): "Whose birthday comes earlier in the year, {a} or {b}?",
+        ("birthday", "max"): "Whose birthday comes later in the year, {a} or {b}?",
+        ("scale", "max"): "Which event is larger, the {a} or the {b}?",
+        ("scale", "min"): "Which event is smaller, the {a} or the {b}?",
+        ("duration", "max"): "Which event lasts longer, the {a} or the {b}?",
+        ("duration", "min"): "Which event is shorter, the {a} or the {b}?",
+    },
+    same="Both are the same",
+    neither="Neither of them",
+    count_q={
+        "person": "Among the people whose {label} I mentioned, how many {pred}?",
+        "event": "Among the events whose {label} I mentioned, how many {pred}?",
+    },
+    count_pred={
+        "age": "are under {x} years old",
+        "height": "are at least {x} cm tall",
+        "education": "have at least {x}",
+        "hometown": "come from {x}",
+        "workplace": "work in {x}",
+        "gender": "are {x}",
+        "hobby": "enjoy {x}",
+        "scale": "expect at least {x} people",
+        "duration": "last at least {x} days",
+        "location": "take place in {x}",
+    },
+    count_answer=lambda k, kind: (
+        f"{k} {'person' if k == 1 else 'people'}" if kind == "person" else f"{k} event{'' if k == 1 else 's'}"
+    ),
+    post_q={
+        "digit_sum": "What is the sum of the last five digits of the phone number of {cond}?",
+        "season": "In which season was {cond} born?",
+        "city_workplace": "Which description fits the city where {cond} works?",
+        "city_hometown": "Which description fits the hometown of {cond}?",
+        "city_location": "Which description fits the city where {cond} takes place?",
+        "days": "How many days in total does {cond} last?",
+    },
     seasons=("spring", "summer", "autumn", "winter"),
     days=lambda n: f"{n} day{'' if n == 1 else 's'}",
     small_talk=SMALL_TALK,
-    connectors=("Anyway, what I actually wanted to ask is this: ", "Oh right, back to my question. ",
-                "Sorry, I got distracted. My real question: "),
-    stamp="{text} (place: {place}, time: {time})", when=_when,
-    label_ref=_label, full_ref=_full, name_ref=_name,
-    rewrite_prompt=("Rewrite the following sentence so that it sounds like something a person would naturally "
-                    "say to their personal assistant. Keep every fact, name, number and date exactly as written, "
-                    "add no new information, and reply with the rewritten sentence only.\n\nSentence: {text}"),
+    connectors=(
+        "Anyway, what I actually wanted to ask is this: ",
+        "Oh right, back to my question. ",
+        "Sorry, I got distracted. My real question: ",
+    ),
+    stamp="{text} (place: {place}, time: {time})",
+    when=_when,
+    label_ref=_label,
+    full_ref=_full,
+    name_ref=_name,
+    rewrite_prompt=(
+        "Rewrite the following sentence so that it sounds like something a person would naturally "
+        "say to their personal assistant. Keep every fact, name, number and date exactly as written, "
+        "add no new information, and reply with the rewritten sentence only.\n\nSentence: {text}"
+    ),
 )

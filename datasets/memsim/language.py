@@ -13,14 +13,42 @@ from typing import Callable, Mapping
 import attrs
 
 #: attributes asked about per entity kind, and those that may serve as a condition
-PERSON_ATTRS = ("name", "age", "height", "birthday", "hometown", "workplace", "education", "occupation",
-                "position", "company", "hobby", "personality", "phone", "email")
+PERSON_ATTRS = (
+    "name",
+    "age",
+    "height",
+    "birthday",
+    "hometown",
+    "workplace",
+    "education",
+    "occupation",
+    "position",
+    "company",
+    "hobby",
+    "personality",
+    "phone",
+    "email",
+)
 USER_ATTRS = PERSON_ATTRS[1:] + ("id_number", "passport", "bank_card", "license")
 EVENT_ATTRS = ("type", "content", "location", "time", "scale", "duration")
 OBJECT_ATTRS = ("name", "comment")
 #: attributes whose values a SWI (diversity) is computed over
-KEY_ATTRS = ("gender", "age", "height", "hometown", "workplace", "education", "occupation", "hobby",
-             "personality", "relationship", "type", "location", "scale", "duration")
+KEY_ATTRS = (
+    "gender",
+    "age",
+    "height",
+    "hometown",
+    "workplace",
+    "education",
+    "occupation",
+    "hobby",
+    "personality",
+    "relationship",
+    "type",
+    "location",
+    "scale",
+    "duration",
+)
 
 
 @attrs.frozen
@@ -58,8 +86,14 @@ class Language:
     rewrite_prompt: str
 
     def fill(self, template: str, ref: str, value: str) -> str:
-        return template.format(ref=ref, Ref=_cap(ref), poss=self.possessive(ref), Poss=_cap(self.possessive(ref)),
-                               v=value, a_v=self.article(value))
+        return template.format(
+            ref=ref,
+            Ref=_cap(ref),
+            poss=self.possessive(ref),
+            Poss=_cap(self.possessive(ref)),
+            v=value,
+            a_v=self.article(value),
+        )
 
     def possessive(self, ref: str) -> str:
         if self.code == "zh":

@@ -52,7 +52,7 @@ INFO = DatasetInfo(
 
 
 def iso_time(text: Any) -> str | None:
-    """"2024年04月01日 周一 08:39" -> "2024-04-01T08:39"; other text is kept as it is."""
+    """ "2024年04月01日 周一 08:39" -> "2024-04-01T08:39"; other text is kept as it is."""
     if not isinstance(text, str) or not text.strip():
         return None
     m = _TIME.search(text)
@@ -76,9 +76,8 @@ def release_files(data: Path) -> list[Path]:
     return [data]
 
 
-
 def detect_language(data: Path | None) -> str:
-    """"zh" when the release's first messages are Chinese (the official one), else "en"."""
+    """ "zh" when the release's first messages are Chinese (the official one), else "en"."""
     if data is None:
         return "zh"
     try:
@@ -104,10 +103,11 @@ class MemDailyLoader:
 
     info = INFO
     options = (
-        Option("stamp", bool, True, "append '(消息地点 place, 消息时间 time)' to each message, as MemSim's benchmark does"),
+        Option(
+            "stamp", bool, True, "append '(消息地点 place, 消息时间 time)' to each message, as MemSim's benchmark does"
+        ),
         Option("scenario", str, None, "keep only this scenario (roles, events, items, places, hybrid)"),
-        Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (needs noise=PATH)",
-               high=1000),
+        Option("eta", int, 1, "MemDaily-η: real messages are 1/eta of each trajectory (needs noise=PATH)", high=1000),
         Option("noise", Path, None, "file of irrelevant messages, one per line, mixed in when eta > 1"),
         *PROTOCOL_OPTIONS,
     )
@@ -118,7 +118,9 @@ class MemDailyLoader:
 
     def build(self, options: BuildOptions) -> Iterator[Sample]:
         if options.data is None:
-            raise DataError("memdaily", "needs the release: --data PATH (a folder of NN_<type>_<scenario>.json or memdaily.json)")
+            raise DataError(
+                "memdaily", "needs the release: --data PATH (a folder of NN_<type>_<scenario>.json or memdaily.json)"
+            )
         values = resolve(self.options, options.values, "dataset 'memdaily'")
         eta = values["eta"]
         if eta < 1:  # as memsim: 0 is not "no noise", it is no trajectory at all
@@ -147,8 +149,12 @@ class MemDailyLoader:
                 continue
             if sample.id in first:
                 was = first[sample.id]
-                raise DataError(item.path, f"tid {short(item.raw['tid'])} repeats ({item.qtype}/{item.scenario}, "
-                                           f"first at {was.path.name} {was.place})", item.place)
+                raise DataError(
+                    item.path,
+                    f"tid {short(item.raw['tid'])} repeats ({item.qtype}/{item.scenario}, "
+                    f"first at {was.path.name} {was.place})",
+                    item.place,
+                )
             first[sample.id] = item
             yield sample
         if not first:
@@ -177,8 +183,11 @@ class MemDailyLoader:
                         place = f"[{qtype!r}][{scenario!r}][{i}]"
                         yield _Item(path, place, qtype, scenario, _mapping(raw, path, place))
         else:
-            raise DataError(path, "expected a list of trajectories (NN_<type>_<scenario>.json) "
-                                  f"or a {{type: {{scenario: [...]}}}} object ({MERGED})")
+            raise DataError(
+                path,
+                "expected a list of trajectories (NN_<type>_<scenario>.json) "
+                f"or a {{type: {{scenario: [...]}}}} object ({MERGED})",
+            )
 
     def _sample(self, item: _Item, stamp: bool) -> Sample | None:
         path, place, raw = item.path, item.place, item.raw
@@ -232,15 +241,24 @@ class MemDailyLoader:
             else:
                 shown = re.sub(r"。{2,}$", "。", m["message"].strip())
             meta = {"place": spot, "time_text": time_text}
-            out.append(Message(str(m.get("mid", k)), shown, time=iso_time(time_text), speaker="user", meta=meta,
-                               shows=("time",) if stamp and time_text else ()))
+            out.append(
+                Message(
+                    str(m.get("mid", k)),
+                    shown,
+                    time=iso_time(time_text),
+                    speaker="user",
+                    meta=meta,
+                    shows=("time",) if stamp and time_text else (),
+                )
+            )
         if len({m.id for m in out}) != len(out):
             raise DataError(path, "message ids (mid) repeat", place)
         return out
 
     @staticmethod
-    def _question(qa: Mapping[str, Any], sample_id: str, j: int, item: _Item, ids: set[str],
-                  path: Path, place: str) -> Question:
+    def _question(
+        qa: Mapping[str, Any], sample_id: str, j: int, item: _Item, ids: set[str], path: Path, place: str
+    ) -> Question:
         for key in ("question", "answer", "choices", "ground_truth", "target_step_id"):
             if key not in qa:
                 raise DataError(path, f"question lacks {key!r}", place)
@@ -252,7 +270,9 @@ class MemDailyLoader:
         choices = {str(k).strip(): str(v) for k, v in choices.items()}
         correct = str(qa["ground_truth"]).strip()
         if correct not in choices:
-            raise DataError(path, f"ground_truth {short(correct)} is not one of the choices {short(sorted(choices))}", place)
+            raise DataError(
+                path, f"ground_truth {short(correct)} is not one of the choices {short(sorted(choices))}", place
+            )
         targets = qa["target_step_id"]
         if not isinstance(targets, list):
             raise DataError(path, "target_step_id must be a list of message ids", place)
@@ -260,9 +280,17 @@ class MemDailyLoader:
         missing = [t for t in targets if t not in ids]
         if missing:
             raise DataError(path, f"target_step_id {short(missing)} names no message of the trajectory", place)
-        return Question(f"{sample_id}-q{qa.get('qid', j)}", str(qa["question"]), (str(qa["answer"]),), item.qtype,
-                        choices, correct, targets, time=iso_time(qa.get("time")),
-                        meta={"scenario": item.scenario, "time_text": qa.get("time")})
+        return Question(
+            f"{sample_id}-q{qa.get('qid', j)}",
+            str(qa["question"]),
+            (str(qa["answer"]),),
+            item.qtype,
+            choices,
+            correct,
+            targets,
+            time=iso_time(qa.get("time")),
+            meta={"scenario": item.scenario, "time_text": qa.get("time")},
+        )
 
 
 def _mapping(value: Any, path: Path, place: str) -> Mapping[str, Any]:
@@ -278,8 +306,11 @@ def with_noise(sample: Sample, eta: int, pool: list[NoiseMessage], rng: random.R
     noise = iter(pick_noise(rng, pool, (eta - 1) * len(real), set(), set()))
     new_id = {m.id: str(p) for m, p in zip(real, positions)}
     at = dict(zip(positions, real))
-    messages = [attrs.evolve(at[p], id=str(p)) if p in at else Message(str(p), next(noise).text, speaker="user",
-                                                                          meta={"role": "eta_noise"})
-                for p in range(eta * len(real))]
+    messages = [
+        attrs.evolve(at[p], id=str(p))
+        if p in at
+        else Message(str(p), next(noise).text, speaker="user", meta={"role": "eta_noise"})
+        for p in range(eta * len(real))
+    ]
     questions = [attrs.evolve(q, targets=tuple(new_id[t] for t in q.targets)) for q in sample.questions]
     return attrs.evolve(sample, messages=messages, questions=questions, meta={**sample.meta, "eta": eta})

@@ -18,10 +18,17 @@ from .values import ValueSpace
 
 #: entity key -> kind; the order is the order entities are listed in a profile
 ENTITIES = {
-    "user": "user", "relative_1": "relative", "relative_2": "relative",
-    "colleague_1": "colleague", "colleague_2": "colleague",
-    "work_event_1": "work_event", "work_event_2": "work_event",
-    "fun_event_1": "fun_event", "fun_event_2": "fun_event", "place_1": "place", "item_1": "item",
+    "user": "user",
+    "relative_1": "relative",
+    "relative_2": "relative",
+    "colleague_1": "colleague",
+    "colleague_2": "colleague",
+    "work_event_1": "work_event",
+    "work_event_2": "work_event",
+    "fun_event_1": "fun_event",
+    "fun_event_2": "fun_event",
+    "place_1": "place",
+    "item_1": "item",
 }
 PERSONS = ("relative_1", "relative_2", "colleague_1", "colleague_2")
 EVENTS = ("work_event_1", "work_event_2", "fun_event_1", "fun_event_2")
@@ -29,7 +36,7 @@ _DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def _digits(rng: random.Random, n: int) -> str:
-    return f"{rng.randrange(10 ** n):0{n}d}"
+    return f"{rng.randrange(10**n):0{n}d}"
 
 
 def event_time(rng: random.Random, s: ValueSpace) -> str:
@@ -45,7 +52,7 @@ def event_duration(rng: random.Random, s: ValueSpace) -> int:
 
 
 def _city_short(city: str) -> str:
-    """"广东深圳" -> "深圳": Chinese company names use the city without its province."""
+    """ "广东深圳" -> "深圳": Chinese company names use the city without its province."""
     return city[-2:] if len(city) > 2 and not city.isascii() else city
 
 
@@ -54,12 +61,15 @@ class _Builder:
         self.s = space
         self.nodes: list[Node] = []
 
-    def add(self, name: str, parents: tuple[str, ...], sampler: Callable[[random.Random, Mapping[str, Any]], Any]) -> None:
+    def add(
+        self, name: str, parents: tuple[str, ...], sampler: Callable[[random.Random, Mapping[str, Any]], Any]
+    ) -> None:
         self.nodes.append(Node(name, parents, sampler))
 
     # --- conditional samplers shared by several entities ---------------------------
-    def name_sampler(self, gender: str, rel: str | None,
-                     taken: tuple[str, ...]) -> Callable[[random.Random, Mapping[str, Any]], str]:
+    def name_sampler(
+        self, gender: str, rel: str | None, taken: tuple[str, ...]
+    ) -> Callable[[random.Random, Mapping[str, Any]], str]:
         s = self.s
 
         def sample(rng: random.Random, p: Mapping[str, Any]) -> str:
@@ -117,29 +127,54 @@ class _Builder:
             return f"{rng.randint(10_000_000, 999_999_999)}@qq.com"
         return f"{local}{mmdd}@{rom[words[0]] if words else 'mail'}.com"
 
-    def person(self, key: str, kind: str, rel_choices: Mapping[str, tuple[Any, ...]], prev: tuple[str, ...], names_taken: tuple[str, ...]) -> None:
+    def person(
+        self,
+        key: str,
+        kind: str,
+        rel_choices: Mapping[str, tuple[Any, ...]],
+        prev: tuple[str, ...],
+        names_taken: tuple[str, ...],
+    ) -> None:
         s, add = self.s, self.add
-        add(f"{key}.relationship", tuple(f"{k}.relationship" for k in prev),
-            lambda rng, p: rng.choice([r for r in rel_choices if r not in set(p.values())] or list(rel_choices)))
+        add(
+            f"{key}.relationship",
+            tuple(f"{k}.relationship" for k in prev),
+            lambda rng, p: rng.choice([r for r in rel_choices if r not in set(p.values())] or list(rel_choices)),
+        )
         if kind == "relative":
-            add(f"{key}.gender", (f"{key}.relationship",),
-                lambda rng, p: s.relatives[p[f"{key}.relationship"]][0] or rng.choice(s.genders))
+            add(
+                f"{key}.gender",
+                (f"{key}.relationship",),
+                lambda rng, p: s.relatives[p[f"{key}.relationship"]][0] or rng.choice(s.genders),
+            )
 
             def age(rng: random.Random, p: Mapping[str, Any]) -> int:
                 _, lo, hi, _ = s.relatives[p[f"{key}.relationship"]]
                 years: int = max(6, p["user.age"] + rng.randint(lo, hi))
                 return years
 
-            add(f"{key}.name", (f"{key}.gender", f"{key}.relationship", "user._surname", *names_taken),
-                self.name_sampler(f"{key}.gender", f"{key}.relationship", names_taken))
-            add(f"{key}.hometown", ("user.hometown",),
-                lambda rng, p: p["user.hometown"] if rng.random() < 0.8 else rng.choice(s.hometowns))
+            add(
+                f"{key}.name",
+                (f"{key}.gender", f"{key}.relationship", "user._surname", *names_taken),
+                self.name_sampler(f"{key}.gender", f"{key}.relationship", names_taken),
+            )
+            add(
+                f"{key}.hometown",
+                ("user.hometown",),
+                lambda rng, p: p["user.hometown"] if rng.random() < 0.8 else rng.choice(s.hometowns),
+            )
             add(f"{key}.workplace", (), lambda rng, p: rng.choice(s.work_cities))
             add(f"{key}.occupation", (), lambda rng, p: rng.choice(tuple(s.occupations)))
-            add(f"{key}.position", (f"{key}.occupation", f"{key}.age"),
-                lambda rng, p: rng.choice(s.occupations[p[f"{key}.occupation"]][2 if p[f"{key}.age"] >= 40 else 1]))
-            add(f"{key}.company", (f"{key}.occupation", f"{key}.workplace"),
-                lambda rng, p: self.company(rng, p, f"{key}.occupation", f"{key}.workplace"))
+            add(
+                f"{key}.position",
+                (f"{key}.occupation", f"{key}.age"),
+                lambda rng, p: rng.choice(s.occupations[p[f"{key}.occupation"]][2 if p[f"{key}.age"] >= 40 else 1]),
+            )
+            add(
+                f"{key}.company",
+                (f"{key}.occupation", f"{key}.workplace"),
+                lambda rng, p: self.company(rng, p, f"{key}.occupation", f"{key}.workplace"),
+            )
         else:
             add(f"{key}.gender", (), lambda rng, p: rng.choice(s.genders))
 
@@ -152,8 +187,13 @@ class _Builder:
             add(f"{key}.hometown", (), lambda rng, p: rng.choice(s.hometowns))
             add(f"{key}.workplace", ("user.workplace",), lambda rng, p: p["user.workplace"])
             add(f"{key}.occupation", ("user.occupation",), lambda rng, p: p["user.occupation"])
-            add(f"{key}.position", (f"{key}.occupation", f"{key}.relationship"),
-                lambda rng, p: rng.choice(s.occupations[p[f"{key}.occupation"]][2 if s.colleagues[p[f"{key}.relationship"]][2] else 1]))
+            add(
+                f"{key}.position",
+                (f"{key}.occupation", f"{key}.relationship"),
+                lambda rng, p: rng.choice(
+                    s.occupations[p[f"{key}.occupation"]][2 if s.colleagues[p[f"{key}.relationship"]][2] else 1]
+                ),
+            )
             add(f"{key}.company", ("user.company",), lambda rng, p: p["user.company"])
         add(f"{key}.age", ("user.age", f"{key}.relationship"), age)
         add(f"{key}.height", (f"{key}.gender",), self.height)
@@ -162,15 +202,24 @@ class _Builder:
         add(f"{key}.hobby", (), lambda rng, p: rng.choice(s.hobbies))
         add(f"{key}.personality", (), lambda rng, p: rng.choice(s.personalities))
         add(f"{key}.phone", (), self.phone)
-        add(f"{key}.email", (f"{key}.name", f"{key}.birthday", f"{key}.company"),
-            lambda rng, p: self.email(rng, p, f"{key}.name", f"{key}.birthday", f"{key}.company"))
+        add(
+            f"{key}.email",
+            (f"{key}.name", f"{key}.birthday", f"{key}.company"),
+            lambda rng, p: self.email(rng, p, f"{key}.name", f"{key}.birthday", f"{key}.company"),
+        )
 
     def event(self, key: str, types: Mapping[str, str], prev: str | None, topic: str) -> None:
         s, add = self.s, self.add
-        add(f"{key}.type", (f"{prev}.type",) if prev else (),
-            lambda rng, p: rng.choice([t for t in types if t not in set(p.values())] or list(types)))
-        add(f"{key}.location", ("user.workplace",),
-            lambda rng, p: p["user.workplace"] if rng.random() < 0.7 else rng.choice(s.work_cities))
+        add(
+            f"{key}.type",
+            (f"{prev}.type",) if prev else (),
+            lambda rng, p: rng.choice([t for t in types if t not in set(p.values())] or list(types)),
+        )
+        add(
+            f"{key}.location",
+            ("user.workplace",),
+            lambda rng, p: p["user.workplace"] if rng.random() < 0.7 else rng.choice(s.work_cities),
+        )
 
         def title(rng: random.Random, p: Mapping[str, Any]) -> str:
             t, about = p[f"{key}.type"], p[topic]
@@ -202,19 +251,35 @@ class _Builder:
         add("user.height", ("user.gender",), self.height)
         add("user.birthday", (), self.birthday)
         add("user.hometown", (), lambda rng, p: rng.choice(s.hometowns))
-        add("user.workplace", ("user.hometown",), lambda rng, p: (
-            p["user.hometown"] if p["user.hometown"] in s.work_cities and rng.random() < 0.4 else rng.choice(s.work_cities)))
+        add(
+            "user.workplace",
+            ("user.hometown",),
+            lambda rng, p: (
+                p["user.hometown"]
+                if p["user.hometown"] in s.work_cities and rng.random() < 0.4
+                else rng.choice(s.work_cities)
+            ),
+        )
         add("user.occupation", (), lambda rng, p: rng.choice(tuple(s.occupations)))
         add("user.education", ("user.occupation",), self.education)
-        add("user.position", ("user.occupation", "user.age"),
-            lambda rng, p: rng.choice(s.occupations[p["user.occupation"]][2 if p["user.age"] >= 38 else 1]))
-        add("user.company", ("user.occupation", "user.workplace"),
-            lambda rng, p: self.company(rng, p, "user.occupation", "user.workplace"))
+        add(
+            "user.position",
+            ("user.occupation", "user.age"),
+            lambda rng, p: rng.choice(s.occupations[p["user.occupation"]][2 if p["user.age"] >= 38 else 1]),
+        )
+        add(
+            "user.company",
+            ("user.occupation", "user.workplace"),
+            lambda rng, p: self.company(rng, p, "user.occupation", "user.workplace"),
+        )
         add("user.hobby", (), lambda rng, p: rng.choice(s.hobbies))
         add("user.personality", (), lambda rng, p: rng.choice(s.personalities))
         add("user.phone", (), self.phone)
-        add("user.email", ("user.name", "user.birthday", "user.company"),
-            lambda rng, p: self.email(rng, p, "user.name", "user.birthday", "user.company"))
+        add(
+            "user.email",
+            ("user.name", "user.birthday", "user.company"),
+            lambda rng, p: self.email(rng, p, "user.name", "user.birthday", "user.company"),
+        )
         add("user.id_number", ("user.hometown", "user.age", "user.birthday"), self._id_number)
         add("user.passport", (), lambda rng, p: rng.choice("EGPN") + _digits(rng, 8))
         add("user.bank_card", (), lambda rng, p: rng.choice(s.bank_prefixes) + _digits(rng, 10))
@@ -233,11 +298,19 @@ class _Builder:
         add("place_1.type", (), lambda rng, p: rng.choice(tuple(s.places)))
         add("place_1.relationship", ("place_1.type",), lambda rng, p: rng.choice(s.place_relations[p["place_1.type"]]))
         add("place_1.name", ("place_1.type",), lambda rng, p: rng.choice(s.places[p["place_1.type"]]))
-        add("place_1.comment", ("place_1.name",), lambda rng, p: self._comment(rng, p["place_1.name"], s.place_pros, s.place_cons))
+        add(
+            "place_1.comment",
+            ("place_1.name",),
+            lambda rng, p: self._comment(rng, p["place_1.name"], s.place_pros, s.place_cons),
+        )
         add("item_1.type", (), lambda rng, p: rng.choice(tuple(s.items)))
         add("item_1.relationship", (), lambda rng, p: rng.choice(s.item_relations))
         add("item_1.name", ("item_1.type",), lambda rng, p: rng.choice(s.items[p["item_1.type"]]))
-        add("item_1.comment", ("item_1.name",), lambda rng, p: self._comment(rng, p["item_1.name"], s.item_pros, s.item_cons))
+        add(
+            "item_1.comment",
+            ("item_1.name",),
+            lambda rng, p: self._comment(rng, p["item_1.name"], s.item_pros, s.item_cons),
+        )
         return BRNet(self.nodes)
 
     def _user_name(self, rng: random.Random, p: Mapping[str, Any]) -> str:
@@ -245,7 +318,11 @@ class _Builder:
 
     def _id_number(self, rng: random.Random, p: Mapping[str, Any]) -> str:
         # region code from the hometown, then the birth date, as in a Chinese ID number
-        region = 110000 + (self.s.hometowns.index(p["user.hometown"]) * 7919) % 540000 if p["user.hometown"] in self.s.hometowns else 110000
+        region = (
+            110000 + (self.s.hometowns.index(p["user.hometown"]) * 7919) % 540000
+            if p["user.hometown"] in self.s.hometowns
+            else 110000
+        )
         month_day = p["user.birthday"].replace("-", "")
         year = 2024 - p["user.age"] - (1 if month_day > "0401" else 0)
         return f"{region}{year}{month_day}{_digits(rng, 4)}"

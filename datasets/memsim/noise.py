@@ -46,8 +46,9 @@ def read_noise_file(path: Path) -> list[NoiseMessage]:
     return messages
 
 
-def pick_noise(rng: random.Random, pool: Sequence[NoiseMessage], count: int, attributes: set[str],
-               refs: set[str]) -> list[NoiseMessage]:
+def pick_noise(
+    rng: random.Random, pool: Sequence[NoiseMessage], count: int, attributes: set[str], refs: set[str]
+) -> list[NoiseMessage]:
     """``count`` messages of the (shuffled) pool that say nothing about ``attributes`` or the entities named by ``refs``.
 
     Two picked messages never give different values for the same (referent, attribute);

@@ -14,8 +14,14 @@ from .language import Language
 from . import values_en, values_zh
 
 #: post-processing reasoning factors: name -> attribute they read
-DERIVATIONS = {"digit_sum": "phone", "season": "birthday", "city_workplace": "workplace",
-               "city_hometown": "hometown", "city_location": "location", "days": "duration"}
+DERIVATIONS = {
+    "digit_sum": "phone",
+    "season": "birthday",
+    "city_workplace": "workplace",
+    "city_hometown": "hometown",
+    "city_location": "location",
+    "days": "duration",
+}
 CITY_DESCRIPTIONS = {"en": values_en.CITIES, "zh": values_zh.CITIES}
 
 
@@ -24,7 +30,7 @@ class Unsupported(Exception):
 
 
 def digit_sum(phone: str) -> int:
-    """"the sum of the last five digits of the phone number" (the seed's example of ψ)."""
+    """ "the sum of the last five digits of the phone number" (the seed's example of ψ)."""
     return sum(int(ch) for ch in str(phone)[-5:])
 
 
@@ -76,8 +82,9 @@ def compare_winner(values: Mapping[str, Any], direction: str) -> str | None:
 Table = Mapping[str, Mapping[str, tuple[Any, str]]]
 
 
-def evaluate(spec: Mapping[str, Any], table: Table, entities: Mapping[str, Mapping[str, Any]],
-             lang: Language) -> tuple[str, list[str]]:
+def evaluate(
+    spec: Mapping[str, Any], table: Table, entities: Mapping[str, Mapping[str, Any]], lang: Language
+) -> tuple[str, list[str]]:
     """Answer text and the ids of the messages it rests on, from ``{entity: {attr: (value, id)}}``."""
     op = spec["op"]
 
@@ -115,8 +122,11 @@ def evaluate(spec: Mapping[str, Any], table: Table, entities: Mapping[str, Mappi
     if op == "count":
         attr = spec["attribute"]
         # entities outside the trajectory (noise from other users) count too: they must not say it
-        members = [e for e, facts in table.items()
-                   if attr in facts and entities.get(e, {}).get("group", spec["group"]) == spec["group"]]
+        members = [
+            e
+            for e, facts in table.items()
+            if attr in facts and entities.get(e, {}).get("group", spec["group"]) == spec["group"]
+        ]
         if not members:
             raise Unsupported(f"no message tells the {attr} of any {spec['group']}")
         count = sum(holds(spec["pred"], table[e][attr][0]) for e in members)

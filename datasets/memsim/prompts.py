@@ -29,8 +29,10 @@ from memplug.answering import AnswerProtocol
 from memplug.models import DatasetInfo
 from memplug.options import Option
 
-SOURCE = ("github nuster1128/MemSim @ db9d5d5: benchmark/methods/FullMemAgent.py response_answer, "
-          "benchmark/utils.py remove_space_and_ent, benchmark/TimeFlow.py cal_metrics")
+SOURCE = (
+    "github nuster1128/MemSim @ db9d5d5: benchmark/methods/FullMemAgent.py response_answer, "
+    "benchmark/utils.py remove_space_and_ent, benchmark/TimeFlow.py cal_metrics"
+)
 
 # FullMemAgent.response_answer, verbatim (memories and choices each end in "\n" there)
 ANSWER_PROMPT_ZH = (
@@ -51,18 +53,39 @@ ANSWER_PROMPT_EN = (
 )
 
 PROTOCOL = AnswerProtocol(
-    name="memsim", version="1", source=SOURCE, user=ANSWER_PROMPT_ZH,
-    memory_item="[{n}] {text}\n", memory_start=0, memory_join="",
-    choice_item="{letter}: {text}\n", choice_join="",
-    parse="memsim", choices="exact", unit="message", top_k=5,
+    name="memsim",
+    version="1",
+    source=SOURCE,
+    user=ANSWER_PROMPT_ZH,
+    memory_item="[{n}] {text}\n",
+    memory_start=0,
+    memory_join="",
+    choice_item="{letter}: {text}\n",
+    choice_join="",
+    parse="memsim",
+    choices="exact",
+    unit="message",
+    top_k=5,
 )
 
 #: the deviations a user may ask for, as dataset options
 OPTIONS = (
-    Option("parse", str, "exact", "exact: the reply, spaces and line breaks removed, must be the letter (MemSim's "
-           "scoring); lenient: 'B.', '(B)', '答案：B' or the choice's text count too", choices=("exact", "lenient")),
-    Option("unit", str, "message", "memory unit fed to the agent: message (MemSim's: each message whole) or "
-           "tokens (chunks of --chunk-size, default 64)", choices=("message", "tokens")),
+    Option(
+        "parse",
+        str,
+        "exact",
+        "exact: the reply, spaces and line breaks removed, must be the letter (MemSim's "
+        "scoring); lenient: 'B.', '(B)', '答案：B' or the choice's text count too",
+        choices=("exact", "lenient"),
+    ),
+    Option(
+        "unit",
+        str,
+        "message",
+        "memory unit fed to the agent: message (MemSim's: each message whole) or "
+        "tokens (chunks of --chunk-size, default 64)",
+        choices=("message", "tokens"),
+    ),
 )
 
 
@@ -86,5 +109,10 @@ def answer_prompt(language: str) -> tuple[str, str]:
 def info_for_language(info: DatasetInfo, language: str, values: Mapping[str, Any] | None = None) -> DatasetInfo:
     """``info`` in ``language``, with that language's protocol and the deviations in ``values``."""
     prompt, source = answer_prompt(language)
-    return attrs.evolve(info, language=language, answer_prompt=prompt, answer_prompt_source=source,
-                        protocol=protocol(language, values or {}))
+    return attrs.evolve(
+        info,
+        language=language,
+        answer_prompt=prompt,
+        answer_prompt_source=source,
+        protocol=protocol(language, values or {}),
+    )

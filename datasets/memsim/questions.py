@@ -20,13 +20,22 @@ from .network import ENTITIES, EVENTS, PERSONS, event_duration, event_time
 from .values import ValueSpace
 
 CATEGORIES = ("simple", "conditional", "comparative", "aggregative", "post_processing", "noisy")
-GROUP = {"user": "user", "relative": "person", "colleague": "person", "work_event": "event",
-         "fun_event": "event", "place": "place", "item": "item"}
+GROUP = {
+    "user": "user",
+    "relative": "person",
+    "colleague": "person",
+    "work_event": "event",
+    "fun_event": "event",
+    "place": "place",
+    "item": "item",
+}
 #: attributes that make no sense as a condition ("the event whose content is ...")
 _NO_COND = {"content", "comment", "gender"}
 _COMPARABLE = {"person": ("age", "height", "birthday"), "event": ("scale", "duration")}
-_COUNTABLE = {"person": ("age", "height", "education", "hometown", "workplace", "gender", "hobby"),
-              "event": ("scale", "duration", "location")}
+_COUNTABLE = {
+    "person": ("age", "height", "education", "hometown", "workplace", "gender", "hobby"),
+    "event": ("scale", "duration", "location"),
+}
 
 
 @attrs.define
@@ -84,8 +93,14 @@ class Maker:
         return self.lang.cond_phrase[group].format(label=self.label(attr), v=self.render(attr, value))
 
     @staticmethod
-    def fill_noise(rng: random.Random, hints: list[Hint], profile: Mapping[str, dict[str, Any]], pool: tuple[str, ...],
-                   attribute: str | None, size: int) -> None:
+    def fill_noise(
+        rng: random.Random,
+        hints: list[Hint],
+        profile: Mapping[str, dict[str, Any]],
+        pool: tuple[str, ...],
+        attribute: str | None,
+        size: int,
+    ) -> None:
         """Entity-side noise: ``attribute`` (or any attribute) of other entities, up to ``size`` hints."""
         taken = {h.entity for h in hints}
         others = [e for e in pool if e not in taken]
@@ -97,11 +112,14 @@ class Maker:
             if attr is None:
                 return
             style = rng.choice(("label", "full", "name")) if ENTITIES[entity] in ("relative", "colleague") else "label"
-            hints.append(Hint(entity, attr, profile[entity][attr], "entity_noise", "label" if attr == "name" else style))
+            hints.append(
+                Hint(entity, attr, profile[entity][attr], "entity_noise", "label" if attr == "name" else style)
+            )
 
     # ---------------------------------------------------------------- distractors
-    def distractors(self, rng: random.Random, attr: str, value: Any, profile: Mapping[str, dict[str, Any]], group: str,
-                    n: int = 3) -> list[str]:
+    def distractors(
+        self, rng: random.Random, attr: str, value: Any, profile: Mapping[str, dict[str, Any]], group: str, n: int = 3
+    ) -> list[str]:
         """Values of the same attribute from other entities of the group first, then perturbed or sampled values."""
         answer = self.render(attr, value)
         out: list[str] = []
@@ -111,9 +129,22 @@ class Maker:
             if text != answer and text not in out and len(out) < n:
                 out.append(text)
 
-        if attr not in ("age", "height", "birthday", "phone", "id_number", "passport", "bank_card", "license", "email", "comment"):
+        if attr not in (
+            "age",
+            "height",
+            "birthday",
+            "phone",
+            "id_number",
+            "passport",
+            "bank_card",
+            "license",
+            "email",
+            "comment",
+        ):
             peers = ("person", "user") if group in ("person", "user") else (group,)
-            same = [a[attr] for e, a in profile.items() if attr in a and a[attr] != value and GROUP[ENTITIES[e]] in peers]
+            same = [
+                a[attr] for e, a in profile.items() if attr in a and a[attr] != value and GROUP[ENTITIES[e]] in peers
+            ]
             rng.shuffle(same)
             for candidate in same[:2]:
                 offer(candidate)
@@ -154,16 +185,30 @@ class Maker:
             return rng.choice(s.scales)
         if attr == "duration":
             return event_duration(rng, s)
-        pools = {"hometown": self.cities, "workplace": self.cities, "location": self.cities, "education": s.education,
-                 "occupation": tuple(s.occupations), "position": self.positions, "hobby": s.hobbies,
-                 "personality": s.personalities, "gender": s.genders,
-                 "type": (*s.work_event_types, *s.fun_event_types)}
+        pools = {
+            "hometown": self.cities,
+            "workplace": self.cities,
+            "location": self.cities,
+            "education": s.education,
+            "occupation": tuple(s.occupations),
+            "position": self.positions,
+            "hobby": s.hobbies,
+            "personality": s.personalities,
+            "gender": s.genders,
+            "type": (*s.work_event_types, *s.fun_event_types),
+        }
         if attr in pools:
             return rng.choice(pools[attr])
         if attr == "name":
-            return rng.choice(s.full_names) if s.full_names else (
-                f"{rng.choice(s.first_names[rng.choice(tuple(s.first_names))])} {rng.choice(s.surnames)}" if s.lang == "en"
-                else f"{rng.choice(s.surnames)}{rng.choice(s.first_names[rng.choice(tuple(s.first_names))])}")
+            return (
+                rng.choice(s.full_names)
+                if s.full_names
+                else (
+                    f"{rng.choice(s.first_names[rng.choice(tuple(s.first_names))])} {rng.choice(s.surnames)}"
+                    if s.lang == "en"
+                    else f"{rng.choice(s.surnames)}{rng.choice(s.first_names[rng.choice(tuple(s.first_names))])}"
+                )
+            )
         if attr == "company":
             words = [w for w in s.company_words if w in value]
             return value.replace(words[0], rng.choice(s.company_words)) if words else f"{value} {rng.randint(2, 9)}"
@@ -171,7 +216,9 @@ class Maker:
             return event_time(rng, s)
         if attr == "content":
             types = {**s.work_event_types, **s.fun_event_types}
-            return value.replace(next((a for a in types.values() if a in value), value), rng.choice(tuple(types.values())), 1)
+            return value.replace(
+                next((a for a in types.values() if a in value), value), rng.choice(tuple(types.values())), 1
+            )
         if attr == "comment":
             for pros, cons in ((s.place_pros, s.place_cons), (s.item_pros, s.item_cons)):
                 for phrase in (*pros, *cons):
@@ -182,16 +229,30 @@ class Maker:
     # ---------------------------------------------------------------- categories
     def simple(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         r = rng.random()
-        entity = (rng.choice(PERSONS) if r < 0.5 else rng.choice(EVENTS) if r < 0.75
-                  else "user" if r < 0.9 else rng.choice(("place_1", "item_1")))
+        entity = (
+            rng.choice(PERSONS)
+            if r < 0.5
+            else rng.choice(EVENTS)
+            if r < 0.75
+            else "user"
+            if r < 0.9
+            else rng.choice(("place_1", "item_1"))
+        )
         group = GROUP[ENTITIES[entity]]
         attr = rng.choice(self.attrs_of(entity))
         style = "label" if attr == "name" else ("full" if group == "person" and rng.random() < 0.3 else "label")
         hints = [Hint(entity, attr, profile[entity][attr], "target", style)]
         side = [a for a in self.attrs_of(entity) if a != attr]
         for other in rng.sample(side, min(4, len(side))):
-            hints.append(Hint(entity, other, profile[entity][other], "attribute_noise",
-                              "label" if attr == "name" or other == "name" else style))
+            hints.append(
+                Hint(
+                    entity,
+                    other,
+                    profile[entity][other],
+                    "attribute_noise",
+                    "label" if attr == "name" or other == "name" else style,
+                )
+            )
         pool = {"person": PERSONS, "event": EVENTS, "user": PERSONS}.get(group, ("place_1", "item_1"))
         self.fill_noise(rng, hints, profile, pool, attr, 8)
         if len(hints) < 8:  # objects have no peers of their kind: add facts about other people
@@ -200,12 +261,19 @@ class Maker:
         phrasing = rng.choice(self.lang.simple_q[group if group in ("person", "user") else "other"])
         question = phrasing.format(poss=self.lang.possessive(ref), ref=ref, label=self.label(attr))
         scenario = {"person": "roles", "event": "events", "user": "self"}.get(group, f"{group}s")
-        return Draft("simple", scenario, hints, question, self.render(attr, profile[entity][attr]),
-                     self.distractors(rng, attr, profile[entity][attr], profile, group),
-                     {"op": "lookup", "entity": entity, "attribute": attr})
+        return Draft(
+            "simple",
+            scenario,
+            hints,
+            question,
+            self.render(attr, profile[entity][attr]),
+            self.distractors(rng, attr, profile[entity][attr], profile, group),
+            {"op": "lookup", "entity": entity, "attribute": attr},
+        )
 
-    def _bridge(self, rng: random.Random, profile: Mapping[str, dict[str, Any]], asked: tuple[str, ...] | None = None
-                ) -> tuple[str, str, str, str, list[Hint]]:
+    def _bridge(
+        self, rng: random.Random, profile: Mapping[str, dict[str, Any]], asked: tuple[str, ...] | None = None
+    ) -> tuple[str, str, str, str, list[Hint]]:
         """A bridge entity, a condition attribute unique to it, an asked attribute, and its hints."""
         group = "person" if rng.random() < 0.7 else "event"
         entity = rng.choice(PERSONS if group == "person" else EVENTS)
@@ -219,8 +287,10 @@ class Maker:
         cond = rng.choice(unique or conds)
         named = "name" in (attr, cond)
         style = "label" if named or group == "event" or rng.random() < 0.7 else "full"
-        hints = [Hint(entity, cond, profile[entity][cond], "target", style),
-                 Hint(entity, attr, profile[entity][attr], "target", style)]
+        hints = [
+            Hint(entity, cond, profile[entity][cond], "target", style),
+            Hint(entity, attr, profile[entity][attr], "target", style),
+        ]
         side = [a for a in attrs_ if a not in (attr, cond) and a != "name"]
         for other in rng.sample(side, 3):
             hints.append(Hint(entity, other, profile[entity][other], "attribute_noise", style))
@@ -237,9 +307,15 @@ class Maker:
             sep = " " if self.lang.code == "en" else ""
             chatter = sep.join(rng.sample(self.lang.small_talk, rng.randint(2, 3)))
             question = f"{chatter}{sep}{rng.choice(self.lang.connectors)}{question}"
-        return Draft("noisy" if noisy else "conditional", "roles" if group == "person" else "events", hints, question,
-                     self.render(attr, value), self.distractors(rng, attr, value, profile, group),
-                     {"op": "lookup_by", "group": group, "cond": [cond, profile[entity][cond]], "attribute": attr})
+        return Draft(
+            "noisy" if noisy else "conditional",
+            "roles" if group == "person" else "events",
+            hints,
+            question,
+            self.render(attr, value),
+            self.distractors(rng, attr, value, profile, group),
+            {"op": "lookup_by", "group": group, "cond": [cond, profile[entity][cond]], "attribute": attr},
+        )
 
     def noisy(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         return self.conditional(rng, profile, noisy=True)
@@ -272,9 +348,15 @@ class Maker:
             k += 1
         cond_text = self.cond_text(group, cond, profile[entity][cond])
         question = self.lang.post_q[fn].format(cond=cond_text)
-        return Draft("post_processing", "roles" if group == "person" else "events", hints, question[:1].upper() + question[1:],
-                     answer, distractors,
-                     {"op": "derive", "group": group, "cond": [cond, profile[entity][cond]], "attribute": attr, "fn": fn})
+        return Draft(
+            "post_processing",
+            "roles" if group == "person" else "events",
+            hints,
+            question[:1].upper() + question[1:],
+            answer,
+            distractors,
+            {"op": "derive", "group": group, "cond": [cond, profile[entity][cond]], "attribute": attr, "fn": fn},
+        )
 
     def comparative(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         group = "person" if rng.random() < 0.6 else "event"
@@ -283,16 +365,26 @@ class Maker:
         direction = rng.choice(("max", "min"))
         order = list(pool)
         rng.shuffle(order)
-        hints = [Hint(e, attr, profile[e][attr], "target" if i < 2 else "entity_noise", "full") for i, e in enumerate(order)]
+        hints = [
+            Hint(e, attr, profile[e][attr], "target" if i < 2 else "entity_noise", "full") for i, e in enumerate(order)
+        ]
         a, b = order[0], order[1]
-        display = {e: self.lang.name_ref(ENTITIES[e], profile[e]) if group == "person" else profile[e]["title"] for e in order}
+        display = {
+            e: self.lang.name_ref(ENTITIES[e], profile[e]) if group == "person" else profile[e]["title"] for e in order
+        }
         question = self.lang.compare_q[(attr, direction)].format(a=display[a], b=display[b])
         winner = ops.compare_winner({a: profile[a][attr], b: profile[b][attr]}, direction)
         options = [display[a], display[b], self.lang.same, self.lang.neither]
         answer = self.lang.same if winner is None else display[winner]
-        return Draft("comparative", "roles" if group == "person" else "events", hints, question, answer,
-                     [o for o in options if o != answer],
-                     {"op": "compare", "entities": [a, b], "attribute": attr, "direction": direction})
+        return Draft(
+            "comparative",
+            "roles" if group == "person" else "events",
+            hints,
+            question,
+            answer,
+            [o for o in options if o != answer],
+            {"op": "compare", "entities": [a, b], "attribute": attr, "direction": direction},
+        )
 
     def aggregative(self, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         group = "person" if rng.random() < 0.6 else "event"
@@ -324,9 +416,15 @@ class Maker:
         hints += [Hint(e, side, profile[e][side], "attribute_noise", "full") for e in pool]
         wrong = [k for k in range(len(pool) + 1) if k != count]
         rng.shuffle(wrong)
-        return Draft("aggregative", "roles" if group == "person" else "events", hints, question,
-                     self.lang.count_answer(count, group), [self.lang.count_answer(k, group) for k in wrong[:3]],
-                     {"op": "count", "group": group, "attribute": attr, "pred": pred})
+        return Draft(
+            "aggregative",
+            "roles" if group == "person" else "events",
+            hints,
+            question,
+            self.lang.count_answer(count, group),
+            [self.lang.count_answer(k, group) for k in wrong[:3]],
+            {"op": "count", "group": group, "attribute": attr, "pred": pred},
+        )
 
     def make(self, category: str, rng: random.Random, profile: Mapping[str, dict[str, Any]]) -> Draft:
         draft: Draft = getattr(self, category)(rng, profile)

@@ -76,8 +76,10 @@ def check_sample(sample: Sample) -> list[str]:
         for ref in h["refs"]:
             earlier = said.get((ref, attr))
             if earlier is not None and earlier[0] != value:
-                problems.append(f"{where}: messages {earlier[1]} and {mid} contradict: {ref} {attr} "
-                                f"{lang.render(attr, earlier[0])!r} vs {shown!r}")
+                problems.append(
+                    f"{where}: messages {earlier[1]} and {mid} contradict: {ref} {attr} "
+                    f"{lang.render(attr, earlier[0])!r} vs {shown!r}"
+                )
             said.setdefault((ref, attr), (value, mid))
             if h["entity"] in entities and owner.setdefault(ref, h["entity"]) != h["entity"]:
                 problems.append(f"{where}: {ref} names both {owner[ref]} and {h['entity']}")
@@ -109,8 +111,10 @@ def check_sample(sample: Sample) -> list[str]:
         if len(choices) != 4 or len(set(choices.values())) != 4:
             problems.append(f"{qwhere}: needs four distinct choices, has {list(choices.values())}")
         if choices.get(q.correct_choice or "") != answer:
-            problems.append(f"{qwhere}: correct choice {q.correct_choice} is {choices.get(q.correct_choice or '')!r}, "
-                            f"the hints give {answer!r}")
+            problems.append(
+                f"{qwhere}: correct choice {q.correct_choice} is {choices.get(q.correct_choice or '')!r}, "
+                f"the hints give {answer!r}"
+            )
         if sorted(q.targets, key=int) != sorted(set(used), key=int):
             problems.append(f"{qwhere}: targets {list(q.targets)} but the answer rests on {sorted(set(used), key=int)}")
     return problems

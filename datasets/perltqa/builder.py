@@ -37,7 +37,7 @@ class PerLTQABuilder:
         name="perltqa",
         version="1.0",
         description="PerLTQA: a character's profile, social relationships, events and dialogues; "
-                    "questions with reference memories and memory anchors",
+        "questions with reference memories and memory anchors",
         language="en",
         capabilities=frozenset({"AR"}),
         # one memory item per message; events average 313 words (§3.3), about 400 tokens
@@ -50,18 +50,25 @@ class PerLTQABuilder:
 
     options = (
         Option("lang", str, "en", "language of generated characters (and of scoring)", choices=("en", "zh")),
-        Option("n", int, 3, "generator: number of characters, one sample each (memplug generate --n)",
-               low=1, high=100_000),
+        Option(
+            "n", int, 3, "generator: number of characters, one sample each (memplug generate --n)", low=1, high=100_000
+        ),
         Option("relationships", int, 6, "generator: social relationships per character (at most 11)", low=0, high=11),
-        Option("events", int, 2, "generator: events per relationship (at most 12 events per character)", low=0,
-               high=12),
+        Option(
+            "events", int, 2, "generator: events per relationship (at most 12 events per character)", low=0, high=12
+        ),
         Option("qa", Path, None, "loader: the QA file, when --data is the memory file and no *qa*.json lies beside it"),
     )
 
     def info_for(self, values: Mapping[str, Any], data: Path | None = None) -> DatasetInfo:
         if values.get("lang", "en") == "zh":
-            return attrs.evolve(self.info, language="zh", answer_prompt=ANSWER_PROMPT_ZH,
-                                answer_prompt_source=SOURCE_ZH, protocol=protocol("zh"))
+            return attrs.evolve(
+                self.info,
+                language="zh",
+                answer_prompt=ANSWER_PROMPT_ZH,
+                answer_prompt_source=SOURCE_ZH,
+                protocol=protocol("zh"),
+            )
         return self.info
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
@@ -77,8 +84,7 @@ class PerLTQABuilder:
     def _generate(self, values: dict[str, Any], seed: int) -> Iterable[Sample]:
         if values["n"] < 1 or not 1 <= values["relationships"] <= 11 or values["events"] < 1:
             raise MemplugError("options n and events must be at least 1, relationships between 1 and 11")
-        memory, qa = generate_release(seed, values["lang"], values["n"], values["relationships"],
-                                      values["events"])
+        memory, qa = generate_release(seed, values["lang"], values["n"], values["relationships"], values["events"])
         checker = Checker("<generated>")
         for entry in qa:
             for name, sections in entry.items():

@@ -54,8 +54,10 @@ def question_problems(q: Question, by_id: dict[str, Message], generated: bool, s
     if q.category not in SECTIONS:
         return [f"{where}: unknown section {q.category!r}"]
     if q.meta.get("memory_type") != MEMORY_TYPE[q.category]:
-        problems.append(f"{where}: memory_type {q.meta.get('memory_type')!r} in section {q.category} "
-                        f"(expected {MEMORY_TYPE[q.category]})")
+        problems.append(
+            f"{where}: memory_type {q.meta.get('memory_type')!r} in section {q.category} "
+            f"(expected {MEMORY_TYPE[q.category]})"
+        )
     dangling = [t for t in q.targets if t not in by_id]
     if dangling:
         problems.append(f"{where}: targets {dangling} are not memories of the character")
@@ -72,11 +74,13 @@ def question_problems(q: Question, by_id: dict[str, Message], generated: bool, s
     if found["anchors_not_in_answer"]:
         problems.append(f"{where}: anchors {found['anchors_not_in_answer']} are not in the gold answer {q.answers[:1]}")
     if found["anchors_not_in_references"]:
-        problems.append(f"{where}: anchors {found['anchors_not_in_references']} are in no referenced memory "
-                        f"{list(q.targets)}")
+        problems.append(
+            f"{where}: anchors {found['anchors_not_in_references']} are in no referenced memory {list(q.targets)}"
+        )
     if found["references_of_other_type"]:
-        problems.append(f"{where}: references {found['references_of_other_type']} are not "
-                        f"{q.meta.get('memory_type')} memories")
+        problems.append(
+            f"{where}: references {found['references_of_other_type']} are not {q.meta.get('memory_type')} memories"
+        )
     if found["references_of_other_section"]:
         problems.append(f"{where}: references {found['references_of_other_section']} are not {q.category} memories")
     return problems
@@ -113,6 +117,8 @@ def check(samples: Sequence[Sample]) -> CheckReport:
         "problems": len(problems),
     }
     if generated < len(samples):
-        report["release_checked"] = ("memory types, sections and targets; anchors and references are counted, "
-                                     "not failed (the release has known exceptions)")
+        report["release_checked"] = (
+            "memory types, sections and targets; anchors and references are counted, "
+            "not failed (the release has known exceptions)"
+        )
     return CheckReport(ok=not problems, problems=problems, stats=report)

@@ -18,8 +18,13 @@ from memplug.datasets.perltqa import content as C
 
 AI = {"en": "AI Assistant", "zh": "AI助手"}
 #: relationships that fix the other character's gender, and their age offset from the character
-_GENDER_OF = {"elder sister": "female", "younger brother": "male", "father": "male", "mother": "female",
-              "cousin": "female"}
+_GENDER_OF = {
+    "elder sister": "female",
+    "younger brother": "male",
+    "father": "male",
+    "mother": "female",
+    "cousin": "female",
+}
 _AGE_OFFSET = {"father": 28, "mother": 26, "elder sister": 3, "younger brother": -3, "cousin": -2, "mentor": 15}
 
 
@@ -89,19 +94,24 @@ class CharacterWriter:
             "Ethnic Background": t(rng.choice(C.ETHNICITIES)),
             "Education Background": t(education),
             "Employer": t(employer),
-            "Awards and Role Models": (f"Won {t(award)}; role model: {t(role_model)}" if en
-                                       else f"获得{t(award)}；榜样是{t(role_model)}"),
+            "Awards and Role Models": (
+                f"Won {t(award)}; role model: {t(role_model)}" if en else f"获得{t(award)}；榜样是{t(role_model)}"
+            ),
         }
         return name, profile, {"surname": surname, "award": t(award)}
 
     def describe(self, p: dict[str, Any]) -> str:
         if self.lang == "en":
-            return (f"{p['Protagonist']}, known as \"{p['Nickname']}\", is a {p['Age']}-year-old {p['Occupation']} "
-                    f"from {p['Nationality']} who works for {p['Employer']}. With {p['Education Background']}, "
-                    f"{p['Protagonist']} {p['Achievements']}. Outside work, {p['Protagonist']} enjoys {p['Hobbies']}.")
-        return (f"{p['Protagonist']}，昵称“{p['Nickname']}”，{p['Age']}岁，来自{p['Nationality']}，是一名{p['Occupation']}，"
-                f"就职于{p['Employer']}。{p['Protagonist']}拥有{p['Education Background']}，{p['Achievements']}。"
-                f"工作之余，{p['Protagonist']}喜欢{p['Hobbies']}。")
+            return (
+                f'{p["Protagonist"]}, known as "{p["Nickname"]}", is a {p["Age"]}-year-old {p["Occupation"]} '
+                f"from {p['Nationality']} who works for {p['Employer']}. With {p['Education Background']}, "
+                f"{p['Protagonist']} {p['Achievements']}. Outside work, {p['Protagonist']} enjoys {p['Hobbies']}."
+            )
+        return (
+            f"{p['Protagonist']}，昵称“{p['Nickname']}”，{p['Age']}岁，来自{p['Nationality']}，是一名{p['Occupation']}，"
+            f"就职于{p['Employer']}。{p['Protagonist']}拥有{p['Education Background']}，{p['Achievements']}。"
+            f"工作之余，{p['Protagonist']}喜欢{p['Hobbies']}。"
+        )
 
     def profile_questions(self, p: dict[str, Any], award: str) -> list[dict[str, Any]]:
         n = p["Protagonist"]
@@ -112,17 +122,33 @@ class CharacterWriter:
                 ("Nickname", f"What nickname is {n} known by?", f"{n} is known as {v['Nickname']}.", v["Nickname"]),
                 ("Title", f"What is {n}'s professional title?", f"{n}'s title is {v['Title']}.", v["Title"]),
                 ("Age", f"How old is {n}?", f"{n} is {v['Age']} years old.", v["Age"]),
-                ("Occupation", f"What is {n}'s occupation?",
-                 f"{n} works as {_article(v['Occupation'])} {v['Occupation']}.", v["Occupation"]),
+                (
+                    "Occupation",
+                    f"What is {n}'s occupation?",
+                    f"{n} works as {_article(v['Occupation'])} {v['Occupation']}.",
+                    v["Occupation"],
+                ),
                 ("Nationality", f"What is {n}'s nationality?", f"{n} is from {v['Nationality']}.", v["Nationality"]),
-                ("Physical Characteristics", f"What does {n} look like?", f"{n} has {v['Physical Characteristics']}.",
-                 v["Physical Characteristics"]),
+                (
+                    "Physical Characteristics",
+                    f"What does {n} look like?",
+                    f"{n} has {v['Physical Characteristics']}.",
+                    v["Physical Characteristics"],
+                ),
                 ("Hobbies", f"What are {n}'s hobbies?", f"{n}'s hobbies are {v['Hobbies']}.", v["Hobbies"]),
                 ("Achievements", f"What is one of {n}'s achievements?", f"{n} {v['Achievements']}.", v["Achievements"]),
-                ("Ethnic Background", f"What is {n}'s ethnic background?", f"{n} is of {v['Ethnic Background']} ethnicity.",
-                 v["Ethnic Background"]),
-                ("Education Background", f"What is {n}'s educational background?",
-                 f"{n} has {v['Education Background']}.", v["Education Background"]),
+                (
+                    "Ethnic Background",
+                    f"What is {n}'s ethnic background?",
+                    f"{n} is of {v['Ethnic Background']} ethnicity.",
+                    v["Ethnic Background"],
+                ),
+                (
+                    "Education Background",
+                    f"What is {n}'s educational background?",
+                    f"{n} has {v['Education Background']}.",
+                    v["Education Background"],
+                ),
                 ("Employer", f"Who is {n}'s employer?", f"{n} works for {v['Employer']}.", v["Employer"]),
                 ("Awards and Role Models", f"What award has {n} won?", f"{n} has won {award}.", award),
             )
@@ -134,13 +160,21 @@ class CharacterWriter:
                 ("Age", f"{n}今年多大？", f"{n}今年{v['Age']}岁。", v["Age"]),
                 ("Occupation", f"{n}的职业是什么？", f"{n}是一名{v['Occupation']}。", v["Occupation"]),
                 ("Nationality", f"{n}的国籍是什么？", f"{n}来自{v['Nationality']}。", v["Nationality"]),
-                ("Physical Characteristics", f"{n}长什么样？", f"{n}的外貌特征是{v['Physical Characteristics']}。",
-                 v["Physical Characteristics"]),
+                (
+                    "Physical Characteristics",
+                    f"{n}长什么样？",
+                    f"{n}的外貌特征是{v['Physical Characteristics']}。",
+                    v["Physical Characteristics"],
+                ),
                 ("Hobbies", f"{n}有哪些爱好？", f"{n}的爱好是{v['Hobbies']}。", v["Hobbies"]),
                 ("Achievements", f"{n}取得过什么成就？", f"{n}{v['Achievements']}。", v["Achievements"]),
                 ("Ethnic Background", f"{n}是什么民族？", f"{n}是{v['Ethnic Background']}。", v["Ethnic Background"]),
-                ("Education Background", f"{n}的教育背景是什么？", f"{n}拥有{v['Education Background']}。",
-                 v["Education Background"]),
+                (
+                    "Education Background",
+                    f"{n}的教育背景是什么？",
+                    f"{n}拥有{v['Education Background']}。",
+                    v["Education Background"],
+                ),
                 ("Employer", f"{n}在哪里工作？", f"{n}在{v['Employer']}工作。", v["Employer"]),
                 ("Awards and Role Models", f"{n}获得过什么奖项？", f"{n}获得过{award}。", award),
             )
@@ -157,36 +191,54 @@ class CharacterWriter:
             other_age = max(18, age + _AGE_OFFSET.get(rel[0], self.rng.randint(-6, 6)))
             job = self.t(self.rng.choice(C.OTHER_JOBS))
             if self.lang == "en":
-                desc = (f"{name}'s {rel[0]}, {other_age} years old, works as {_article(job)} {job}. "
-                        f"{C.BONDS[group][0]}")
+                desc = f"{name}'s {rel[0]}, {other_age} years old, works as {_article(job)} {job}. {C.BONDS[group][0]}"
             else:
                 desc = f"{name}的{rel[1]}，今年{other_age}岁，是一名{job}。{C.BONDS[group][1]}"
             out.append({"id": f"{self.index}_{r}", "other": other, "rel": self.t(rel), "job": job, "desc": desc})
         return out
 
 
-def _character(rng: random.Random, lang: str, index: int, taken: set[str], n_relations: int,
-               n_events: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _character(
+    rng: random.Random, lang: str, index: int, taken: set[str], n_relations: int, n_events: int
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     w = CharacterWriter(rng, lang, index, taken)
     en = lang == "en"
     name, profile, extra = w.profile()
     relations = w.relations(name, extra["surname"], profile["Age"], n_relations)
     topics = list(range(len(C.EVENTS)))
     rng.shuffle(topics)
-    memory: dict[str, Any] = {"profile": profile, "profile_description": w.describe(profile),
-                              "social_relationship": {}, "events": {}, "dialogues": {}}
-    qa: dict[str, Any] = {"profile": w.profile_questions(profile, extra["award"]),
-                          "social_relationship": [], "events": [], "dialogues": []}
+    memory: dict[str, Any] = {
+        "profile": profile,
+        "profile_description": w.describe(profile),
+        "social_relationship": {},
+        "events": {},
+        "dialogues": {},
+    }
+    qa: dict[str, Any] = {
+        "profile": w.profile_questions(profile, extra["award"]),
+        "social_relationship": [],
+        "events": [],
+        "dialogues": [],
+    }
     for rel in relations:
         rid, o, kind = rel["id"], rel["other"], rel["rel"]
-        memory["social_relationship"][rid] = {"Supporting Characters": o, "Description": rel["desc"], "Relationship": kind}
+        memory["social_relationship"][rid] = {
+            "Supporting Characters": o,
+            "Description": rel["desc"],
+            "Relationship": kind,
+        }
         ref = str([rid])
         if en:
             items = [
                 _qa(f"Who is {name}'s {kind}?", f"{o} is {name}'s {kind}.", ref, [o], rel["desc"]),
                 _qa(f"How is {o} related to {name}?", f"{o} is {name}'s {kind}.", ref, [kind], rel["desc"]),
-                _qa(f"What does {o} do for a living?", f"{o} works as {_article(rel['job'])} {rel['job']}.", ref,
-                    [rel["job"]], rel["desc"]),
+                _qa(
+                    f"What does {o} do for a living?",
+                    f"{o} works as {_article(rel['job'])} {rel['job']}.",
+                    ref,
+                    [rel["job"]],
+                    rel["desc"],
+                ),
             ]
         else:
             items = [
@@ -208,64 +260,100 @@ def _character(rng: random.Random, lang: str, index: int, taken: set[str], n_rel
             activity, base = w.t(ev["activity"]).format(p=place), w.t(ev["base"]).format(p=place)
             detail, summary = w.t(ev["detail"]).format(o=o), w.t(ev["summary"])
             if en:
-                content = (f"On {date}, {name} and {name}'s {kind} {o} {activity}. {detail} "
-                           f"It became one of their favourite memories together.")
+                content = (
+                    f"On {date}, {name} and {name}'s {kind} {o} {activity}. {detail} "
+                    f"It became one of their favourite memories together."
+                )
             else:
                 content = f"{date}，{name}和{kind}{o}{activity}。{detail}这成了他们最珍贵的回忆之一。"
-            memory["events"][eid] = {"content": content, "summary": summary, "Characters": [rid], "Creation Time": date,
-                                     "Last Accessed Time": "", "Theme": summary}
+            memory["events"][eid] = {
+                "content": content,
+                "summary": summary,
+                "Characters": [rid],
+                "Creation Time": date,
+                "Last Accessed Time": "",
+                "Theme": summary,
+            }
             ref = str([eid])
             if en:
                 items = [
-                    _qa(f"When did {name} and {o} {base}?", f"{name} and {o} did this on {date}.", ref, [date], content),
-                    _qa(f"Who joined {name} for the event '{summary}'?", f"{o}, {name}'s {kind}, joined {name}.", ref,
-                        [o], content),
+                    _qa(
+                        f"When did {name} and {o} {base}?", f"{name} and {o} did this on {date}.", ref, [date], content
+                    ),
+                    _qa(
+                        f"Who joined {name} for the event '{summary}'?",
+                        f"{o}, {name}'s {kind}, joined {name}.",
+                        ref,
+                        [o],
+                        content,
+                    ),
                 ]
             else:
                 items = [
                     _qa(f"{name}和{o}是哪天{base}的？", f"{name}和{o}是在{date}{base}的。", ref, [date], content),
                     _qa(f"谁和{name}一起参加了“{summary}”？", f"{name}的{kind}{o}。", ref, [o], content),
                 ]
-            items.append(_qa(w.t(ev["question"]).format(o=o), w.t(ev["answer"]).format(o=o), ref,
-                             [w.t(ev["anchor"])], content))
+            items.append(
+                _qa(w.t(ev["question"]).format(o=o), w.t(ev["answer"]).format(o=o), ref, [w.t(ev["anchor"])], content)
+            )
             qa["events"].append({eid: items})
             did = f"{eid}#{dialogue_no}"
             dialogue_no += 1
             feeling, plan = w.t(rng.choice(C.FEELINGS)), w.t(rng.choice(C.PLANS))
             ai = AI[lang]
             if en:
-                lines = [f"{name}: Hi, I want to tell you about {date}. {o} and I {activity}.",
-                         f"{ai}: That sounds wonderful! How did you feel about it?",
-                         f"{name}: I felt {feeling}. {detail}",
-                         f"{ai}: It sounds like a memorable day. Do you have any plans after this?",
-                         f"{name}: Yes, I plan to {plan}.",
-                         f"{ai}: That's a great idea. I'll remember it."]
+                lines = [
+                    f"{name}: Hi, I want to tell you about {date}. {o} and I {activity}.",
+                    f"{ai}: That sounds wonderful! How did you feel about it?",
+                    f"{name}: I felt {feeling}. {detail}",
+                    f"{ai}: It sounds like a memorable day. Do you have any plans after this?",
+                    f"{name}: Yes, I plan to {plan}.",
+                    f"{ai}: That's a great idea. I'll remember it.",
+                ]
             else:
-                lines = [f"{name}：跟你说说{date}的事。我和{o}{activity}。", f"{ai}：听起来很棒！你感觉怎么样？",
-                         f"{name}：我觉得{feeling}。{detail}", f"{ai}：真是难忘的一天。之后有什么打算吗？",
-                         f"{name}：有，我打算{plan}。", f"{ai}：好主意，我会记住的。"]
+                lines = [
+                    f"{name}：跟你说说{date}的事。我和{o}{activity}。",
+                    f"{ai}：听起来很棒！你感觉怎么样？",
+                    f"{name}：我觉得{feeling}。{detail}",
+                    f"{ai}：真是难忘的一天。之后有什么打算吗？",
+                    f"{name}：有，我打算{plan}。",
+                    f"{ai}：好主意，我会记住的。",
+                ]
             stamp = f"{iso} {rng.randint(9, 21):02d}:00"
             memory["dialogues"][did] = {"events": eid, "contents": {stamp: lines}}
             text = "\n".join(lines)
             ref = str([did])
             if en:
                 items = [
-                    _qa(f"How did {name} tell the assistant they felt about the event '{summary}'?",
-                        f"{name} felt {feeling}.", ref, [feeling], text),
-                    _qa(f"What did {name} tell the assistant they plan to do after the event '{summary}'?",
-                        f"{name} plans to {plan}.", ref, [plan], text),
+                    _qa(
+                        f"How did {name} tell the assistant they felt about the event '{summary}'?",
+                        f"{name} felt {feeling}.",
+                        ref,
+                        [feeling],
+                        text,
+                    ),
+                    _qa(
+                        f"What did {name} tell the assistant they plan to do after the event '{summary}'?",
+                        f"{name} plans to {plan}.",
+                        ref,
+                        [plan],
+                        text,
+                    ),
                 ]
             else:
                 items = [
-                    _qa(f"{name}跟AI助手说自己对“{summary}”感觉怎么样？", f"{name}觉得{feeling}。", ref, [feeling], text),
+                    _qa(
+                        f"{name}跟AI助手说自己对“{summary}”感觉怎么样？", f"{name}觉得{feeling}。", ref, [feeling], text
+                    ),
                     _qa(f"“{summary}”之后，{name}告诉AI助手自己打算做什么？", f"{name}打算{plan}。", ref, [plan], text),
                 ]
             qa["dialogues"].append({did: items})
     return name, memory, qa
 
 
-def generate_release(seed: int, lang: str, characters: int, relationships: int,
-                     events: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def generate_release(
+    seed: int, lang: str, characters: int, relationships: int, events: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(memory file, QA file) contents for ``characters`` generated characters."""
     # a string seed is hashed with SHA-512 by random.Random: stable across runs, shared by en and zh
     rng = random.Random(f"perltqa:{seed}")

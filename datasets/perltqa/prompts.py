@@ -54,8 +54,18 @@ def protocol(language: str) -> AnswerProtocol:
     """memplug's PerLTQA protocol in ``language`` ("en" or "zh")."""
     zh = language == "zh"
     return AnswerProtocol(
-        name="perltqa-memplug", version="1", source=(SOURCE_ZH if zh else SOURCE) + NO_CODE,
+        name="perltqa-memplug",
+        version="1",
+        source=(SOURCE_ZH if zh else SOURCE) + NO_CODE,
         user=ANSWER_PROMPT_ZH if zh else ANSWER_PROMPT_EN,
-        memory_item="{n}. {text}", memory_start=1, memory_join="\n", one_line_items=True,
-        parse="strip", choices="lenient", unit=None, chunk_size=None, top_k=None, official=False,
+        memory_item="{n}. {text}",
+        memory_start=1,
+        memory_join="\n",
+        one_line_items=True,
+        parse="strip",
+        choices="lenient",
+        unit=None,
+        chunk_size=None,
+        top_k=None,
+        official=False,
     )

@@ -21,8 +21,11 @@ def _one(folder: Path, pattern: str, what: str, exclude: Path | None = None) -> 
     found = sorted(p for p in folder.glob(pattern) if p.is_file() and p != exclude)
     if len(found) != 1:
         listed = ", ".join(p.name for p in found) or "none"
-        raise DataError(folder, f"expected exactly one {what} file matching {pattern} (found: {listed}); "
-                                f"pass the memory file as --data and the QA file with -o qa=PATH")
+        raise DataError(
+            folder,
+            f"expected exactly one {what} file matching {pattern} (found: {listed}); "
+            f"pass the memory file as --data and the QA file with -o qa=PATH",
+        )
     return found[0]
 
 
@@ -34,15 +37,17 @@ def release_paths(data: Path, qa: Path | None) -> tuple[Path, Path]:
     return data, qa or _one(data.parent, "*qa*.json", "QA", exclude=data)
 
 
-
 def load_release(data: Path, qa: Path | None, lang: str) -> Iterator[Sample]:
     """One sample per character that has questions, in the QA file's order."""
     memory_path, qa_path = release_paths(data, qa)
     memory_check, qa_check = Checker(memory_path), Checker(qa_path)
     memory = read_json(memory_path)
     if not isinstance(memory, dict):
-        raise memory_check.fail("top level", f"expected the memory file, an object keyed by character name, got "
-                                             f"{type(memory).__name__} (is this the QA file?)")
+        raise memory_check.fail(
+            "top level",
+            f"expected the memory file, an object keyed by character name, got "
+            f"{type(memory).__name__} (is this the QA file?)",
+        )
     entries = qa_check.expect(read_json(qa_path), list, "top level")
     seen: set[str] = set()
     asked = 0

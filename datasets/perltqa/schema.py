@@ -31,14 +31,44 @@ CHARACTER_KEYS = ("profile", "profile_description", "social_relationship", "even
 
 #: the 14 profile fields of PerLTQA §3.1 as the English release names them
 PROFILE_FIELDS = (
-    "Protagonist", "Gender", "Nickname", "Title", "Age", "Occupation", "Nationality", "Physical Characteristics",
-    "Hobbies", "Achievements", "Ethnic Background", "Education Background", "Employer", "Awards and Role Models",
+    "Protagonist",
+    "Gender",
+    "Nickname",
+    "Title",
+    "Age",
+    "Occupation",
+    "Nationality",
+    "Physical Characteristics",
+    "Hobbies",
+    "Achievements",
+    "Ethnic Background",
+    "Education Background",
+    "Employer",
+    "Awards and Role Models",
 )
 _LABELS = {
     "en": {"Protagonist": "name", "Physical Characteristics": "physical characteristics"},
-    "zh": dict(zip(PROFILE_FIELDS, (
-        "姓名", "性别", "昵称", "头衔", "年龄", "职业", "国籍", "外貌特征", "爱好", "成就", "民族", "教育背景", "雇主", "奖项与榜样",
-    ))),
+    "zh": dict(
+        zip(
+            PROFILE_FIELDS,
+            (
+                "姓名",
+                "性别",
+                "昵称",
+                "头衔",
+                "年龄",
+                "职业",
+                "国籍",
+                "外貌特征",
+                "爱好",
+                "成就",
+                "民族",
+                "教育背景",
+                "雇主",
+                "奖项与榜样",
+            ),
+        )
+    ),
 }
 
 
@@ -96,8 +126,18 @@ def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: 
         kind = check.field(rel, "Relationship", str, where)
         desc = check.field(rel, "Description", str, where)
         text = f"{other}是{name}的{kind}。{desc}" if zh else f"{other} is {name}'s {kind}. {desc}"
-        out.append(Message(rid, text, meta={"memory_type": "semantic", "kind": "social_relationship",
-                                            "relationship": kind, "supporting_character": other}))
+        out.append(
+            Message(
+                rid,
+                text,
+                meta={
+                    "memory_type": "semantic",
+                    "kind": "social_relationship",
+                    "relationship": kind,
+                    "supporting_character": other,
+                },
+            )
+        )
     for eid, event in check.expect(memory.get("events", {}), dict, f"{place}.events").items():
         where = f"{place}.events.{eid}"
         check.expect(event, dict, where)
@@ -109,9 +149,20 @@ def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: 
         people = check.expect(event.get("Characters", []), list, f"{where}.Characters")
         head = summary + (f"（{when}）" if zh and when else f" ({when})" if when else "")
         text = f"{head}：{content}" if zh else f"{head}: {content}"
-        out.append(Message(eid, text, time=when or None, shows=("time",) if when else (), meta={
-            "memory_type": "episodic", "kind": "events", "summary": summary, "characters": [str(p) for p in people],
-        }))
+        out.append(
+            Message(
+                eid,
+                text,
+                time=when or None,
+                shows=("time",) if when else (),
+                meta={
+                    "memory_type": "episodic",
+                    "kind": "events",
+                    "summary": summary,
+                    "characters": [str(p) for p in people],
+                },
+            )
+        )
     for did, dialogue in check.expect(memory.get("dialogues", {}), dict, f"{place}.dialogues").items():
         where = f"{place}.dialogues.{did}"
         check.expect(dialogue, dict, where)
@@ -124,9 +175,19 @@ def memory_messages(name: str, memory: Mapping[str, Any], check: Checker, lang: 
         if not lines:
             raise check.fail(f"{where}.contents", "dialogue has no utterances")
         event_id = dialogue.get("events")
-        out.append(Message(did, "\n".join(lines), time=next(iter(contents)), shows=("time",), meta={
-            "memory_type": "episodic", "kind": "dialogues", "event": None if event_id is None else str(event_id),
-        }))
+        out.append(
+            Message(
+                did,
+                "\n".join(lines),
+                time=next(iter(contents)),
+                shows=("time",),
+                meta={
+                    "memory_type": "episodic",
+                    "kind": "dialogues",
+                    "event": None if event_id is None else str(event_id),
+                },
+            )
+        )
     return out
 
 
@@ -183,36 +244,52 @@ def qa_questions(name: str, sections: Mapping[str, Any], ids: set[str], check: C
             for i, qa in enumerate(check.expect(items, list, where)):
                 at = f"{where}[{i}]"
                 check.expect(qa, dict, at)
-                refs = parse_reference(check, section, check.field(qa, "Reference Memory", (str, list), at),
-                                       f"{at}.Reference Memory")
+                refs = parse_reference(
+                    check, section, check.field(qa, "Reference Memory", (str, list), at), f"{at}.Reference Memory"
+                )
                 anchors = parse_anchors(check, check.field(qa, "Memory Anchors", list, at), f"{at}.Memory Anchors")
                 meta: dict[str, Any] = {
                     "family": "perltqa",  # selects PerLTQA's judge prompt (memplug.judge)
-                    "memory_type": MEMORY_TYPE[section], "character": name,
-                    "reference": refs, "anchor_spans": [list(a) for a in anchors],
+                    "memory_type": MEMORY_TYPE[section],
+                    "character": name,
+                    "reference": refs,
+                    "anchor_spans": [list(a) for a in anchors],
                 }
                 missing = [r for r in refs if r not in ids]
                 if missing:  # kept, not fixed: the release has a few dangling references
                     meta["unresolved_references"] = missing
-                out.append(Question(
-                    id=f"{name}/{section}/{key or 'profile'}/{i}",
-                    text=check.field(qa, "Question", str, at),
-                    answers=(check.field(qa, "Answer", str, at),),
-                    category=section,
-                    targets=tuple(r for r in refs if r in ids),
-                    anchors=tuple(text for text, _, _ in anchors),
-                    meta=meta,
-                ))
+                out.append(
+                    Question(
+                        id=f"{name}/{section}/{key or 'profile'}/{i}",
+                        text=check.field(qa, "Question", str, at),
+                        answers=(check.field(qa, "Answer", str, at),),
+                        category=section,
+                        targets=tuple(r for r in refs if r in ids),
+                        anchors=tuple(text for text, _, _ in anchors),
+                        meta=meta,
+                    )
+                )
     return out
 
 
-def character_sample(name: str, memory: Any, sections: Any, lang: str, memory_check: Checker,
-                     qa_check: Checker, source: str) -> Sample:
+def character_sample(
+    name: str, memory: Any, sections: Any, lang: str, memory_check: Checker, qa_check: Checker, source: str
+) -> Sample:
     messages = memory_messages(name, memory, memory_check, lang)
     questions = qa_questions(name, sections, {m.id for m in messages}, qa_check)
     counts = {t: sum(m.meta["memory_type"] == t for m in messages) for t in ("semantic", "episodic")}
-    return Sample(name, messages, questions, {
-        "character": name, "source": source, "language": lang,
-        "n_semantic": counts["semantic"], "n_episodic": counts["episodic"],
-        "n_questions_by_type": {t: sum(q.meta["memory_type"] == t for q in questions) for t in ("semantic", "episodic")},
-    })
+    return Sample(
+        name,
+        messages,
+        questions,
+        {
+            "character": name,
+            "source": source,
+            "language": lang,
+            "n_semantic": counts["semantic"],
+            "n_episodic": counts["episodic"],
+            "n_questions_by_type": {
+                t: sum(q.meta["memory_type"] == t for q in questions) for t in ("semantic", "episodic")
+            },
+        },
+    )

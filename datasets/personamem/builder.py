@@ -23,11 +23,15 @@ from .release import SIZES, load_release, release_files
 from .scoring import COMMIT
 
 #: Evaluation.query_llm's default instructions, inference_standalone_openai.py @ 041d82ac
-INSTRUCTIONS = ("Find the most appropriate model response and give your final answer (a), (b), (c), or (d) "
-                "after the special token <final_answer>.")
-SOURCE = (f"github bowen-upenn/PersonaMem@{COMMIT} inference_standalone_openai.py: Evaluation.query_llm "
-          "(question + '\\n\\n' + instructions + '\\n\\n' + all_options after the context cut at "
-          "end_index_in_shared_context), Evaluation.extract_answer")
+INSTRUCTIONS = (
+    "Find the most appropriate model response and give your final answer (a), (b), (c), or (d) "
+    "after the special token <final_answer>."
+)
+SOURCE = (
+    f"github bowen-upenn/PersonaMem@{COMMIT} inference_standalone_openai.py: Evaluation.query_llm "
+    "(question + '\\n\\n' + instructions + '\\n\\n' + all_options after the context cut at "
+    "end_index_in_shared_context), Evaluation.extract_answer"
+)
 
 #: The official user message, character for character: the release's all_options cell is
 #: a list literal, rebuilt as "[" + the choices (each kept as its repr) joined by ", " + "]".
@@ -35,12 +39,18 @@ SOURCE = (f"github bowen-upenn/PersonaMem@{COMMIT} inference_standalone_openai.p
 #: message here holding the recalled turns (a recorded variation, always in force: a
 #: memory system returns items, not a transcript).
 PROTOCOL = AnswerProtocol(
-    name="personamem", version="1", source=SOURCE,
+    name="personamem",
+    version="1",
+    source=SOURCE,
     system="{memory}",
     user="{question}\n\n" + INSTRUCTIONS + "\n\n[{choices}]",
-    memory_item="{text}", memory_join="\n\n",
-    choice_item="{text}", choice_join=", ",
-    parse="strip", choices="exact", unit="message",
+    memory_item="{text}",
+    memory_join="\n\n",
+    choice_item="{text}",
+    choice_join=", ",
+    parse="strip",
+    choices="exact",
+    unit="message",
     variations=("context-as-one-message",),
 )
 
@@ -52,7 +62,7 @@ class PersonaMemBuilder:
         name="personamem",
         version="1.0",
         description="PersonaMem (bowen-upenn): four-option replies at points of long persona chats (32k/128k/1M); "
-                    "official answer extraction, by question type",
+        "official answer extraction, by question type",
         language="en",
         capabilities=frozenset({"AR", "CR"}),
         metrics=("personamem_accuracy",),
@@ -61,14 +71,23 @@ class PersonaMemBuilder:
         protocol=PROTOCOL,
     )
     options = (
-        Option("size", str, None, "which release to read when --data is a folder: 32k, 128k or 1M "
-                                  "(questions_<size>.csv and shared_contexts_<size>.jsonl)", choices=SIZES),
+        Option(
+            "size",
+            str,
+            None,
+            "which release to read when --data is a folder: 32k, 128k or 1M "
+            "(questions_<size>.csv and shared_contexts_<size>.jsonl)",
+            choices=SIZES,
+        ),
     )
 
     def build(self, options: BuildOptions) -> Iterable[Sample]:
         values = resolve(self.options, options.values, "dataset 'personamem'")
         if options.data is None:
-            raise DataError("personamem", "needs the release: --data questions_32k.csv (with "
-                                          "shared_contexts_32k.jsonl beside it) or their folder")
+            raise DataError(
+                "personamem",
+                "needs the release: --data questions_32k.csv (with "
+                "shared_contexts_32k.jsonl beside it) or their folder",
+            )
         questions, contexts = release_files(Path(options.data), values["size"])
         return load_release(questions, contexts)

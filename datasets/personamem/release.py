@@ -29,11 +29,26 @@ from memplug.models import Message, Question, Sample
 
 SIZES = ("32k", "128k", "1M")
 QUESTIONS = re.compile(r"^questions_(.+)\.csv$")
-COLUMNS = ("question_id", "question_type", "user_question_or_message", "correct_answer", "all_options",
-           "shared_context_id", "end_index_in_shared_context")
+COLUMNS = (
+    "question_id",
+    "question_type",
+    "user_question_or_message",
+    "correct_answer",
+    "all_options",
+    "shared_context_id",
+    "end_index_in_shared_context",
+)
 #: columns kept in a question's meta when the release has them (the official result CSV's columns)
-META_COLUMNS = ("persona_id", "topic", "stereotypical", "context_length_in_tokens", "distance_to_ref_in_blocks",
-                "distance_to_ref_in_tokens", "num_irrelevant_tokens", "distance_to_ref_proportion_in_context")
+META_COLUMNS = (
+    "persona_id",
+    "topic",
+    "stereotypical",
+    "context_length_in_tokens",
+    "distance_to_ref_in_blocks",
+    "distance_to_ref_in_tokens",
+    "num_irrelevant_tokens",
+    "distance_to_ref_proportion_in_context",
+)
 _LETTER = re.compile(r"^\(([a-z])\)")
 
 
@@ -46,8 +61,11 @@ def release_files(data: Path, size: str | None) -> tuple[Path, Path]:
             found = sorted(p for p in data.iterdir() if QUESTIONS.match(p.name))
             if len(found) != 1:
                 names = ", ".join(p.name for p in found) or "none"
-                raise DataError(data, f"expected one questions_<size>.csv here (found {names}): pass -o size=32k, "
-                                      "128k or 1M, or the CSV itself as --data")
+                raise DataError(
+                    data,
+                    f"expected one questions_<size>.csv here (found {names}): pass -o size=32k, "
+                    "128k or 1M, or the CSV itself as --data",
+                )
             questions = found[0]
     else:
         questions = data
@@ -55,8 +73,11 @@ def release_files(data: Path, size: str | None) -> tuple[Path, Path]:
         raise DataError(questions, "no such file")
     match = QUESTIONS.match(questions.name)
     if match is None:
-        raise DataError(questions, "expected a file named questions_<size>.csv (its contexts are read from "
-                                   "shared_contexts_<size>.jsonl beside it)")
+        raise DataError(
+            questions,
+            "expected a file named questions_<size>.csv (its contexts are read from "
+            "shared_contexts_<size>.jsonl beside it)",
+        )
     contexts = questions.with_name(f"shared_contexts_{match.group(1)}.jsonl")
     if not contexts.is_file():
         raise DataError(contexts, f"no such file (the shared contexts of {questions.name})")
@@ -80,8 +101,9 @@ def context_offsets(path: Path) -> dict[str, int]:
                     raise ValueError
                 key, _ = decoder.raw_decode(line, 1 + len(line[1:]) - len(line[1:].lstrip()))
             except ValueError:
-                raise DataError(path, "expected a JSON object {shared_context_id: [messages]}",
-                                f"line {lineno}") from None
+                raise DataError(
+                    path, "expected a JSON object {shared_context_id: [messages]}", f"line {lineno}"
+                ) from None
             if not isinstance(key, str):
                 raise DataError(path, "expected a JSON object {shared_context_id: [messages]}", f"line {lineno}")
             if key in index:
@@ -106,8 +128,9 @@ def read_context(path: Path, offset: int, sid: str) -> tuple[Message, ...]:
     out = []
     for i, turn in enumerate(turns):
         if not (isinstance(turn, dict) and isinstance(turn.get("content"), str) and isinstance(turn.get("role"), str)):
-            raise DataError(path, "a message must be {\"role\": ..., \"content\": ...}",
-                            f"shared context {short(sid)}[{i}]")
+            raise DataError(
+                path, 'a message must be {"role": ..., "content": ...}', f"shared context {short(sid)}[{i}]"
+            )
         out.append(Message(str(i), turn["content"], speaker=turn["role"]))
     return tuple(out)
 
@@ -134,12 +157,23 @@ def _question(row: Mapping[str, str], path: Path, place: str) -> Question:
     choices = parse_options(row["all_options"], path, place)
     correct = row["correct_answer"].lower().strip("() ")
     if correct not in choices:
-        raise DataError(path, f"correct_answer {short(row['correct_answer'])} is not one of the options "
-                              f"{', '.join(f'({c})' for c in choices)}", place)
+        raise DataError(
+            path,
+            f"correct_answer {short(row['correct_answer'])} is not one of the options "
+            f"{', '.join(f'({c})' for c in choices)}",
+            place,
+        )
     meta: dict[str, Any] = {k: row[k] for k in META_COLUMNS if k in row}
     meta.update(correct_answer=row["correct_answer"], shared_context_id=row["shared_context_id"])
-    return Question(row["question_id"], row["user_question_or_message"], (ast.literal_eval(choices[correct]),),
-                    row["question_type"], choices, correct, meta=meta)
+    return Question(
+        row["question_id"],
+        row["user_question_or_message"],
+        (ast.literal_eval(choices[correct]),),
+        row["question_type"],
+        choices,
+        correct,
+        meta=meta,
+    )
 
 
 def read_questions(path: Path) -> list[tuple[str, int, Question]]:
@@ -165,8 +199,11 @@ def read_questions(path: Path) -> list[tuple[str, int, Question]]:
             try:
                 end = int(row["end_index_in_shared_context"])
             except ValueError:
-                raise DataError(path, "end_index_in_shared_context is not an integer: "
-                                      f"{short(row['end_index_in_shared_context'])}", place) from None
+                raise DataError(
+                    path,
+                    f"end_index_in_shared_context is not an integer: {short(row['end_index_in_shared_context'])}",
+                    place,
+                ) from None
             out.append((row["shared_context_id"], end, _question(row, path, place)))
     if not out:
         raise DataError(path, "holds no questions")
@@ -188,8 +225,11 @@ def load_release(questions_path: Path, contexts_path: Path) -> Iterator[Sample]:
     groups: dict[tuple[str, int], list[Question]] = {}
     for sid, end, question in rows:
         if sid not in offsets:
-            raise DataError(questions_path, f"shared_context_id {short(sid)} is not in {contexts_path.name}",
-                            f"question {short(question.id)}")
+            raise DataError(
+                questions_path,
+                f"shared_context_id {short(sid)} is not in {contexts_path.name}",
+                f"question {short(question.id)}",
+            )
         groups.setdefault((sid, end), []).append(question)
     loaded: tuple[str, Sequence[Message]] | None = None  # the official loader keeps one context too
     for (sid, end), questions in groups.items():
@@ -197,8 +237,14 @@ def load_release(questions_path: Path, contexts_path: Path) -> Iterator[Sample]:
             loaded = (sid, read_context(contexts_path, offsets[sid], sid))
         messages = loaded[1]
         if not 1 <= end <= len(messages):
-            raise DataError(questions_path, f"end_index_in_shared_context {end} is outside shared context "
-                                            f"{short(sid)} ({len(messages)} messages)",
-                            f"question {short(questions[0].id)}")
-        yield Sample(f"{sid}@{end}", messages[:end], questions,
-                     meta={"shared_context_id": sid, "end_index": end, "context_messages": len(messages)})
+            raise DataError(
+                questions_path,
+                f"end_index_in_shared_context {end} is outside shared context {short(sid)} ({len(messages)} messages)",
+                f"question {short(questions[0].id)}",
+            )
+        yield Sample(
+            f"{sid}@{end}",
+            messages[:end],
+            questions,
+            meta={"shared_context_id": sid, "end_index": end, "context_messages": len(messages)},
+        )

@@ -48,8 +48,10 @@ def system_reply(body: dict[str, Any]) -> str:
         nodes, edges = [], []
         for sentence in ITEM.findall(user):
             item, value = sentence.rstrip(".").split(" is ")
-            nodes += [{"id": item, "name": item, "type": "Item", "description": sentence},
-                      {"id": value, "name": value, "type": "Word", "description": value}]
+            nodes += [
+                {"id": item, "name": item, "type": "Item", "description": sentence},
+                {"id": value, "name": value, "type": "Word", "description": value},
+            ]
             edges.append({"source_node_id": item, "target_node_id": value, "relationship_name": "is"})
         return json.dumps({"nodes": nodes, "edges": edges})
     if "Summarize" in system:  # Cognee's chunk summaries
@@ -64,15 +66,21 @@ def system_reply(body: dict[str, Any]) -> str:
     return json.dumps({"answer": answer}) if fmt in ("json_object", "json_schema") else answer
 
 
-
-
 def evaluate(tmp_path: Path, agent: str, stub: OpenAIStub, **kw: Any) -> RunDir:
     """One in-process run of `agent` on the counting dataset against the stub; its RunDir."""
     from memplug.results import RunDir
     from memplug.runner import Evaluation, RunSpec
 
-    spec = RunSpec(agent=agent, dataset="counting", llm="openai/stub", api_base=stub.base_url, reader="llm",
-                   top_k=2, dataset_options={"samples": "2", "questions": "2", "messages": "4"}, **kw)
+    spec = RunSpec(
+        agent=agent,
+        dataset="counting",
+        llm="openai/stub",
+        api_base=stub.base_url,
+        reader="llm",
+        top_k=2,
+        dataset_options={"samples": "2", "questions": "2", "messages": "4"},
+        **kw,
+    )
     return RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
 
 
@@ -97,9 +105,34 @@ def cli_evaluate(tmp_path: Path, env: dict[str, str], agent: str, stub: OpenAISt
     from memplug.results import RunDir
 
     output = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", agent, "--dataset", "counting",
-           "--llm", "openai/stub", "--api-base", stub.base_url, "--reader", "llm", "--top-k", "2",
-           "-o", "samples=2", "-o", "questions=2", "-o", "messages=4", "--output", str(output), "--quiet", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        agent,
+        "--dataset",
+        "counting",
+        "--llm",
+        "openai/stub",
+        "--api-base",
+        stub.base_url,
+        "--reader",
+        "llm",
+        "--top-k",
+        "2",
+        "-o",
+        "samples=2",
+        "-o",
+        "questions=2",
+        "-o",
+        "messages=4",
+        "--output",
+        str(output),
+        "--quiet",
+        *args,
+    ]
     done = subprocess.run(cmd, env={**env, "OPENAI_API_KEY": "sk-test"}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = [p for p in output.iterdir() if p.is_dir()]

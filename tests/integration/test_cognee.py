@@ -61,8 +61,18 @@ def test_cognee_lists_what_it_stored(testkit_env, llm_stub, tmp_path):
 
 
 def test_cognee_completion_search_writes_the_answer(testkit_env, llm_stub, tmp_path):
-    rd = cli_evaluate(tmp_path, testkit_env, "cognee", llm_stub, "--embedder", EMBEDDER,
-                      "-o", "cognify=end", "-o", "search=GRAPH_COMPLETION")
+    rd = cli_evaluate(
+        tmp_path,
+        testkit_env,
+        "cognee",
+        llm_stub,
+        "--embedder",
+        EMBEDDER,
+        "-o",
+        "cognify=end",
+        "-o",
+        "search=GRAPH_COMPLETION",
+    )
     records = rd.records()
     assert not any(r.error for r in records), [r.error for r in records]
     assert all(r.agent_answered and r.prediction for r in records)

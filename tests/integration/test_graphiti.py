@@ -50,7 +50,7 @@ def assert_facts_carry_their_message_ids(records: list[QuestionRecord]) -> None:
     for record in records:
         assert record.recalled, record
         for item in record.recalled:
-            (sample, index), = ITEM.findall(item.text)
+            ((sample, index),) = ITEM.findall(item.text)
             assert f"s{sample}" == record.sample_id and item.message_ids == (f"m{index}",), item
 
 
@@ -88,7 +88,7 @@ def test_graphiti_lists_what_it_stored(testkit, graphiti_stub, tmp_path):
         assert line["total"] == len(line["items"]) >= 4  # a fact per message, at least
         seen = set()
         for item in line["items"]:
-            (owner, index), = ITEM.findall(item["text"])
+            ((owner, index),) = ITEM.findall(item["text"])
             assert f"s{owner}" == sample and item["message_ids"] == [f"m{index}"], item  # no other sample's facts
             assert item["id"] and item["meta"]["name"] and item["meta"]["created_at"]
             seen.add(item["message_ids"][0])
@@ -108,13 +108,21 @@ def test_graphiti_chunk_episodes_credit_every_message_of_the_chunk(testkit, grap
 
 
 def test_graphiti_json_object_mode_puts_the_schema_in_the_prompt(testkit, graphiti_stub, tmp_path):
-    rd = evaluate(tmp_path, "graphiti", graphiti_stub, chunk_size=12,
-                  agent_options={"structured": "json_object", "reranker": "mmr"})
+    rd = evaluate(
+        tmp_path,
+        "graphiti",
+        graphiti_stub,
+        chunk_size=12,
+        agent_options={"structured": "json_object", "reranker": "mmr"},
+    )
     records = rd.records()
     assert not any(r.error for r in records), [r.error for r in records]
     assert_facts_carry_their_message_ids(records)
-    extraction = [b for b in graphiti_stub.chat_requests
-                  if "Respond with a JSON object in the following format" in b["messages"][-1]["content"]]
+    extraction = [
+        b
+        for b in graphiti_stub.chat_requests
+        if "Respond with a JSON object in the following format" in b["messages"][-1]["content"]
+    ]
     assert extraction and all(b["response_format"] == {"type": "json_object"} for b in extraction)
     assert not any("max_tokens" in b for b in extraction)  # graphiti's 16384 is not forwarded
 
@@ -138,6 +146,7 @@ def test_graphiti_reference_times_are_the_messages_times(graphiti_stub, tmp_path
     llm = LLM("openai/stub", api_base=graphiti_stub.base_url, api_key="sk-test", use_cache=False)
     agent = GraphitiAgent(AgentConfig(llm=llm, top_k=3, sample_id="one/two"), tmp_path / "w")
     try:
+
         async def go():
             await agent.aingest(Chunk(0, [Message("a", "I moved to Lisbon.", time="2024-04-01T08:30", speaker="Ana")]))
             await agent.aingest(Chunk(1, [Message("b", "I adopted Biscuit.", time="2024-05-02T09:00", speaker="Ana")]))
@@ -148,8 +157,11 @@ def test_graphiti_reference_times_are_the_messages_times(graphiti_stub, tmp_path
         agent.close()
         llm.close()
     assert agent.group_id == "one_two"
-    episodes = [b for b in graphiti_stub.chat_requests
-                if (b.get("response_format") or {}).get("json_schema", {}).get("name") == "ExtractedEdges"]
+    episodes = [
+        b
+        for b in graphiti_stub.chat_requests
+        if (b.get("response_format") or {}).get("json_schema", {}).get("name") == "ExtractedEdges"
+    ]
     assert re.search(r"<REFERENCE_TIME>\n2024-04-01[ T]08:30:00\+00:00", episodes[0]["messages"][-1]["content"])
     assert "Ana: I moved to Lisbon." in episodes[0]["messages"][-1]["content"]
     by_id = {item.message_ids: item.text for item in recall.items}
@@ -157,9 +169,24 @@ def test_graphiti_reference_times_are_the_messages_times(graphiti_stub, tmp_path
 
 
 def test_graphiti_without_llm_stops_at_preflight_with_exit_2(testkit_env, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "graphiti", "--dataset", "counting",
-                           "--output", str(tmp_path / "runs")], env=testkit_env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cli",
+            "eval",
+            "--agent",
+            "graphiti",
+            "--dataset",
+            "counting",
+            "--output",
+            str(tmp_path / "runs"),
+        ],
+        env=testkit_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "agent 'graphiti' needs an LLM for entity and fact extraction" in lines[0]
@@ -186,11 +213,14 @@ def test_many_samples_open_their_databases_at_once(graphiti_stub, tmp_path):
     from memplug.protocols import AgentConfig
 
     llm = LLM("openai/stub", api_base=graphiti_stub.base_url, api_key="sk-test", use_cache=False)
-    agents = [GraphitiAgent(AgentConfig(llm=llm, sample_id=f"s{i}", options={"buffer_pool_mb": "32"}), tmp_path / f"s{i}")
-              for i in range(24)]
+    agents = [
+        GraphitiAgent(AgentConfig(llm=llm, sample_id=f"s{i}", options={"buffer_pool_mb": "32"}), tmp_path / f"s{i}")
+        for i in range(24)
+    ]
     try:
-        assert all(a.driver.db.max_db_size == KUZU_MAX_DB_SIZE and a.driver.db.buffer_pool_size == 32 << 20
-                   for a in agents)
+        assert all(
+            a.driver.db.max_db_size == KUZU_MAX_DB_SIZE and a.driver.db.buffer_pool_size == 32 << 20 for a in agents
+        )
     finally:
         for agent in agents:
             agent.close()
@@ -248,8 +278,15 @@ def test_graphiti_on_memsim_recalls_facts_from_the_messages_they_name(graphiti_s
     from memplug.results import RunDir
     from memplug.runner import Evaluation, RunSpec
 
-    evaluation = Evaluation(RunSpec(agent="graphiti", dataset="memsim", llm="openai/stub",
-                                    api_base=graphiti_stub.base_url, dataset_options={"n": "2"}))
+    evaluation = Evaluation(
+        RunSpec(
+            agent="graphiti",
+            dataset="memsim",
+            llm="openai/stub",
+            api_base=graphiti_stub.base_url,
+            dataset_options={"n": "2"},
+        )
+    )
     messages = {(s.id, m.id): m.text for s in evaluation.samples() for m in s.messages}
     rd = RunDir(evaluation.run(output=tmp_path / "runs"))
     records = rd.records()

@@ -27,8 +27,9 @@ def letta(llm_stub):
 
 
 def test_letta_archival_search_with_message_ids(testkit, llm_stub, letta, tmp_path):
-    rd = evaluate(tmp_path, "letta", llm_stub, embedder=EMBEDDER,
-                  agent_options={"server": letta.base_url, "passage": "message"})
+    rd = evaluate(
+        tmp_path, "letta", llm_stub, embedder=EMBEDDER, agent_options={"server": letta.base_url, "passage": "message"}
+    )
     records = rd.records()
     assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
     overall = rd.summary().metrics.overall
@@ -41,8 +42,9 @@ def test_letta_archival_search_with_message_ids(testkit, llm_stub, letta, tmp_pa
 
 
 def test_letta_agent_answers_from_chunk_passages(testkit, llm_stub, letta, tmp_path):
-    rd = evaluate(tmp_path, "letta", llm_stub, embedder=EMBEDDER,
-                  agent_options={"server": letta.base_url, "mode": "message"})
+    rd = evaluate(
+        tmp_path, "letta", llm_stub, embedder=EMBEDDER, agent_options={"server": letta.base_url, "mode": "message"}
+    )
     records = rd.records()
     assert not any(r.error for r in records), [r.error for r in records]
     assert all(r.agent_answered for r in records) and rd.summary().metrics.overall["em"] == 1.0
@@ -67,8 +69,9 @@ def test_letta_lists_its_archival_passages(testkit, llm_stub, letta, tmp_path, m
     from memplug.adapters import letta as letta_adapter
 
     monkeypatch.setattr(letta_adapter, "STORED_PAGE", 3)
-    rd = evaluate(tmp_path, "letta", llm_stub, embedder=EMBEDDER,
-                  agent_options={"server": letta.base_url, "passage": "message"})
+    rd = evaluate(
+        tmp_path, "letta", llm_stub, embedder=EMBEDDER, agent_options={"server": letta.base_url, "passage": "message"}
+    )
     lines = stored.read(rd.path)
     assert set(lines) == {"s0", "s1"}
     for sample, line in lines.items():

@@ -56,8 +56,9 @@ def letta_server():
             server.__exit__(None, None, None)
 
 
-def _eval(tmp_path: Path, server: LettaServer, stub: OpenAIStub, mode: str,
-          *extra: str) -> tuple[RunDir, list[QuestionRecord]]:
+def _eval(
+    tmp_path: Path, server: LettaServer, stub: OpenAIStub, mode: str, *extra: str
+) -> tuple[RunDir, list[QuestionRecord]]:
     """`memplug eval --agent letta --dataset memsim -o n=2` against the server; its RunDir."""
     from letta_server import tail
 
@@ -65,20 +66,47 @@ def _eval(tmp_path: Path, server: LettaServer, stub: OpenAIStub, mode: str,
 
     output = tmp_path / "runs"
     loopback = "127.0.0.1,localhost"
-    env = {**os.environ, "LETTA_BASE_URL": server.base_url, "OPENAI_API_KEY": RUN_KEY,
-           "no_proxy": loopback, "NO_PROXY": loopback, "COLUMNS": "200"}
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "letta", "--dataset", "memsim", "-o", "n=2",
-           "--llm", "openai/stub", "--api-base", stub.base_url,
-           # Letta names the models of an OpenAI provider at a custom base URL openai-proxy/<id>
-           "-o", "model=openai-proxy/stub", "--embedder", "litellm:openai/text-embedding-3-small",
-           "-o", f"mode={mode}", *extra, "--output", str(output), "--quiet"]
+    env = {
+        **os.environ,
+        "LETTA_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": RUN_KEY,
+        "no_proxy": loopback,
+        "NO_PROXY": loopback,
+        "COLUMNS": "200",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        "letta",
+        "--dataset",
+        "memsim",
+        "-o",
+        "n=2",
+        "--llm",
+        "openai/stub",
+        "--api-base",
+        stub.base_url,
+        # Letta names the models of an OpenAI provider at a custom base URL openai-proxy/<id>
+        "-o",
+        "model=openai-proxy/stub",
+        "--embedder",
+        "litellm:openai/text-embedding-3-small",
+        "-o",
+        f"mode={mode}",
+        *extra,
+        "--output",
+        str(output),
+        "--quiet",
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, f"{done.stderr[-3000:]}\n--- letta server log ---\n{tail(server.log)}"
     (run,) = [p for p in output.iterdir() if p.is_dir()]
     rd = RunDir(run)
     records = rd.records()
-    assert len(records) == 2 and not any(r.error for r in records), (
-        [r.error for r in records], tail(server.log))
+    assert len(records) == 2 and not any(r.error for r in records), ([r.error for r in records], tail(server.log))
     return rd, records
 
 

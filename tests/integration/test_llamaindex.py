@@ -42,5 +42,6 @@ def test_llamaindex_lists_its_nodes(testkit, llm_stub, tmp_path):
     for sample, line in lines.items():
         assert line["total"] == 4
         assert [i["message_ids"] for i in line["items"]] == [["m0"], ["m1"], ["m2"], ["m3"]]
-        assert all(i["id"] and f"Item {sample.removeprefix('s')}-{n} is " in i["text"]
-                   for n, i in enumerate(line["items"]))
+        assert all(
+            i["id"] and f"Item {sample.removeprefix('s')}-{n} is " in i["text"] for n, i in enumerate(line["items"])
+        )

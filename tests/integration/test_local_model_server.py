@@ -23,8 +23,11 @@ import pytest
 
 from memplug.results import RunDir
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow,
-              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -42,10 +45,27 @@ def _local_extra():
 
 def _eval(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`memplug eval` in a process of its own (its server is a child of that process)."""
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "bm25", "--dataset", "memsim",
-           "--output", str(tmp_path / "runs"), "--quiet", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "MEMPLUG_CACHE_DIR": str(tmp_path / "cache"), **(env or {})})
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        "bm25",
+        "--dataset",
+        "memsim",
+        "--output",
+        str(tmp_path / "runs"),
+        "--quiet",
+        *args,
+    ]
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "MEMPLUG_CACHE_DIR": str(tmp_path / "cache"), **(env or {})},
+    )
 
 
 def _run_dir(result: subprocess.CompletedProcess[str]) -> RunDir:
@@ -58,9 +78,11 @@ def _servers_of(tmp_path: Path) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            if (b"memplug.llm.llama_server" in (proc / "cmdline").read_bytes()
-                    and str(tmp_path).encode() in (proc / "environ").read_bytes()
-                    and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"):
+            if (
+                b"memplug.llm.llama_server" in (proc / "cmdline").read_bytes()
+                and str(tmp_path).encode() in (proc / "environ").read_bytes()
+                and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            ):
                 found.append(int(proc.name))
         except (OSError, ValueError):
             continue
@@ -82,8 +104,9 @@ def test_reader_and_judge_on_memsim(tmp_path):
     server, the model recorded in run.json, the server stopped at the end."""
     from memplug.llm import local
 
-    result = _eval(tmp_path, "-o", "n=3", "--reader", "llm", "--llm", "local", "--judge", "local",
-                   "--judge-prompt", "memplug")
+    result = _eval(
+        tmp_path, "-o", "n=3", "--reader", "llm", "--llm", "local", "--judge", "local", "--judge-prompt", "memplug"
+    )
     assert result.returncode == 0, result.stderr
     rd = _run_dir(result)
     records = rd.records()
@@ -92,8 +115,7 @@ def test_reader_and_judge_on_memsim(tmp_path):
     # the reader's call and the judge's: a verdict the tiny model leaves unreadable scores None
     assert all(r.usage is not None and r.usage.calls == 2 and "judge" in r.scores for r in records)
     assert all(r.scores["judge"] in (0.0, 1.0, None) for r in records)
-    assert all(r.usage is not None and r.usage.prompt_tokens > 50 and r.usage.completion_tokens >= 1
-               for r in records)
+    assert all(r.usage is not None and r.usage.prompt_tokens > 50 and r.usage.completion_tokens >= 1 for r in records)
     described = rd.info().resolved["local_models"]
     assert described["llm"] == described["judge"]  # one server, one measurement
     model = described["llm"]
@@ -107,8 +129,7 @@ def test_reader_and_judge_on_memsim(tmp_path):
 def test_a_prompt_longer_than_the_window_is_one_line(tmp_path):
     """With a 256-token window the reader's prompts do not fit: each question's error (never
     retried, never scored) names both sizes, and the run ends partial/failed, exit 1."""
-    result = _eval(tmp_path, "-o", "n=1", "--reader", "llm", "--llm", "local",
-                   env={"MEMPLUG_LOCAL_WINDOW": "256"})
+    result = _eval(tmp_path, "-o", "n=1", "--reader", "llm", "--llm", "local", env={"MEMPLUG_LOCAL_WINDOW": "256"})
     assert result.returncode == 1, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert "first error: LLMError: local: chat completion failed: a prompt of " in last
@@ -122,10 +143,33 @@ def test_a_prompt_longer_than_the_window_is_one_line(tmp_path):
 def test_the_server_ends_with_its_run(tmp_path, how):
     """Ctrl-C: memplug stops its server and exits 130. SIGKILL: memplug cannot do anything,
     and the server, seeing its stdin close, ends by itself."""
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", "bm25", "--dataset", "memsim", "-o", "n=20",
-           "--reader", "llm", "--llm", "local", "--output", str(tmp_path / "runs"), "--quiet", "--no-cache"]
-    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "MEMPLUG_CACHE_DIR": str(tmp_path / "cache")})
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        "bm25",
+        "--dataset",
+        "memsim",
+        "-o",
+        "n=20",
+        "--reader",
+        "llm",
+        "--llm",
+        "local",
+        "--output",
+        str(tmp_path / "runs"),
+        "--quiet",
+        "--no-cache",
+    ]
+    process = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MEMPLUG_CACHE_DIR": str(tmp_path / "cache")},
+    )
     try:
         assert _wait(lambda: _servers_of(tmp_path), within=120), "no llama.cpp server started"
         time.sleep(1.0)
@@ -155,10 +199,15 @@ def test_json_mode_gives_json():
     model instead repeats its contents until the 512-token cap cuts the JSON short.)"""
     from memplug.llm import LLM
 
-    messages = [{"role": "system", "content": "You are a grader. Reply in JSON."},
-                {"role": "user", "content": "Question: What is the capital of France? Gold answer: Paris. Response: "
-                                            'Paris. Is the response correct? Reply as {"correct": true} or '
-                                            '{"correct": false}.'}]
+    messages = [
+        {"role": "system", "content": "You are a grader. Reply in JSON."},
+        {
+            "role": "user",
+            "content": "Question: What is the capital of France? Gold answer: Paris. Response: "
+            'Paris. Is the response correct? Reply as {"correct": true} or '
+            '{"correct": false}.',
+        },
+    ]
     with LLM("local", use_cache=False) as llm:
         reply = llm.complete(messages, response_format={"type": "json_object"})
     assert isinstance(json.loads(reply.text), dict)
@@ -174,8 +223,15 @@ def test_mem0_extracts_facts_with_the_local_model(testkit, tmp_path, monkeypatch
     from memplug.runner import Evaluation, RunSpec
 
     monkeypatch.setenv("MEMPLUG_LOCAL_WINDOW", "16384")
-    spec = RunSpec(agent="mem0", dataset="counting", llm="local", reader="llm", top_k=2, concurrency=1,
-                   dataset_options={"samples": "2", "questions": "1", "messages": "4"})
+    spec = RunSpec(
+        agent="mem0",
+        dataset="counting",
+        llm="local",
+        reader="llm",
+        top_k=2,
+        concurrency=1,
+        dataset_options={"samples": "2", "questions": "1", "messages": "4"},
+    )
     rd = RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
     records = {r.sample_id: r for r in rd.records()}
     assert set(records) == {"s0", "s1"} and not any(r.error for r in records.values())
@@ -188,20 +244,38 @@ def test_mem0_extracts_facts_with_the_local_model(testkit, tmp_path, monkeypatch
     assert rd.info().resolved["local_models"]["llm"]["window"] == 16384
 
 
-
 #: a short conversation in the `conversations` layout (docs/datasets/conversations.md): one
 #: 512-token chunk, so one Graphiti episode and one Cognee document
-TRIP = {"id": "trip", "sessions": [
-    {"id": "S1", "date": "2024-03-02T10:00", "turns": [
-        {"speaker": "Ana", "text": "We land in Lisbon on Friday the 8th."},
-        {"speaker": "Ben", "text": "Great, I'll book the tram tour for Saturday."}]},
-    {"id": "S2", "date": "2024-03-09T21:30", "turns": [
-        {"speaker": "Ana", "text": "The tram tour was cancelled, so we took a boat on the Tagus instead."},
-        {"speaker": "Ben", "text": "The boat was better anyway."}]}],
-    "qa": [{"id": "q1", "question": "Which city do Ana and Ben fly to?", "answers": ["Lisbon"],
-            "evidence": ["S1:1"]},
-           {"id": "q2", "question": "What did they do instead of the tram tour?", "answers": ["a boat on the Tagus"],
-            "evidence": ["S1:2", "S2:1"]}]}
+TRIP = {
+    "id": "trip",
+    "sessions": [
+        {
+            "id": "S1",
+            "date": "2024-03-02T10:00",
+            "turns": [
+                {"speaker": "Ana", "text": "We land in Lisbon on Friday the 8th."},
+                {"speaker": "Ben", "text": "Great, I'll book the tram tour for Saturday."},
+            ],
+        },
+        {
+            "id": "S2",
+            "date": "2024-03-09T21:30",
+            "turns": [
+                {"speaker": "Ana", "text": "The tram tour was cancelled, so we took a boat on the Tagus instead."},
+                {"speaker": "Ben", "text": "The boat was better anyway."},
+            ],
+        },
+    ],
+    "qa": [
+        {"id": "q1", "question": "Which city do Ana and Ben fly to?", "answers": ["Lisbon"], "evidence": ["S1:1"]},
+        {
+            "id": "q2",
+            "question": "What did they do instead of the tram tour?",
+            "answers": ["a boat on the Tagus"],
+            "evidence": ["S1:2", "S2:1"],
+        },
+    ],
+}
 TURNS = {"S1:1", "S1:2", "S2:1", "S2:2"}
 
 
@@ -210,11 +284,33 @@ def _eval_trip(tmp_path: Path, agent: str, *args: str) -> RunDir:
     agent's LLM and the reader; exit 0, every question answered, no server left."""
     data = tmp_path / "trip.jsonl"
     data.write_text(json.dumps(TRIP) + "\n")
-    cmd = [sys.executable, "-m", "memplug.cli", "eval", "--agent", agent, "--dataset", "conversations",
-           "--data", str(data), "--llm", "local", "--reader", "llm", "--output", str(tmp_path / "runs"), "--quiet",
-           *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "MEMPLUG_CACHE_DIR": str(tmp_path / "cache")})
+    cmd = [
+        sys.executable,
+        "-m",
+        "memplug.cli",
+        "eval",
+        "--agent",
+        agent,
+        "--dataset",
+        "conversations",
+        "--data",
+        str(data),
+        "--llm",
+        "local",
+        "--reader",
+        "llm",
+        "--output",
+        str(tmp_path / "runs"),
+        "--quiet",
+        *args,
+    ]
+    result = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "MEMPLUG_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     rd = _run_dir(result)
     records = rd.records()
@@ -287,22 +383,32 @@ def test_letta_agent_on_the_local_model(tmp_path, monkeypatch):
     try:
         with LettaServer(llm_base_url=server.url, llm_api_key=server.key) as letta:
             monkeypatch.setenv("LETTA_BASE_URL", letta.base_url)
-            spec = RunSpec(agent="letta", dataset="conversations", data=str(data), llm="local", reader="llm",
-                           agent_options={"mode": "message", "passage": "message",
-                                          # Letta names the models of an OpenAI provider at a custom URL
-                                          # openai-proxy/<id>; its embedding handle is its own
-                                          "model": f"openai-proxy/{server.alias}",
-                                          "embedding": "openai/text-embedding-3-small"})
+            spec = RunSpec(
+                agent="letta",
+                dataset="conversations",
+                data=str(data),
+                llm="local",
+                reader="llm",
+                agent_options={
+                    "mode": "message",
+                    "passage": "message",
+                    # Letta names the models of an OpenAI provider at a custom URL
+                    # openai-proxy/<id>; its embedding handle is its own
+                    "model": f"openai-proxy/{server.alias}",
+                    "embedding": "openai/text-embedding-3-small",
+                },
+            )
             rd = RunDir(Evaluation(spec).run(output=tmp_path / "runs"))
             records = rd.records()
             assert len(records) == 2 and not any(r.error for r in records), (
-                [r.error for r in records], tail(letta.log))
+                [r.error for r in records],
+                tail(letta.log),
+            )
     finally:
         local.release(server)
     for record in records:
         assert record.agent_answered and record.reply and record.reply.strip()
-        assert record.recalled and all(len(i.message_ids) == 1 and set(i.message_ids) <= TURNS
-                                       for i in record.recalled)
+        assert record.recalled and all(len(i.message_ids) == 1 and set(i.message_ids) <= TURNS for i in record.recalled)
         usage = record.meta["letta_usage"]  # counted by Letta from the local server's replies
         assert usage["prompt_tokens"] > 100 and usage["completion_tokens"] >= 1
         assert usage["step_count"] == 1  # no tool call: see the docstring

@@ -33,8 +33,14 @@ def run(tmp_path: Path, **agent_options: str) -> tuple[RunDir, Evaluation]:
     from memplug.results import RunDir
     from memplug.runner import Evaluation, RunSpec
 
-    spec = RunSpec(agent="mcp", dataset="counting", reader="extractive", top_k=2, agent_options=agent_options,
-                   dataset_options={"samples": "2", "questions": "2", "messages": "4"})
+    spec = RunSpec(
+        agent="mcp",
+        dataset="counting",
+        reader="extractive",
+        top_k=2,
+        agent_options=agent_options,
+        dataset_options={"samples": "2", "questions": "2", "messages": "4"},
+    )
     evaluation = Evaluation(spec)
     return RunDir(evaluation.run(output=tmp_path / "runs")), evaluation
 
@@ -70,8 +76,11 @@ def http_server():
 
     def start(*args: str) -> str:
         port = _free_port()
-        proc = subprocess.Popen([sys.executable, str(SERVER), "--transport", "streamable-http", "--port", str(port),
-                                 *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "--transport", "streamable-http", "--port", str(port), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         started.append(proc)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -91,9 +100,29 @@ def http_server():
 def test_memsim_end_to_end_through_the_cli(tmp_path):
     """The issue's command: memsim, two samples, a stdio server, 0 errors and recall@5 above 0."""
     out = tmp_path / "runs"
-    done = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "mcp", "--dataset", "memsim",
-                           "-o", "n=2", "-o", f"command={STDIO}", "--output", str(out), "--quiet"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cli",
+            "eval",
+            "--agent",
+            "mcp",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=2",
+            "-o",
+            f"command={STDIO}",
+            "--output",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = [p for p in out.iterdir() if p.is_dir()]
     summary = json.loads((path / "summary.json").read_text())
@@ -153,14 +182,22 @@ def test_explicit_tools_and_argument_templates(testkit, tmp_path, no_linger):
     from memplug.errors import MemplugError
 
     command = f"{STDIO} --names put_note,find_notes"
-    with pytest.raises(MemplugError, match=r"no tool to write memories with .*its tools: put_note, find_notes; "
-                                           r"name one with -o add=TOOL"):
+    with pytest.raises(
+        MemplugError,
+        match=r"no tool to write memories with .*its tools: put_note, find_notes; "
+        r"name one with -o add=TOOL",
+    ):
         run(tmp_path, command=command)
     rd, _ = run(tmp_path, command=command, add="put_note", search="find_notes")
     assert ok(rd)["recall@2"] == 1.0
-    rd, evaluation = run(tmp_path, command=command, add="put_note", search="find_notes",
-                         add_args='{"text": "{text}", "user_id": "{user}"}',
-                         search_args='{"query": "{query}", "user_id": "{user}", "limit": "{k}"}')
+    rd, evaluation = run(
+        tmp_path,
+        command=command,
+        add="put_note",
+        search="find_notes",
+        add_args='{"text": "{text}", "user_id": "{user}"}',
+        search_args='{"query": "{query}", "user_id": "{user}", "limit": "{k}"}',
+    )
     assert ok(rd)["recall@2"] == 1.0
     assert "put_note(add_args template)" in str(evaluation.agent_note)
     with pytest.raises(MemplugError, match="has no tool 'nope' .*its tools: put_note, find_notes"):
@@ -174,21 +211,49 @@ def test_the_agent_contract(tmp_path):
     assert check_agent(McpAgent, options={"command": f"{STDIO} --no-user"}) == []
 
 
-@pytest.mark.parametrize("options, line", [
-    ([], r"agent 'mcp' needs one MCP server: -o command=\"...\" starts a stdio server, -o url="),
-    (["-o", "command=no-such-mcp-server --flag"], r"the server command 'no-such-mcp-server' was not found"),
-    (["-o", "command=" + shlex.join([sys.executable, "-c", "import sys; sys.exit('no database here')"])],
-     r"did not start \(.*\); it said: no database here"),
-    (["-o", f"command={STDIO} --only ping"],
-     r"has no tool to write memories with \(looked for add_memory, .*\); its tools: ping; name one with -o add=TOOL"),
-    (["-o", "url=http://127.0.0.1:9/mcp"], r"the MCP server http://127.0.0.1:9/mcp could not be reached"),
-    (["-o", f"command={STDIO} --no-user", "-o", "isolation=user"],
-     r"-o isolation=user needs a user or namespace argument on both add_memory and search_memory"),
-])
+@pytest.mark.parametrize(
+    "options, line",
+    [
+        ([], r"agent 'mcp' needs one MCP server: -o command=\"...\" starts a stdio server, -o url="),
+        (["-o", "command=no-such-mcp-server --flag"], r"the server command 'no-such-mcp-server' was not found"),
+        (
+            ["-o", "command=" + shlex.join([sys.executable, "-c", "import sys; sys.exit('no database here')"])],
+            r"did not start \(.*\); it said: no database here",
+        ),
+        (
+            ["-o", f"command={STDIO} --only ping"],
+            r"has no tool to write memories with \(looked for add_memory, .*\); its tools: ping; name one with -o add=TOOL",
+        ),
+        (["-o", "url=http://127.0.0.1:9/mcp"], r"the MCP server http://127.0.0.1:9/mcp could not be reached"),
+        (
+            ["-o", f"command={STDIO} --no-user", "-o", "isolation=user"],
+            r"-o isolation=user needs a user or namespace argument on both add_memory and search_memory",
+        ),
+    ],
+)
 def test_what_cannot_run_is_one_line_exit_2(tmp_path, options, line):
-    done = subprocess.run([sys.executable, "-m", "memplug.cli", "eval", "--agent", "mcp", "--dataset", "memsim",
-                           "-o", "n=1", *options, "--output", str(tmp_path / "runs"), "--quiet"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cli",
+            "eval",
+            "--agent",
+            "mcp",
+            "--dataset",
+            "memsim",
+            "-o",
+            "n=1",
+            *options,
+            "--output",
+            str(tmp_path / "runs"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -204,18 +269,28 @@ def test_search_results_of_common_shapes_become_items():
         return {"content": [{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}]}
 
     assert result_items(text([{"memory": "a cat", "score": 0.9}, {"text": "a dog"}])) == [
-        ("a cat", 0.9, ()), ("a dog", None, ())]
+        ("a cat", 0.9, ()),
+        ("a dog", None, ()),
+    ]
     assert result_items(text({"results": [{"content": "x", "similarity": 1, "metadata": {"message_ids": [3]}}]})) == [
-        ("x", 1.0, ("3",))]
+        ("x", 1.0, ("3",))
+    ]
     assert result_items(text("Found:\n1. first memory\n2. second memory\n")) == [  # one item per line
-        ("Found:", None, ()), ("first memory", None, ()), ("second memory", None, ())]
+        ("Found:", None, ()),
+        ("first memory", None, ()),
+        ("second memory", None, ()),
+    ]
     # the official knowledge-graph server's entities: their observations are the text
-    graph = {"entities": [{"name": "m1", "entityType": "message", "observations": ["Item 0-1 is lamp."]}],
-             "relations": []}
+    graph = {
+        "entities": [{"name": "m1", "entityType": "message", "observations": ["Item 0-1 is lamp."]}],
+        "relations": [],
+    }
     assert result_items(text(graph)) == [("Item 0-1 is lamp.", None, ())]
     # no text content: the structured content, unwrapped from the SDK's {"result": ...}
     assert result_items({"content": [], "structuredContent": {"result": ["one", "two"]}}) == [
-        ("one", None, ()), ("two", None, ())]
+        ("one", None, ()),
+        ("two", None, ()),
+    ]
     assert result_items(text([])) == [] and result_items({"content": []}) == []
 
 
@@ -226,18 +301,40 @@ def test_arguments_are_read_from_the_input_schema():
 
     values = resolve(McpAgent.options, {"url": "http://127.0.0.1:1/mcp"}, "mcp")
     tools: list[dict[str, Any]] = [
-        {"name": "store_memory", "inputSchema": {"type": "object", "required": ["content"], "properties": {
-            "content": {"type": "string"}, "namespace": {"type": "string"}, "metadata": {"type": "object"},
-            "tags": {"type": "array"}}}},
-        {"name": "query", "inputSchema": {"type": "object", "required": ["q"], "properties": {
-            "q": {"type": "string"}, "namespace": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            "max_results": {"type": "integer"}}}},
+        {
+            "name": "store_memory",
+            "inputSchema": {
+                "type": "object",
+                "required": ["content"],
+                "properties": {
+                    "content": {"type": "string"},
+                    "namespace": {"type": "string"},
+                    "metadata": {"type": "object"},
+                    "tags": {"type": "array"},
+                },
+            },
+        },
+        {
+            "name": "query",
+            "inputSchema": {
+                "type": "object",
+                "required": ["q"],
+                "properties": {
+                    "q": {"type": "string"},
+                    "namespace": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    "max_results": {"type": "integer"},
+                },
+            },
+        },
         {"name": "unrelated", "inputSchema": {"type": "object"}},
     ]
     plan = make_plan(tools, values)
     assert plan.isolation == "user"
-    assert plan.add.arguments("hello", "u1", 5, ["m1"]) == {"content": "hello", "namespace": "u1",
-                                                            "metadata": {"message_ids": ["m1"]}}
+    assert plan.add.arguments("hello", "u1", 5, ["m1"]) == {
+        "content": "hello",
+        "namespace": "u1",
+        "metadata": {"message_ids": ["m1"]},
+    }
     assert plan.search.arguments("hi?", "u1", 5) == {"q": "hi?", "namespace": "u1", "max_results": 5}
     tools[0]["inputSchema"]["required"].append("tags")
     with pytest.raises(MemplugError, match="tool 'store_memory' requires tags, which memplug cannot fill"):
@@ -265,8 +362,10 @@ def kg_command() -> str:
     if not script.is_file() or shutil.which("node") is None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{script} (or node) is missing: .ci/run installs @modelcontextprotocol/server-memory")
-        pytest.skip("@modelcontextprotocol/server-memory not installed (npm install --prefix .npm-mcp "
-                    "@modelcontextprotocol/server-memory)")
+        pytest.skip(
+            "@modelcontextprotocol/server-memory not installed (npm install --prefix .npm-mcp "
+            "@modelcontextprotocol/server-memory)"
+        )
     return f"node {shlex.quote(str(script))}"
 
 
@@ -306,11 +405,15 @@ def test_plain_text_listings_keep_their_memory_lines_only(tmp_path):
     agent = McpAgent.__new__(McpAgent)
     agent.config = type("C", (), {"top_k": 2})()
     agent.ids = {"[t] user: the lamp is red.": ["m1"], "[t] user: the cat sleeps.": ["m2"]}
-    listing = ("Found 2 memories for query: 'lamp'\n1. [t] user: the lamp is red.\n   Hash: 9f2c\n"
-               "   Created: 2026-01-01 [untagged]\n2. [t] user: the cat sleeps.\n   Hash: 77ab\n")
+    listing = (
+        "Found 2 memories for query: 'lamp'\n1. [t] user: the lamp is red.\n   Hash: 9f2c\n"
+        "   Created: 2026-01-01 [untagged]\n2. [t] user: the cat sleeps.\n   Hash: 77ab\n"
+    )
     recall = agent._recall({"content": [{"type": "text", "text": listing}]})
-    assert [(i.text, i.message_ids) for i in recall.items] == [("[t] user: the lamp is red.", ("m1",)),
-                                                               ("[t] user: the cat sleeps.", ("m2",))]
+    assert [(i.text, i.message_ids) for i in recall.items] == [
+        ("[t] user: the lamp is red.", ("m1",)),
+        ("[t] user: the cat sleeps.", ("m2",)),
+    ]
 
 
 # -- mcp-memory-service (PyPI), a semantic memory server on sqlite-vec ---------------------------------
@@ -329,8 +432,9 @@ def test_mcp_memory_service_from_pypi(testkit, tmp_path):
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{script} is missing: .ci/run installs mcp-memory-service into .mcp-memory-service")
         pytest.skip("mcp-memory-service not installed (see docs/agents/mcp.md)")
-    rd, evaluation = run(tmp_path, command=f"{shlex.quote(str(script))} server",
-                         env="MCP_MEMORY_BASE_DIR={workdir}/mms", timeout="120")
+    rd, evaluation = run(
+        tmp_path, command=f"{shlex.quote(str(script))} server", env="MCP_MEMORY_BASE_DIR={workdir}/mms", timeout="120"
+    )
     records = rd.records()
     assert len(records) == 4 and not any(r.error for r in records), [r.error for r in records]
     assert (evaluation.agent_values["add"], evaluation.agent_values["search"]) == ("memory_store", "memory_search")

@@ -59,8 +59,7 @@ def _listening_outside_loopback() -> list[str]:
             fields = line.split()
             local, state, inode = fields[1], fields[3], fields[9]
             address = local.split(":")[0]
-            loopback = address in ("0100007F", "00000000000000000000000001000000",
-                                   "0000000000000000FFFF00000100007F")
+            loopback = address in ("0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F")
             if state == "0A" and not loopback:  # 0A: LISTEN
                 outside.add(inode)
     found = []
@@ -123,16 +122,24 @@ def test_a_killed_drivers_ray_processes_end_within_seconds():
     ends them."""
     from memplug import ray_reaper
 
-    driver = subprocess.Popen([sys.executable, "-c", KILLED_DRIVER], stdout=subprocess.PIPE, text=True,
-                              stderr=subprocess.DEVNULL, env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"})
+    driver = subprocess.Popen(
+        [sys.executable, "-c", KILLED_DRIVER],
+        stdout=subprocess.PIPE,
+        text=True,
+        stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+    )
     try:
         assert driver.stdout is not None and driver.stdout.readline() == "ready\n"
         table = ray_reaper.processes()
         session = ray_reaper.descendants({(driver.pid, table[driver.pid][1])}, table) - {
-            (driver.pid, table[driver.pid][1])}
-        agents = [pid for pid, _ in session
-                  if Path(f"/proc/{pid}/cmdline").read_bytes().startswith((b"ray::DashboardAgent",
-                                                                           b"ray::RuntimeEnvAgent"))]
+            (driver.pid, table[driver.pid][1])
+        }
+        agents = [
+            pid
+            for pid, _ in session
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith((b"ray::DashboardAgent", b"ray::RuntimeEnvAgent"))
+        ]
         assert len(agents) == 2 and len(session) >= 6  # gcs, raylet, the agents, a worker, the reaper...
     finally:
         driver.kill()
@@ -156,10 +163,32 @@ def test_ctrl_c_on_ray_stops_within_a_second(testkit_env, tmp_path, times):
     from memplug import ray_reaper
 
     env = {k: v for k, v in testkit_env.items() if k != "RAY_ADDRESS"}
-    process = subprocess.Popen([sys.executable, "-m", "memplug.cli", "eval", "--agent", "lookup", "--dataset",
-                                "counting", "-o", "samples=2000", "-o", "delay=0.05", "--executor", "ray",
-                                "--workers", "1", "--quiet"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cli",
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "counting",
+            "-o",
+            "samples=2000",
+            "-o",
+            "delay=0.05",
+            "--executor",
+            "ray",
+            "--workers",
+            "1",
+            "--quiet",
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not [p for p in tmp_path.glob("runs/*/samples.jsonl") if p.read_bytes().count(b"\n") >= 20]:
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -198,12 +227,32 @@ def test_ctrl_c_on_a_ray_sweep_stops_within_a_second(testkit_env, tmp_path, time
     from memplug.sweep import Sweep, cell_state
 
     env = {k: v for k, v in testkit_env.items() if k != "RAY_ADDRESS"}
-    (tmp_path / "s.toml").write_text('[base]\nagent = "lookup"\ndataset = "counting"\n'
-                                     'options = { delay = "0.05" }\n'
-                                     '[grid]\noptions = [{ samples = "2" }, { samples = "2000" }]\n')
-    process = subprocess.Popen([sys.executable, "-m", "memplug.cli", "sweep", "s.toml", "--output", "sw",
-                                "--executor", "ray", "--workers", "1", "--quiet"], env=env, cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (tmp_path / "s.toml").write_text(
+        '[base]\nagent = "lookup"\ndataset = "counting"\n'
+        'options = { delay = "0.05" }\n'
+        '[grid]\noptions = [{ samples = "2" }, { samples = "2000" }]\n'
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cli",
+            "sweep",
+            "s.toml",
+            "--output",
+            "sw",
+            "--executor",
+            "ray",
+            "--workers",
+            "1",
+            "--quiet",
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not [p for p in tmp_path.glob("sw/*/runs/*-c001-*/samples.jsonl") if p.read_bytes().count(b"\n") >= 20]:
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -246,10 +295,13 @@ def test_sweep_cli_on_ray_matches_local(ray_cluster, tmp_path):
     from memplug.sweep import Sweep, run_sweep
 
     config = tmp_path / "sweep.toml"
-    config.write_text('name = "small"\n[base]\nconcurrency = 2\noptions = { n = "6" }\n'
-                      '[grid]\nagents = ["bm25", "recent"]\ndatasets = ["memsim"]\nseeds = [0, 1]\n')
-    result = CliRunner().invoke(cli, ["sweep", str(config), "--output", str(tmp_path / "ray"), "--quiet",
-                                      "--executor", "ray", "--workers", "2"])
+    config.write_text(
+        'name = "small"\n[base]\nconcurrency = 2\noptions = { n = "6" }\n'
+        '[grid]\nagents = ["bm25", "recent"]\ndatasets = ["memsim"]\nseeds = [0, 1]\n'
+    )
+    result = CliRunner().invoke(
+        cli, ["sweep", str(config), "--output", str(tmp_path / "ray"), "--quiet", "--executor", "ray", "--workers", "2"]
+    )
     assert result.exit_code == 0, result.output
     on_ray = Sweep(Path(result.output.strip().splitlines()[-1]))
     manifest = on_ray.read()
@@ -269,8 +321,16 @@ def test_llm_limit_holds_across_workers(ray_cluster, openai_stub, monkeypatch, t
     """Two workers of 4 samples each, but at most one LLM call in flight in the cluster."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     openai_stub.latency = 0.02
-    spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "12"}, llm="openai/stub",
-                   api_base=openai_stub.base_url, reader="llm", concurrency=4, cache=False)
+    spec = RunSpec(
+        agent="bm25",
+        dataset="memsim",
+        dataset_options={"n": "12"},
+        llm="openai/stub",
+        api_base=openai_stub.base_url,
+        reader="llm",
+        concurrency=4,
+        cache=False,
+    )
     with RayExecutor(llm_limit={"*": 1}) as executor:
         path = Evaluation(spec).run(output=tmp_path, executor=executor)
         stats = executor.limiter_stats()
@@ -294,8 +354,16 @@ def test_llm_tpm_is_one_budget_for_all_workers(ray_cluster, openai_stub, monkeyp
     """--llm-tpm on Ray: every call of both workers takes from and settles with the limiter
     actor's one bucket (its waiting is tested with an injected clock in test_llm_tpm.py)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "12"}, llm="openai/stub",
-                   api_base=openai_stub.base_url, reader="llm", concurrency=4, cache=False)
+    spec = RunSpec(
+        agent="bm25",
+        dataset="memsim",
+        dataset_options={"n": "12"},
+        llm="openai/stub",
+        api_base=openai_stub.base_url,
+        reader="llm",
+        concurrency=4,
+        cache=False,
+    )
     with RayExecutor(workers=2, llm_tpm={"openai/stub": 10_000_000}) as executor:
         path = Evaluation(spec).run(output=tmp_path, executor=executor)
         stats = executor.limiter_stats()
@@ -319,8 +387,9 @@ def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
         assert (sharded / name).is_file() and (local / name).is_file()
     assert not (sharded / "work").exists()  # bm25 stores nothing on disk, locally or on a worker
     # what the agent stored: written by the driver from what the workers returned, as locally
-    assert sorted((sharded / "stored.jsonl").read_text().splitlines()) == \
-        sorted((local / "stored.jsonl").read_text().splitlines())
+    assert sorted((sharded / "stored.jsonl").read_text().splitlines()) == sorted(
+        (local / "stored.jsonl").read_text().splitlines()
+    )
 
     # a run killed half-way: its last records and its summary lost; --resume on Ray finishes it
     lines = (sharded / "samples.jsonl").read_bytes().splitlines(keepends=True)
@@ -336,9 +405,13 @@ def test_sharded_run_and_resume_match_in_process(pool, tmp_path):
 
 def test_killed_worker_is_replaced_and_its_samples_rerun(pool, testkit, tmp_path):
     marker = tmp_path / "died"
-    base: dict[str, Any] = dict(agent="lookup", dataset="counting",
-                                dataset_options={"samples": "8", "questions": "3"},
-                                concurrency=2, agent_options={"delay": "0.05"})
+    base: dict[str, Any] = dict(
+        agent="lookup",
+        dataset="counting",
+        dataset_options={"samples": "8", "questions": "3"},
+        concurrency=2,
+        agent_options={"delay": "0.05"},
+    )
     local = Evaluation(RunSpec(**base)).run(output=tmp_path / "local")
     spec = RunSpec(**{**base, "agent_options": {"delay": "0.05", "die_once": str(marker)}})
     before = pool.worker_pids()

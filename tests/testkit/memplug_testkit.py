@@ -13,7 +13,17 @@ from pathlib import Path
 from typing import Iterable
 
 from memplug import (
-    AgentConfig, AgentQuestion, BuildOptions, Chunk, DatasetInfo, Message, Option, Question, Recall, Recalled, Sample,
+    AgentConfig,
+    AgentQuestion,
+    BuildOptions,
+    Chunk,
+    DatasetInfo,
+    Message,
+    Option,
+    Question,
+    Recall,
+    Recalled,
+    Sample,
     hookimpl,
 )
 from memplug.hookspecs import Register
@@ -28,8 +38,9 @@ WORDS = ["apple", "river", "lamp", "violin", "cactus", "harbour", "pepper", "gla
 class CountingDataset:
     """Samples of numbered items; question i of a sample asks for item i."""
 
-    info = DatasetInfo(name="counting", version="1", description="numbered items", metrics=("em", "subem"),
-                       default_chunk_size=32)
+    info = DatasetInfo(
+        name="counting", version="1", description="numbered items", metrics=("em", "subem"), default_chunk_size=32
+    )
     options = (
         Option("samples", int, 6, "number of samples"),
         Option("questions", int, 3, "questions per sample"),
@@ -44,8 +55,13 @@ class CountingDataset:
                 for i in range(v["messages"])
             ]
             questions = [
-                Question(f"q{i}", f"What is item {s}-{i}?", (WORDS[(s + i + options.seed) % len(WORDS)],),
-                         category="even" if i % 2 == 0 else "odd", targets=(f"m{i}",))
+                Question(
+                    f"q{i}",
+                    f"What is item {s}-{i}?",
+                    (WORDS[(s + i + options.seed) % len(WORDS)],),
+                    category="even" if i % 2 == 0 else "odd",
+                    targets=(f"m{i}",),
+                )
                 for i in range(min(v["questions"], v["messages"]))
             ]
             yield Sample(f"s{s}", messages, questions)
@@ -60,8 +76,13 @@ class LookupAgent:
         Option("fail_sample", str, "", "raise on ingest in this sample"),
         Option("answer", bool, True, "write the answer itself instead of leaving it to the reader"),
         Option("wrong", str, "", "answer this question id wrongly (in every sample)"),
-        Option("die_once", str, "", "kill this process on the first ingest when this file does not exist yet "
-               "(it is created first): a worker dies mid-run once"),
+        Option(
+            "die_once",
+            str,
+            "",
+            "kill this process on the first ingest when this file does not exist yet "
+            "(it is created first): a worker dies mid-run once",
+        ),
         Option("hang", str, "", "in this sample (or every one: *), hang in ingest until RELEASE is set"),
         Option("inline", bool, False, "declare blocking = False: the calls run on the event loop itself"),
     )
