@@ -254,10 +254,16 @@ class _Phrase:
 
 def _breaks(spans: Sequence[Span], i: int) -> bool:
     """Whether the punctuation at ``i`` ends a phrase. A comma between two capitalised or
-    numeric tokens does not ("Washington, D.C.", "June 5, 2021", "Paris, France")."""
+    numeric tokens does not ("Washington, D.C.", "June 5, 2021", "Paris, France"), nor a
+    colon written tight between two numbers ("1:56 pm", "3:2"): that is a time or a
+    ratio, and cutting it left "56 pm" of LoCoMo's "1:56 pm on 8 May, 2023"."""
     s = spans[i]
     if s.text not in _CLAUSE:
         return False
+    if s.text in ":：" and 0 < i < len(spans) - 1:
+        left, right = spans[i - 1], spans[i + 1]
+        if left.end == s.start and s.end == right.start and left.text[-1:].isdigit() and right.text[:1].isdigit():
+            return False
     if s.text == "," and 0 < i < len(spans) - 1:
         before, after = spans[i - 1].text, spans[i + 1].text
         return not (before[:1].isupper() or before[:1].isdigit()) or not (after[:1].isupper() or after[:1].isdigit())

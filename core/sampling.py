@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
 from memplug.models import Sample, is_abstention
+
+K = TypeVar("K")
 
 #: the values of --limit-by; the first is the default
 LIMIT_BY = ("stratified", "first")
@@ -42,7 +44,7 @@ def stratified(samples: Iterable[Sample], limit: int, seed: int) -> tuple[list[S
         for j, question in enumerate(sample.questions):
             strata.setdefault((question.category, is_abstention(question)), []).append((i, j))
     total = sum(len(members) for members in strata.values())
-    quotas = _apportion({key: len(members) for key, members in strata.items()}, min(limit, total))
+    quotas = apportion({key: len(members) for key, members in strata.items()}, min(limit, total))
     rng = random.Random(f"memplug --limit-by stratified, seed {seed}")  # a str seed: the same draw on every platform
     chosen: set[tuple[int, int]] = set()
     for key, members in strata.items():  # in order of first appearance, so the draw is fixed by the data and seed
@@ -70,8 +72,9 @@ def stratified(samples: Iterable[Sample], limit: int, seed: int) -> tuple[list[S
     return kept, drawn
 
 
-def _apportion(sizes: dict[tuple[str, bool], int], n: int) -> dict[tuple[str, bool], int]:
-    """Hamilton's largest-remainder apportionment of ``n`` seats over strata of ``sizes``."""
+def apportion(sizes: Mapping[K, int], n: int) -> dict[K, int]:
+    """Hamilton's largest-remainder apportionment of ``n`` seats over strata of ``sizes``:
+    whole shares that sum to ``n`` (also percentages that sum to 100, memplug.diagnosis)."""
     total = sum(sizes.values())
     if total == 0:
         return {key: 0 for key in sizes}

@@ -179,6 +179,8 @@ def test_shannon_wiener_index():
     assert shannon_wiener(["a", "b"]) == pytest.approx(log(2))
     assert shannon_wiener("abcd") == pytest.approx(log(4))
     assert shannon_wiener(["a"] * 5) == 0.0
+    # one value is 0.0, not -0.0 (`generate --check` printed "user.hometown": -0.0)
+    assert json.dumps(shannon_wiener(["a"] * 5)) == "0.0"
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

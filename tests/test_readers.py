@@ -73,6 +73,16 @@ def read(question: Question, recalled: tuple[Recalled, ...]) -> str:
         ("我的上司老家是哪里的？", ["我的上司，他老家是重庆的。"], "重庆"),
         # 今年 (this year) is trimmed off a Chinese phrase
         ("我表弟现在多大了呀？", ["我的表弟今年36岁。"], "36岁"),
+        # a colon tight between numbers is a time, not a clause break: the hour stays
+        # (LoCoMo conv-26 q0 was answered "56 pm on 8 May, 2023")
+        (
+            "When did Caroline go to the LGBTQ support group?",
+            ['1:56 pm on 8 May, 2023: Caroline said, "I went to a LGBTQ support group yesterday."'],
+            "1:56 pm on 8 May, 2023",
+        ),
+        ("我们几点开会？", ["我们10：30开会。"], "10：30"),
+        # a colon with a space after it still ends a phrase
+        ("When does the train leave?", ["The train leaves at 10: platform 4 is closed."], "10"),
     ],
 )
 def test_open_question_returns_the_answering_phrase(question: str, texts: list[str], expected: str) -> None:

@@ -23,10 +23,13 @@ from .questions import CATEGORIES
 
 
 def shannon_wiener(values: Iterable[Any]) -> float:
-    """H = -Σ p_i ln p_i over the observed values (Morris et al., 2014)."""
+    """H = Σ p_i ln(1 / p_i) over the observed values (Morris et al., 2014).
+
+    Written with ln(1 / p), not -Σ p ln p, so that one value gives 0.0, not -0.0 (which
+    `memplug generate --check` printed as ``"user.hometown": -0.0``)."""
     counts = Counter(values)
     total = sum(counts.values())
-    return -sum(c / total * math.log(c / total) for c in counts.values()) if total else 0.0
+    return sum(c / total * math.log(total / c) for c in counts.values()) if total else 0.0
 
 
 def swi(samples: Sequence[Sample]) -> tuple[float, dict[str, float]]:
