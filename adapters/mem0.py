@@ -126,8 +126,8 @@ class Mem0Agent:
             )
         return AgentPlan(
             {**values, "infer": False},
-            "mem0: no --llm, so Mem0 stores each message as it is (infer=false) in its local "
-            "Qdrant; give --llm to let Mem0 extract facts",
+            # fits 80 columns after "memplug: "
+            "mem0 keeps messages verbatim (infer=false); give --llm to extract facts",
         )
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:

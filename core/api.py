@@ -61,6 +61,8 @@ def resolve_spec(
         stored = specs.stored_fields(RunDir(source))
         if from_run is not None:
             stored["from_run"] = str(from_run)
+            for gate in specs.GATE_FIELDS:  # the source's --fail-under is not this run's
+                stored.pop(gate, None)
     raw = dict(options or {})
     # resumed without -o: the run's own agent and dataset options
     spec = specs.spec_fields(fields, raw if resume is None or raw else None, stored=stored, explicit=explicit)
@@ -120,8 +122,19 @@ def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
     from memplug.display import console, visible
     from memplug.llm import on_wait
 
+    class Bar(Progress):
+        """rich's bar, without the blank line rich prints on a stderr that is no terminal
+        when the bar never had a task: a run refused before its first question (a bad
+        --fail-under, a run already in progress) is then one line, not a blank and a line."""
+
+        def stop(self) -> None:
+            if self.task_ids or self.console.is_interactive or self.console.is_jupyter:
+                super().stop()
+            else:
+                self.live.stop()
+
     # the reason is a provider's error text: shown as text, never read as markup
-    bar = Progress(
+    bar = Bar(
         TextColumn("questions"),
         BarColumn(bar_width=20),
         MofNCompleteColumn(),

@@ -53,13 +53,17 @@ def protocol_label(path: Path) -> str:
 def run_caveats(path: Path) -> list[str]:
     """What a reader of a run's numbers must know beside "official": the data was generated
     (no release file: memplug's generator, its options and seed), and the answers came from
-    the offline extractive reader (no model answered). Empty for a release answered by a model."""
+    the offline extractive reader (no model answered), or by which model the llm reader
+    answered (the judge's model is in the header's "judge" part). Empty for a release
+    answered by another reader."""
     info = RunDir(path).info()
     out = []
     if not info.data and not info.from_run:
         out.append("generated data")
     if info.reader == "extractive":
         out.append("answered by the offline extractive reader")
+    elif info.reader == "llm" and info.spec.get("llm"):
+        out.append(f"answered by the llm reader ({info.spec['llm']})")
     return out
 
 

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import attrs
 
+from memplug.sampling import apportion
 from memplug.text import tokens
 
 if TYPE_CHECKING:
@@ -136,6 +137,19 @@ def headline_metric(metrics: Sequence[str]) -> str | None:
     if answer_metrics:
         return answer_metrics[0]
     return metrics[0] if metrics else None
+
+
+def deciding_metric(record: QuestionRecord, metrics: Sequence[str]) -> str | None:
+    """The metric that decides one question: the run's headline (:func:`headline_metric`),
+    or, where the record has no score for it (the judge's reply held no verdict, or it was
+    not asked), the dataset's own answer metric (the first that is neither a judge's nor
+    recall@K). A run whose judge read 1 verdict of 5 then still diagnoses its 5 answers,
+    each by the metric its diagnosis names, instead of 1 (memplug eval --judge local)."""
+    headline = headline_metric(metrics)
+    if headline != PREFERRED_HEADLINE or record.scores.get(headline) is not None:
+        return headline
+    own = [m for m in metrics if not m.startswith(("judge", "recall@"))]
+    return own[0] if own else headline
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -802,6 +816,8 @@ def tally(records: Iterable[QuestionRecord], level: float = 0.95, resamples: int
 
     return {
         "metric": metrics.most_common(1)[0][0],
+        # questions per deciding metric, where more than one decided (deciding_metric)
+        **({"decided_by": dict(metrics.most_common())} if len(metrics) > 1 else {}),
         "correct_at": CORRECT_AT,
         "rules": dict(rules.most_common()),
         "overall": counts(overall),
@@ -835,11 +851,16 @@ def memory_line(tallied: Mapping[str, Any]) -> str | None:
 def wrong_line(tallied: Mapping[str, Any]) -> str | None:
     """The line a run's stage counts (summary.json's ``diagnosis``) print as:
     "wrong: 41% not stored, 33% not recalled, 26% misread (27 of 80 answers by accuracy)",
-    shares of the wrong answers, a stage with none left out; None when none was wrong."""
+    shares of the wrong answers, a stage with none left out; None when none was wrong.
+    The shares are rounded by largest remainder, so they add up to 100 (rounding each
+    alone printed 52% + 48% + 1% for 99, 92 and 1 of 192 wrong answers)."""
     counts = tallied.get("overall") or {}
     wrong = sum(counts.get(s, 0) for s in WRONG_STAGES)
     if not wrong:
         return None
-    parts = [f"{round(100 * counts[s] / wrong)}% {s.replace('_', ' ')}" for s in WRONG_STAGES if counts.get(s)]
+    shares = apportion({s: counts[s] for s in WRONG_STAGES if counts.get(s)}, 100)
+    parts = [f"{share}% {s.replace('_', ' ')}" for s, share in shares.items()]
     total = sum(counts.get(s, 0) for s in STAGES)
-    return f"wrong: {', '.join(parts)} ({wrong} of {total} answers by {tallied.get('metric')})"
+    # questions the judge gave no verdict for were decided by the dataset's metric (deciding_metric)
+    by = ", ".join(f"{n} by {m}" for m, n in (tallied.get("decided_by") or {}).items())
+    return f"wrong: {', '.join(parts)} ({wrong} of {total} answers{'; decided ' + by if by else ' by ' + str(tallied.get('metric'))})"

@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import attrs
 
 import memplug
-from memplug import diagnosis, gates
+from memplug import diagnosis, gates, specs
 from memplug import stored as stored_file
 from memplug.errors import MemplugError, OutputError, RunInterrupted, RunStopped
 from memplug.executors import Executor, LocalExecutor
@@ -218,6 +218,8 @@ class Driver:
                         "answer_prompt_source": plan.info.answer_prompt_source,
                         "protocol": plan.protocol.describe(),
                         "data_sha256": plan.data_sha256(),
+                        # --data from any directory (specs.stored_fields), beside the path as given
+                        "data_path": None if plan.data is None else specs.data_path(plan.data),
                         "from_run": _from_run_id(plan.spec.from_run),
                         "data_warnings": {"count": len(plan.data_warnings), "first": plan.data_warnings[:20]},
                         "limit": plan.drawn,
@@ -295,7 +297,7 @@ class Driver:
         path = run_dir.path
         stored = run_dir.info()
         if resuming:
-            diffs = spec.differences(stored.spec)
+            diffs = spec.differences(specs.stored_fields(run_dir))
             if diffs:
                 raise MemplugError(f"cannot resume {path}: options differ from run.json ({'; '.join(diffs)})")
             _check_same_protocol(path, stored.protocol, plan.protocol.describe())
@@ -381,6 +383,28 @@ class Driver:
         if stop is not None and not isinstance(stop, gates.TooManyErrors):  # --max-errors: failed, not stopped
             raise RunStopped(str(stop), path)
         return path
+
+
+def nothing_to_resume(path: Path, spec: RunSpec) -> bool:
+    """Whether ``eval --resume`` of ``path`` with ``spec`` has nothing to do: the run answered
+    every question (one with failed questions is partial or failed, and a resume retries
+    them) and ``spec`` differs from its own in nothing that counts. A spec that differs, or
+    a run another process holds, is left to :meth:`Driver.run`, which refuses it as usual;
+    so is a samples.jsonl short of the answers run.json counts. A damaged one: MemplugError."""
+    run = RunDir(path).check()
+    info = run.info()
+    if info.status != "finished" or spec.differences(specs.stored_fields(run)):
+        return False
+    answered = {r.key for r in run.records() if not r.error}
+    if info.outcome is not None and len(answered) < info.outcome.n_expected:
+        return False
+    lock = RunLock(run.path)
+    try:
+        lock.acquire()
+    except MemplugError:
+        return False
+    lock.release()
+    return True
 
 
 @functools.cache

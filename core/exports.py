@@ -76,10 +76,9 @@ def export(paths: Iterable[Path], folder: Path, plugins: Plugins | None = None) 
     datasets = [str(run.info().dataset) for run in runs]
     for run, dataset in zip(runs, datasets):
         if dataset not in registry:
-            raise MemplugError(
-                f"--export: run {run.path} is on dataset {dataset}, which has no official "
-                f"export (those with one: {', '.join(registry.names()) or 'none'})"
-            )
+            # short, to fit 80 columns: the dataset's name tells which run it is
+            have = f"{', '.join(registry.names())} do" if registry.names() else "no dataset has one"
+            raise MemplugError(f"--export: {dataset} has no official export; {have}")
     exporters = {dataset: _exporter(dataset, plugins) for dataset in dict.fromkeys(datasets)}
     try:
         folder.mkdir(parents=True, exist_ok=True)

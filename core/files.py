@@ -120,13 +120,21 @@ def loads(text: str) -> Any:
         ) from None
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """ "invalid JSON at line L column C: Unterminated string": json's message ends in
+    " at" or " starting at" because :class:`json.JSONDecodeError` appends the place to it;
+    quoted without that place, "(Unterminated string starting at)" read as cut off."""
+    reason = re.sub(r"(?: starting)? at$", "", exc.msg)
+    return f"invalid JSON at line {exc.lineno} column {exc.colno}: {reason}"
+
+
 def read_json(path: Path) -> Any:
     """A UTF-8 JSON file, or a DataError naming the line and column where it breaks (a
     number without a value included: :class:`BadNumber`)."""
     try:
         return loads(read_text(path))
     except json.JSONDecodeError as exc:
-        raise DataError(path, f"invalid JSON ({exc.msg})", f"line {exc.lineno} column {exc.colno}") from None
+        raise DataError(path, json_problem(exc)) from None
     except BadNumber as exc:
         raise DataError(path, exc.problem, exc.place) from None
     except RecursionError:

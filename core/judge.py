@@ -390,6 +390,12 @@ def judge_set(name: str, plugins: "Plugins | None" = None) -> JudgeSet:
     return _SETS[name]
 
 
+#: why a judged question has no score when the judge's reply held no verdict: the record's
+#: ``unscored``, counted in summary.json and printed after the scores (a judge that cannot
+#: follow the prompt, e.g. a tiny local model, must not pass for a judge of one question)
+UNREADABLE = "unreadable verdict"
+
+
 class Judge:
     """LLM-as-judge correctness: the question's judge (see the module's docstring) asks the model."""
 
@@ -530,7 +536,8 @@ class Judge:
             [{"role": "user", "content": text}], temperature=0, seed=JUDGE_SEED, **judge.params
         )
         verdict = prompt.read(completion.text, self.field_index)
-        if verdict is None:
+        if verdict is None:  # left unscored, not an error; the record says why (``unscored``)
+            ctx.unscored[self.name] = UNREADABLE
             log.warning(
                 "judge reply for question %s has no readable %r: %r",
                 q.id,

@@ -12,7 +12,9 @@ fix (the CLI exits 2):
 - each model named (``--llm``, ``--judge``, ``--embedder litellm:<model>``): litellm
   knows its provider, the provider's key is in the environment (unless an
   ``--api-base`` is given: a local server may need none), and an ``--api-base``
-  answers one cheap request (``GET /models``) within :data:`PROBE_TIMEOUT_S`;
+  answers one cheap request (``GET /models``) within :data:`PROBE_TIMEOUT_S`, as an
+  API does (JSON, not a web page); an Ollama model (:data:`KEYLESS`) needs no key, and
+  its server, at litellm's default address unless told another, must answer;
 - ``--judge-prompt NAME`` names an installed judge, and ``--judge MODEL`` is given with it;
 - the embedder can be built;
 - the agent's own needs, through its optional ``preflight`` (see :func:`agent`);
@@ -26,6 +28,7 @@ import json
 import math
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -42,6 +45,12 @@ if TYPE_CHECKING:
 
 #: seconds an --api-base has to answer the probe (MEMPLUG_PROBE_TIMEOUT overrides)
 PROBE_TIMEOUT_S = 5.0
+#: providers whose server needs no key, and the address litellm calls when neither
+#: ``--api-base`` nor the variable is set (litellm/llms/ollama/common_utils.py)
+KEYLESS: Mapping[str, tuple[str, str]] = {
+    "ollama": ("OLLAMA_API_BASE", "http://localhost:11434"),
+    "ollama_chat": ("OLLAMA_API_BASE", "http://localhost:11434"),
+}
 #: (low, high) for the spec's numbers: past these a run cannot finish or exhausts the machine
 LIMITS: Mapping[str, tuple[float, float]] = {
     "llm_timeout": (0.1, 3600.0),
@@ -239,6 +248,11 @@ def check_llm(llm: "LLM", role: str = "--llm") -> None:
         return
     if not llm.direct:
         provider = _litellm_provider(llm.model)
+        if provider in KEYLESS and not llm.api_base:
+            variable, default = KEYLESS[provider]
+            server = os.environ.get(variable) or default
+            probe(server, role, down=f"{role} {llm.model}: no {provider} server answers at {redact_url(server)}")
+            return
         if not llm.api_base and not llm.api_key:
             from memplug.llm.transport import litellm as _litellm
 
@@ -256,10 +270,14 @@ def check_llm(llm: "LLM", role: str = "--llm") -> None:
         probe(llm.api_base, role, key=llm._http_key() if llm.direct else None)
 
 
-def probe(api_base: str, role: str = "--api-base", key: str | None = None) -> None:
-    """One cheap request (``GET <api_base>/models``): the endpoint must answer, and not with 401/403.
-
-    Any other answer (even 404: not every server lists models) shows someone is there.
+def probe(api_base: str, role: str = "--api-base", key: str | None = None, down: str | None = None) -> None:
+    """One cheap request (``GET <api_base>/models``): the endpoint must answer, not with
+    401/403, and where it answers 2xx, as an API does: JSON (declared by its content type,
+    or its first 64 KiB parsed as a JSON object). A web server at the address (a 200 with
+    ``<html>``) would otherwise pass, and every question fail on a "malformed response"
+    after the run started. Any other status (even 404: not every server lists models)
+    shows someone is there. ``down``: the line's start when nobody answers (the address
+    was not given as --api-base).
     """
     from memplug.llm import endpoint
 
@@ -269,7 +287,8 @@ def probe(api_base: str, role: str = "--api-base", key: str | None = None) -> No
     request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            response.read(1 << 16)
+            body = response.read(1 << 16)
+            kind = response.headers.get_content_type() if response.headers.get("Content-Type") else None
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             raise MemplugError(
@@ -279,13 +298,35 @@ def probe(api_base: str, role: str = "--api-base", key: str | None = None) -> No
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         text = "no answer within {:g}s".format(timeout) if "timed out" in str(reason) else str(reason)
-        raise MemplugError(
-            scrub(
-                f"--api-base {shown} does not answer ({text}): start the server, "
-                "or check the URL (it usually ends in /v1)",
-                urls=(api_base,),
+        line = (
+            f"{down} ({text}): start it, or give --api-base URL"
+            if down
+            else f"--api-base {shown} does not answer ({text}): start the server, "
+            "or check the URL (it usually ends in /v1)"
+        )
+        raise MemplugError(scrub(line, urls=(api_base,))) from None
+    else:
+        if not _is_json(kind, body):
+            path = urllib.parse.urlsplit(url).path
+            hint = "" if down else "; check the URL (it usually ends in /v1)"
+            raise MemplugError(
+                scrub(
+                    f"{role}: {shown} answers but not as {'an API' if down else 'an OpenAI API'}: "
+                    f"GET {path} gave {kind or 'no content type'}{hint}",
+                    urls=(api_base,),
+                )
             )
-        ) from None
+
+
+def _is_json(kind: str | None, body: bytes) -> bool:
+    """An answer in JSON: said by its content type (``application/json``, ``+json``), or
+    without one that says so, a body that parses as a JSON object."""
+    if kind is not None and (kind == "application/json" or kind.endswith("+json")):
+        return True
+    try:
+        return isinstance(json.loads(body), dict)
+    except ValueError:
+        return False
 
 
 def check_embedder(name: str, llm: "LLM | None") -> None:

@@ -408,6 +408,9 @@ class ScoreContext:
     #: the reply before the protocol's parser (None: not known); for metrics that official code
     #: computes on the raw output while the others get the parsed one (MemoryAgentBench's EventQA)
     reply: str | None = None
+    #: why a metric that applies gave no score, by metric name ("unreadable verdict": the
+    #: judge's reply held none); a metric writes here, and the record keeps it as ``unscored``
+    unscored: dict[str, str] = attrs.field(factory=dict)
 
 
 @runtime_checkable

@@ -153,6 +153,8 @@ class QuestionRecord:
     agent_answered, meta), the answer (reply: the raw text; prediction: after the
     protocol's parser), its scores, timings, LLM usage, and an error (None when answered)
     or why the reader could not answer (``unanswerable``, left out of the JSON when None),
+    why a metric that applies gave no score (``unscored``: {"judge": "unreadable verdict"},
+    left out when None),
     and the stage at which a miss lost its evidence (``diagnosis``, :mod:`memplug.diagnosis`;
     left out when None: an unscored question, or a run from before diagnoses).
     """
@@ -186,6 +188,8 @@ class QuestionRecord:
     #: the sample's ingestion (repeated on each of its records); None (``{}``) when none ran
     ingest_usage: LLMUsage | None = None
     diagnosis: Diagnosis | None = None
+    #: per metric that applies but gave no score, why (memplug.judge.UNREADABLE); None: none
+    unscored: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The record as samples.jsonl holds it."""
@@ -218,6 +222,8 @@ class QuestionRecord:
         out["ingest_usage"] = _usage_json(self.ingest_usage)
         if self.diagnosis is not None:
             out["diagnosis"] = self.diagnosis.to_json()
+        if self.unscored is not None:
+            out["unscored"] = self.unscored
         return out
 
     def to_line(self) -> bytes:
@@ -261,6 +267,7 @@ class QuestionRecord:
             context=obj.get("context"),
             ingest_usage=LLMUsage.from_json(obj.get("ingest_usage")),
             diagnosis=Diagnosis.from_json(obj["diagnosis"]) if obj.get("diagnosis") else None,
+            unscored=obj.get("unscored"),
         )
 
     @classmethod
@@ -461,6 +468,10 @@ class RunSummary:
     #: questions per stage of a miss (:func:`memplug.diagnosis.tally`); None in runs from before
     #: diagnoses and in runs without a scored question
     diagnosis: dict[str, Any] | None = None
+    #: per metric, the answered questions it applied to but could not score (a judge's reply
+    #: without a verdict): {"judge": {"n": 4, "of": 5, "reason": "unreadable verdict"}}, where
+    #: ``of`` counts the questions it was asked about; None: none (and runs from before)
+    unscored: dict[str, dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -480,6 +491,8 @@ class RunSummary:
             out["unanswerable"] = self.unanswerable
         if self.diagnosis is not None:
             out["diagnosis"] = self.diagnosis
+        if self.unscored is not None:
+            out["unscored"] = self.unscored
         out["efficiency"] = self.efficiency.to_json()
         out["llm"] = self.llm.to_json()
         if self.outcome is not None:
@@ -509,6 +522,7 @@ class RunSummary:
                 llm=LLMUsage.from_json(obj.get("llm")) or LLMUsage(),
                 outcome=Outcome.from_json(obj),
                 diagnosis=obj.get("diagnosis"),
+                unscored=obj.get("unscored"),
             )
         except (AttributeError, TypeError) as exc:
             raise DataError(where, f"not a memplug summary ({exc})") from None

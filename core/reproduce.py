@@ -84,18 +84,36 @@ def stored_spec(
 
 
 def check_data(run: RunDir, evaluation: Plan) -> None:
-    """The files at --data have the sha256 the original run recorded (MemplugError if not)."""
+    """The files at --data have the sha256 the original run recorded (MemplugError if not,
+    naming the files that differ, those not found and those the original did not read)."""
     stored = run.info().data_sha256
     if stored is None:
         return
-    now = evaluation.data_sha256() or {}
-    differ = sorted(name for name in stored.keys() | now.keys() if stored.get(name) != now.get(name))
-    if differ:
-        shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+    if evaluation.data is not None and not evaluation.data.exists():
         raise MemplugError(
-            f"--data {evaluation.data} is not the data of {run.path}: {shown} "
-            "differ from the sha256 in its run.json (pass --data with the same release)"
+            f"--data {evaluation.data}: not found (the data of {run.path}; pass --data with the same release)"
         )
+    now = evaluation.data_sha256() or {}
+    differ = sorted(name for name in stored.keys() & now.keys() if stored[name] != now[name])
+    missing, extra = sorted(stored.keys() - now.keys()), sorted(now.keys() - stored.keys())
+    problems = []
+    if differ:
+        verb = "differs" if len(differ) == 1 else "differ"
+        problems.append(f"{_names(differ)} {verb} from the sha256 in its run.json")
+    if missing:
+        problems.append(f"{_names(missing)} not found")
+    if extra:
+        problems.append(f"{_names(extra)} not in its run.json")
+    if problems:
+        raise MemplugError(
+            f"--data {evaluation.data} is not the data of {run.path}: "
+            f"{'; '.join(problems)} (pass --data with the same release)"
+        )
+
+
+def _names(names: list[str]) -> str:
+    """Up to five file names, and how many more."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _version_notes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

@@ -118,10 +118,16 @@ def scorable(record: QuestionRecord) -> bool:
 
 
 async def score_records(
-    records: list[QuestionRecord], metrics: list[Any], language: str, score_raw_too: bool = False
+    records: list[QuestionRecord],
+    metrics: list[Any],
+    language: str,
+    score_raw_too: bool = False,
+    unscored: dict[tuple[str, str], dict[str, str]] | None = None,
 ) -> list[dict[str, Any] | None]:
     """{metric name: score} per record (None for one with an error); async metrics run concurrently.
     ``score_raw_too``: the run's protocol also scored the raw reply (see memplug.metrics.score_with).
+    ``unscored``, when given, receives by record key the metrics that applied but gave no
+    score, and why (the record's ``unscored``: a judge's reply without a verdict).
 
     As the run scored it: a question without an answer (a reader that cannot do its kind)
     gets the metrics of what was recalled, never those of the answer. ``rescore recall@3``
@@ -146,6 +152,9 @@ async def score_records(
                     f"metric {metric.name!r} failed on question {record.question_id!r} of sample "
                     f"{record.sample_id!r}: {type(exc).__name__}: {exc}"
                 ) from exc
+        why = {m: reason for m, reason in ctx.unscored.items() if out.get(m) is None}
+        if unscored is not None and why:
+            unscored[record.key] = why
         return out
 
     todo = [r for r in records if not r.error]
@@ -196,10 +205,10 @@ def rediagnosed(
 ) -> list[QuestionRecord]:
     """The records with their diagnoses (:mod:`memplug.diagnosis`) re-derived from their scores:
     a record's stored and recalled facts kept, its stage decided by the headline metric of
-    ``metric_names``. ``anew``: every record diagnosed again from the run's stored.jsonl and
+    ``metric_names`` (the dataset's own where the judge left it unscored:
+    :func:`memplug.diagnosis.deciding_metric`). ``anew``: every record diagnosed again from the run's stored.jsonl and
     recalled items (a run from before diagnoses; the evidence texts were not kept, so items
     without source ids are judged by the gold answer alone)."""
-    headline = diagnosis.headline_metric(metric_names)
     lines = stored_file.read(run.path)
     stores = {
         sid: diagnosis.Store.of(line.get("items") or [], language, int(line.get("total") or 0))
@@ -208,6 +217,7 @@ def rediagnosed(
     out = []
     for r in records:
         store = stores.get(r.sample_id)
+        headline = diagnosis.deciding_metric(r, metric_names)
         d = (
             diagnosis.diagnose(r, headline, None, store, language)
             if anew
@@ -262,7 +272,8 @@ def rescore_run(
     instances = build_metrics(names, config, plugins, recalled_k=top_k)
 
     raw_too = bool((stored.protocol or {}).get("score_raw_too"))
-    new_scores = asyncio.run(score_records(records, instances, info.language, raw_too))
+    unscored: dict[tuple[str, str], dict[str, str]] = {}
+    new_scores = asyncio.run(score_records(records, instances, info.language, raw_too, unscored))
     rescored: list[QuestionRecord] = []
     changed = {m.name: 0 for m in instances}
     for record, scores in zip(records, new_scores):
@@ -271,7 +282,9 @@ def rescore_run(
             continue
         for name, value in scores.items():
             changed[name] += record.scores.get(name) != value
-        rescored.append(attrs.evolve(record, scores={**record.scores, **scores}))
+        # the rescored metrics' reasons replace the run's; the others' stay
+        why = {m: r for m, r in (record.unscored or {}).items() if m not in scores} | unscored.get(record.key, {})
+        rescored.append(attrs.evolve(record, scores={**record.scores, **scores}, unscored=why or None))
     run_metrics = list(dict.fromkeys([*stored.metrics, *names]))
     rescored = rediagnosed(run, rescored, run_metrics, info.language, diagnose)
 

@@ -405,6 +405,14 @@ def summarize(
             entry = unanswerable.setdefault(r.category, {"n": 0, "reason": r.unanswerable})
             entry["n"] += 1
     cats = {c: block(rows) for c, rows in sorted(by_category.items())}
+    # questions a metric applied to but could not score (the judge's reply held no verdict):
+    # left out of its mean, as a "not applicable" None is, but counted here and printed
+    unscored: dict[str, dict[str, Any]] = {}
+    for r in answered:
+        for name, reason in (r.unscored or {}).items():
+            entry = unscored.setdefault(name, {"n": 0, "of": overall_n.get(name, 0), "reason": reason})
+            entry["n"] += 1
+            entry["of"] += 1
 
     per_sample: dict[str, QuestionRecord] = {}
     for r in records:
@@ -445,6 +453,7 @@ def summarize(
         ),
         llm=llm,
         diagnosis=diagnosis.tally(answered, level=level, resamples=resamples),
+        unscored=unscored or None,
     )
 
 

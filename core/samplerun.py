@@ -329,7 +329,7 @@ class SampleRunner:
                     sink.stored(line)
                 store = diagnosis.Store.of(listed, plan.info.language) if listed is not None else None
             # the stage at which each miss lost its evidence, against the whole store (memplug.diagnosis)
-            headline = diagnosis.headline_metric([m.name for m in plan.metrics])
+            metric_names = [m.name for m in plan.metrics]
             conversation = diagnosis.Conversation({m.id: m.text for m in sample.messages}, plan.info.language)
             points = diagnosis.sample_points(sample.meta.get(diagnosis.MEMORY_POINTS_KEY), store, conversation)
             for question in sample.questions:
@@ -337,6 +337,7 @@ class SampleRunner:
                 record = await self._ask(
                     recall, question, sample, ingest_error or (f"not asked: {hung}" if hung else None)
                 )
+                headline = diagnosis.deciding_metric(record, metric_names)
                 record.diagnosis = diagnosis.diagnose(record, headline, conversation, store, plan.info.language, points)
                 if plan.judge_llm is not None and record.diagnosis is not None and "overlap" in record.diagnosis.rule:
                     await self._judge_storage(record, conversation, store)
@@ -466,11 +467,14 @@ class SampleRunner:
                 for metric in plan.metrics:
                     if prediction is not None or not reads_answer(metric):
                         record.scores[metric.name] = await score_with(metric, ctx, raw)
+                # a verdict the raw reply gave (score_with) leaves the metric scored after all
+                unscored = {m: why for m, why in ctx.unscored.items() if record.scores.get(m) is None}
+                record.unscored = unscored or None
             except FatalLLMError:
                 raise
             except Exception as exc:
                 record.error = _describe(exc)
-                record.scores = {}
+                record.scores, record.unscored = {}, None
                 log.warning("question %s/%s failed: %s", sample.id, question.id, record.error)
         record.usage = usage.snapshot()
         return record
@@ -557,11 +561,14 @@ class _Replay:
 
     blocking = False
 
-    def __init__(self, stored: dict[tuple[str, str], QuestionRecord], sample_id: str, top_k: int) -> None:
-        self.stored, self.sample_id, self.top_k = stored, sample_id, top_k
+    def __init__(self, records: dict[tuple[str, str], QuestionRecord], sample_id: str, top_k: int) -> None:
+        # not ``self.stored``: an attribute of that name declares the optional ``stored()``
+        # listing (protocols.lists_stored), which the runner would call; the source's
+        # diagnoses carry what its agent stored instead (diagnosis.carried)
+        self.records, self.sample_id, self.top_k = records, sample_id, top_k
 
     def recall(self, question: AgentQuestion) -> Recall:
-        record = self.stored.get((self.sample_id, question.id))
+        record = self.records.get((self.sample_id, question.id))
         if record is None:
             raise MemplugError(f"the --from run has no record of question {self.sample_id}/{question.id}")
         if record.error:

@@ -14,6 +14,7 @@ between agent and dataset by what each declares; :func:`build` makes the RunSpec
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -51,6 +52,9 @@ SCORED_FIELDS = (
     "limit_by",
     "context_tokens",
 )
+#: what a run checks of itself (memplug.gates), not what defines its numbers: a run made
+#: ``--from`` another takes its source's spec without them (its own gates are given now)
+GATE_FIELDS = ("max_errors", "fail_under")
 #: what a run.json written before a spec field existed meant by its absence (for --resume and
 #: `memplug reproduce`): a --limit then kept the first N questions
 LEGACY_SPEC: dict[str, Any] = {"limit_by": "first"}
@@ -103,10 +107,18 @@ class RunSpec:
     settle_timeout: float = 600.0
 
     def differences(self, stored: dict[str, Any]) -> list[str]:
-        """Fields that change results and differ from a stored spec (for --resume)."""
+        """Fields that change results and differ from a stored spec (for --resume; give it
+        :func:`stored_fields`, whose ``data`` is where the run read it). ``data`` is the same
+        where both name the same file, however each spells it (relative here, absolute there)."""
         mine = scrub_all(attrs.asdict(self))  # run.json holds the spec scrubbed of secrets
         stored = {**LEGACY_SPEC, **stored}
-        return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if stored.get(k) != mine[k]]
+
+        def same(key: str) -> bool:
+            if key == "data" and stored.get(key) is not None and mine[key] is not None:
+                return data_path(stored[key]) == data_path(mine[key])
+            return bool(stored.get(key) == mine[key])
+
+        return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if not same(k)]
 
 
 @attrs.frozen
@@ -146,9 +158,24 @@ def field_names() -> set[str]:
     return {a.name for a in RunSpec.__attrs_attrs__}
 
 
+def data_path(data: str | Path) -> str:
+    """``--data`` as an absolute path, from the working directory now: run.json records it
+    beside the path as given (``resolved.data_path``), for a resume or a reproduction from
+    another directory."""
+    return str(Path(data).expanduser().resolve())
+
+
 def stored_fields(run: RunDir) -> dict[str, Any]:
-    """A stored run's spec, a field the run predates as what it meant then (``LEGACY_SPEC``)."""
-    return {**LEGACY_SPEC, **run.check().info().spec}
+    """A stored run's spec, a field the run predates as what it meant then (``LEGACY_SPEC``),
+    and ``data`` given relative to the directory it ran in as the absolute path it recorded
+    (``resolved.data_path``), so that a resume or reproduction reads the same files from
+    any directory. A run.json without it keeps its path as given (read from here)."""
+    info = run.check().info()
+    spec = {**LEGACY_SPEC, **info.spec}
+    recorded = info.resolved.get("data_path")
+    if isinstance(spec.get("data"), str) and not Path(spec["data"]).expanduser().is_absolute() and recorded:
+        spec["data"] = recorded
+    return spec
 
 
 def spec_fields(

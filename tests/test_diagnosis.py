@@ -369,6 +369,17 @@ def test_wrong_line_gives_shares_of_the_wrong_answers() -> None:
     assert diagnosis.wrong_line(diagnosis.tally(records[:5]) or {}) is None  # nothing wrong: no line
 
 
+def test_wrong_line_shares_add_up_to_100() -> None:
+    # bm25 on LoCoMo conv-26: each share rounded alone printed 52% + 48% + 1% = 101%
+    counts = {"correct": 7, "not_stored": 0, "not_recalled": 99, "misread": 92, "unknown": 1}
+    line = diagnosis.wrong_line({"overall": counts, "metric": "locomo_f1"})
+    assert line == "wrong: 52% not recalled, 48% misread, 0% unknown (192 of 199 answers by locomo_f1)"
+    counts = {"not_stored": 1, "not_recalled": 1, "misread": 1}  # 33.3% each: the first gets the point
+    assert diagnosis.wrong_line({"overall": counts, "metric": "em"}) == (
+        "wrong: 34% not stored, 33% not recalled, 33% misread (3 of 3 answers by em)"
+    )
+
+
 def test_report_prints_the_line_and_why_lists_examples(failing_agents, tmp_path):
     from memplug.testing import run_cli
 

@@ -78,7 +78,7 @@ def test_one_row_or_a_list_of_rows(tmp_path: Path) -> None:
 def test_truncated_file_names_the_file_and_position(tmp_path: Path) -> None:
     path = tmp_path / "cut.json"
     path.write_text(json.dumps(row())[:40])
-    with pytest.raises(DataError, match=r"cut\.json: line 1 column \d+: invalid JSON"):
+    with pytest.raises(DataError, match=r"cut\.json: invalid JSON at line 1 column \d+: "):
         load(path)
 
 

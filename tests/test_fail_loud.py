@@ -178,7 +178,8 @@ def test_mem0_without_an_llm_chooses_its_offline_mode_and_says_so():
 
     plan = Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, None)
     assert plan.values["infer"] is False and plan.note is not None
-    assert "give --llm to let Mem0 extract facts" in plan.note
+    assert plan.note == "mem0 keeps messages verbatim (infer=false); give --llm to extract facts"
+    assert len(f"memplug: {plan.note}") <= 80  # as `eval` prints it
     with pytest.raises(MemplugError, match="infer=true needs an LLM"):
         Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {"infer": "true"}, None)
     # any LLM at all: preflight only asks whether one was given

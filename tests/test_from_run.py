@@ -76,3 +76,26 @@ def test_the_cli_takes_the_stored_spec_and_the_options_given_now(testkit_env, tm
     assert spec["dataset_options"] == {"samples": "2"} and spec["from_run"] == source
     both = memplug("eval", "--from", source, "--resume", source)
     assert both.returncode == 2 and "give one of them" in both.stderr
+
+
+def test_a_replayed_run_lists_nothing_and_takes_no_gate_from_its_source(testkit_env, tmp_path):
+    """The source's --fail-under gated the source; a run --from it is gated by what is given
+    now. And the stand-in agent declares no stored() listing (the runner called a dict)."""
+    from inprocess import memplug_main
+
+    def memplug(*args: str) -> tuple[int, str, str]:
+        done = memplug_main(args, env=testkit_env, cwd=tmp_path)
+        return done.returncode, done.stdout.strip().splitlines()[-1], done.stderr
+
+    gate = ("--fail-under", "em=0.999")
+    code, source, stderr = memplug(
+        "eval", "--agent", "lookup", "--dataset", "counting", "-o", "wrong=q1", "--quiet", *gate
+    )
+    assert code == 3 and "below --fail-under" in stderr, stderr
+    code, again, stderr = memplug("eval", "--from", source, "--quiet")
+    assert code == 0, stderr
+    run = RunDir(tmp_path / again)
+    assert run.info().spec["fail_under"] == [] and run.info().spec["max_errors"] is None
+    assert "stored() failed" not in (run.path / "memplug.log").read_text()
+    code, _, stderr = memplug("eval", "--from", source, "--quiet", *gate)
+    assert code == 3 and "below --fail-under: em" in stderr, stderr

@@ -127,7 +127,7 @@ def test_quirks_are_handled_not_fixed(tmp_path):
 def test_broken_files_name_the_file_and_the_place(release, tmp_path):
     truncated = tmp_path / "02_conditional_roles.json"
     truncated.write_text((release / "02_conditional_roles.json").read_text(encoding="utf-8")[:5000], encoding="utf-8")
-    with pytest.raises(DataError, match=r"02_conditional_roles.json: line \d+ column \d+: invalid JSON"):
+    with pytest.raises(DataError, match=r"02_conditional_roles.json: invalid JSON at line \d+ column \d+: "):
         load(truncated)
     bad = tmp_path / "01_simple_roles.json"
     raw = json.loads((release / "01_simple_roles.json").read_text(encoding="utf-8"))

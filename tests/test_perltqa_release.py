@@ -103,7 +103,7 @@ def test_ambiguous_directory_is_an_error(copy: Path) -> None:
 def test_truncated_files_name_the_file(copy: Path, name: str) -> None:
     text = (copy / name).read_text(encoding="utf-8")
     (copy / name).write_text(text[: len(text) // 2], encoding="utf-8")
-    with pytest.raises(DataError, match=rf"{name}: line \d+ column \d+: invalid JSON"):
+    with pytest.raises(DataError, match=rf"{name}: invalid JSON at line \d+ column \d+: "):
         load(copy)
 
 

@@ -46,9 +46,33 @@ def test_data_that_is_not_the_runs_is_refused_before_running(tmp_path, shared_da
     rows = json.loads(first.read_text(encoding="utf-8"))
     first.write_text(json.dumps(rows, indent=1), encoding="utf-8")  # same content, other bytes: another release
     runs_before = len(list((tmp_path / "runs").iterdir()))
-    with pytest.raises(MemplugError, match=f"{first.name} differ from the sha256"):
+    with pytest.raises(MemplugError, match=f"{first.name} differs from the sha256"):
         reproduce(path, tmp_path / "runs")
     assert len(list((tmp_path / "runs").iterdir())) == runs_before  # nothing ran
+
+
+def test_a_run_on_relative_data_reproduces_from_another_directory(tmp_path, shared_data, monkeypatch):
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    shutil.copytree(shared_data / "memdaily", here / "memdaily")
+    elsewhere.mkdir()
+    monkeypatch.chdir(here)
+    spec = RunSpec(agent="bm25", dataset="memdaily", data="memdaily", limit=20)
+    path = Evaluation(spec).run(output=tmp_path / "runs")
+    monkeypatch.chdir(elsewhere)
+    assert reproduce(path, tmp_path / "runs").matches  # the data where the run read it
+    moved = tmp_path / "moved"
+    (here / "memdaily").rename(moved)
+    with pytest.raises(MemplugError, match=r"^--data /\S+/here/memdaily: not found \(the data of"):
+        reproduce(path, tmp_path / "runs")
+    # a run.json written before the absolute path was recorded: --data from here, as then
+    run_json = json.loads((path / "run.json").read_text())
+    del run_json["resolved"]["data_path"]
+    (path / "run.json").write_text(json.dumps(run_json))
+    with pytest.raises(MemplugError, match=r"^--data memdaily: not found"):
+        reproduce(path, tmp_path / "runs")
+    (moved / sorted(p.name for p in moved.iterdir())[0]).unlink()
+    with pytest.raises(MemplugError, match=r"is not the data of .*: \S+\.json not found \(pass --data"):
+        reproduce(path, tmp_path / "runs", data=moved)
 
 
 def test_an_unfinished_run_is_not_reproduced(testkit, tmp_path):

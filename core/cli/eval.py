@@ -274,6 +274,12 @@ def eval_command(
     if "concurrency" in explicit:
         explicit.add("concurrency_auto")
     spec = resolve_spec(given, parse_pairs(pairs), resume=resume, from_run=from_run, explicit=explicit)
+    if resume is not None:
+        from memplug.driver import nothing_to_resume
+
+        if nothing_to_resume(resume, spec):  # nothing asked, nothing rewritten, no gate checked
+            click.echo(f"{resume} is finished: nothing to resume (memplug report {resume} shows it)", err=True)
+            return
     # --executor ray: the samples spread over Ray workers, the records written here (memplug.executors)
     if workers is not None and (executor or "local") != "ray":
         raise MemplugError("--workers is for --executor ray (locally, --concurrency sets the samples side by side)")
@@ -301,6 +307,12 @@ def eval_command(
         click.echo(str(summary_path))
     else:
         click.echo(str(paths[0]))
+    if quiet:  # no table, but a judge that left questions unscored is still said (on stderr)
+        from memplug.cli.report import unscored_lines
+
+        for p in paths:
+            for line in unscored_lines(RunDir(p).summary()):
+                click.echo(f"memplug: {p.name}: {line}", err=True)
     outcomes = [(p, RunDir(p).summary().outcome) for p in paths]
     failed = [(p, o) for p, o in outcomes if o is not None and o.status != "finished"]
     for path, outcome in failed:

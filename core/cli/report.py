@@ -11,7 +11,7 @@ import click
 from memplug import compare, diagnosis, fairness
 from memplug.errors import MemplugError
 from memplug.files import read_json
-from memplug.record import RunSummary
+from memplug.record import Outcome, RunSummary
 from memplug.results import RunDir
 
 
@@ -63,6 +63,22 @@ def _label(index: int, summary: RunSummary, many: bool) -> str:
 def _say(console: Any, text: str) -> None:
     """A line of text, wrapped at spaces to the terminal."""
     console.print(text, soft_wrap=False)
+
+
+def _unfinished(outcome: Outcome) -> str:
+    """A run's status beside its header when it did not finish: "INTERRUPTED: 420 of 5000
+    questions answered" (an interrupted run's scores are over those only)."""
+    return f"{outcome.status.upper()}: {outcome.n_answered} of {outcome.n_expected} questions answered"
+
+
+def unscored_lines(summary: RunSummary) -> list[str]:
+    """Per metric that could not score some of its questions (summary.json's ``unscored``):
+    "judge: 4 of 5 questions not scored (unreadable verdict); see memplug.log". Its mean is
+    over the others only, which the table's "(n=1)" alone does not explain."""
+    return [
+        f"{metric}: {u['n']} of {u['of']} questions not scored ({u['reason']}); see memplug.log"
+        for metric, u in (summary.unscored or {}).items()
+    ]
 
 
 def _rows(summary: RunSummary) -> list[tuple[str, dict[str, Any]]]:
@@ -125,7 +141,7 @@ def print_tables(
     console = text_console()  # names and categories from the data are text: "[/]" is not a style tag
     many = len(summaries) > 1
     for k, (path, s) in enumerate(zip(paths, summaries), 1):
-        status = "" if s.outcome is None or s.outcome.status == "finished" else f", {s.outcome.status.upper()}"
+        status = "" if s.outcome is None or s.outcome.status == "finished" else f", {_unfinished(s.outcome)}"
         judge = compare.judge_identity(path)
         caveats = "".join(f", {c}" for c in compare.run_caveats(path))  # beside "(official)", what it rests on
         _say(
@@ -143,6 +159,10 @@ def print_tables(
     for dataset, protocol in groups:
         group = [(k, s) for k, (s, kind) in enumerate(zip(summaries, kinds), 1) if kind == (dataset, protocol)]
         metrics = list(dict.fromkeys(m for _, s in group for m in s.metrics.overall))
+        if not metrics:  # not a table of empty rows
+            for k, s in group:
+                _say(console, f"{s.run_id}: no question answered, nothing scored")
+            continue
         cells = [(values.get(m), *s.interval(m, cat)) for _, s in group for cat, values in _rows(s) for m in metrics]
         scored = [c for c in cells if c[0] is not None]
         found = {c[2] for c in scored if c[1] is None and c[2]}
@@ -191,6 +211,9 @@ def print_tables(
                 f"{s.run_id}: {category}: {u['n']} {noun} not answered ({u['reason']}); "
                 "only what was recalled is scored",
             )
+    for s in summaries:
+        for note in unscored_lines(s):
+            _say(console, f"{s.run_id}: {note}")
     for s in summaries:  # where the misses lost their evidence (memplug.diagnosis)
         for line in (diagnosis.wrong_line(s.diagnosis), diagnosis.memory_line(s.diagnosis)) if s.diagnosis else ():
             if line:
@@ -285,17 +308,28 @@ def _is_sweep(path: Path) -> bool:
     return Sweep.is_sweep(path)
 
 
+def _folder_of_runs(path: Path) -> list[Path]:
+    """What ``path`` stands for: the runs (``*/run.json``) and repeats-*.json files of a
+    folder that is neither a run nor a sweep but holds runs, in name order; else ``path``."""
+    if not path.is_dir() or (path / "run.json").exists() or _is_sweep(path):
+        return [path]
+    held = sorted(p for p in path.iterdir() if (p / "run.json").is_file() or _is_repeats(p))
+    return held or [path]
+
+
 def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]]]:
     """The run directories to report, and the repeats-*.json files among the arguments.
 
     `eval --repeats` writes repeats-<id>.json beside its runs, so `memplug report runs/*`
     gets it too: it is read as what it is (its runs are reported, once each, and its mean
-    and spread over the seeds printed after them), not refused as a run. Any other
-    argument that is not a run directory stops the report, in one line.
+    and spread over the seeds printed after them), not refused as a run. A folder of runs
+    (``runs``, where `eval` writes by default) stands for what it holds, as
+    :func:`memplug.read_runs` reads it: `memplug report runs` is `memplug report runs/*`.
+    Any other argument that is not a run directory stops the report, in one line.
     """
     paths: list[Path] = []
     repeats: list[dict[str, Any]] = []
-    for arg in args:
+    for arg in [path for given in args for path in _folder_of_runs(given)]:
         if _is_sweep(arg):  # a sweep directory: its finished cells
             from memplug.sweep import expand
 

@@ -76,6 +76,7 @@ def reproduce_command(
             click.echo(f"note: {one_line(note)}", err=True)
         differ = sum(not r.same for r in result.rows)
         verdict = "all metric means match" if result.matches else f"{differ} of {len(result.rows)} metric means differ"
-        click.echo(f"{verdict}: {result.original} -> {result.reproduced}")
+        # each path on a line of its own: two run paths and the verdict overran 80 columns
+        click.echo(f"{verdict}: {result.original}\nreproduced as {result.reproduced}")
     if not result.matches:
         raise SystemExit(1)
