@@ -41,8 +41,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
+import math
 import secrets
 import sys
+import types
+import typing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -118,6 +122,8 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
     if unknown:
         raise MemplugError(f"[base] has unknown field(s) {', '.join(sorted(unknown))}")
     if "no_cache" in base:
+        if not isinstance(base["no_cache"], bool):
+            raise MemplugError(f"[base] no_cache = {base['no_cache']!r}: expected true or false")
         base["cache"] = not base.pop("no_cache")
     grid = config.get("grid") or {}
     axes = {axis: grid.get(axis) or [None] for axis in AXES}
@@ -133,7 +139,9 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
             value = chosen[axis]
             if value is None or axis in ("datasets", "options"):
                 continue
-            fields[field] = int(value) if axis == "seeds" else str(value)
+            if axis == "seeds" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise MemplugError(f"[grid] seeds: {value!r} is not a whole number")
+            fields[field] = value if axis == "seeds" else str(value)
         dataset = chosen["datasets"]
         if isinstance(dataset, Mapping):
             if "name" not in dataset:
@@ -179,6 +187,73 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
     return cells
 
 
+#: (low, high) of the spec's numbers that `memplug eval`'s options bound and
+#: :func:`memplug.preflight.check_spec` does not (it bounds the others)
+BOUNDS: Mapping[str, tuple[float, float]] = {"limit": (1, math.inf), "sample_timeout": (1.0, 7 * 86400.0)}
+
+
+def check_cells(cells: list[dict[str, Any]]) -> None:
+    """Every cell's spec checked as `memplug eval` checks its own before the first question,
+    so that a bad sweep file is one line (exit 2) before the sweep directory is made, and
+    on --dry-run: each field of the type the RunSpec declares (a TOML file, unlike eval's
+    options, can give ``limit = "x"``), and a :class:`~memplug.plan.Plan` made with
+    ``check=True`` (options resolved, numbers bounded, provider keys, models, judges,
+    embedder, the agent's own preflight). A cell that only failed at run time was recorded
+    as failed, and ``memplug sweep --resume`` could never finish it. Cells that differ in
+    their seed alone are planned once."""
+    from memplug.plan import Plan
+
+    planned: set[str] = set()
+    for cell in cells:
+        a = cell["axes"]
+        options = " ".join(f"{k}={v}" for k, v in (a.get("options") or {}).items())
+        where = f"cell c{cell['index']:03d} ({a['agent']} on {a['dataset']}, seed {a['seed']!r}{', -o ' + options if options else ''})"
+        try:
+            spec = specs.build(_typed(cell["spec"]))
+            key = json.dumps({**cell["spec"], "seed": None}, sort_keys=True, default=str)
+            if key not in planned:
+                planned.add(key)
+                Plan(spec, check=True).close()
+        except MemplugError as exc:
+            raise MemplugError(f"{where}: {exc}") from None
+
+
+#: how an error names the type a RunSpec field wants
+KINDS = {
+    int: "a whole number",
+    float: "a number",
+    str: "a string",
+    bool: "true or false",
+    dict: "a table",
+    list: "a list of strings",
+}
+
+
+def _typed(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``fields``, each of the type its RunSpec field declares (an int is a number too, a
+    bool is not) and within :data:`BOUNDS`; MemplugError naming the first that is not."""
+    hints = typing.get_type_hints(specs.RunSpec)
+    for name, value in fields.items():
+        union = isinstance(hints[name], types.UnionType)  # ``int | None``
+        kinds = {typing.get_origin(t) or t for t in (typing.get_args(hints[name]) if union else (hints[name],))}
+        if value is None and type(None) in kinds:
+            continue
+        kind = next(k for k in kinds if k is not type(None))
+        if kind is bool:
+            fits = isinstance(value, bool)
+        else:
+            fits = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
+        if fits and kind is list:
+            fits = all(isinstance(v, str) for v in value)
+        if not fits:
+            raise MemplugError(f"{name} = {value!r}: expected {KINDS[kind]}")
+        low, high = BOUNDS.get(name, (-math.inf, math.inf))
+        if kind in (int, float) and not low <= value <= high:
+            top = f" to {high:g}" if math.isfinite(high) else " or more"
+            raise MemplugError(f"{name} = {value!r} is out of range: use a number from {low:g}{top}")
+    return fields
+
+
 def _safe(name: str) -> str:
     return safe_name(name, limit=120)
 
@@ -209,6 +284,7 @@ class Sweep:
         config = load_config(config_path)
         sweep_id = new_sweep_id(str(config["name"]))
         cells = plan_cells(config, sweep_id)  # unknown names and options fail here, before any directory
+        check_cells(cells)  # and what `memplug eval` refuses before its first question
         path = Path(output) / sweep_id
         try:
             (path / "runs").mkdir(parents=True)
@@ -351,18 +427,26 @@ def run_sweep(
     try:
         executor.map_cells(todo, run_cell, on_done)
     except KeyboardInterrupt:
-        # the cells stopped mid-way have a run directory that `--resume` finishes
-        for job in todo:
-            cell = cells[job["index"]]
-            if job["index"] not in ended and (sweep.path / cell["path"] / "run.json").is_file():
-                cell["status"], cell["error"] = "interrupted", None
-        manifest["status"] = "interrupted"
-        sweep.write(manifest)
+        mark_interrupted(sweep, manifest, [job["index"] for job in todo if job["index"] not in ended])
         raise SweepInterrupted(sweep.path) from None
     manifest["status"] = DONE if all(c["status"] == DONE for c in cells) else "partial"
     manifest["ended"] = _now()
     sweep.write(manifest)
     return manifest
+
+
+def mark_interrupted(sweep: Sweep, manifest: dict[str, Any] | None = None, stopped: list[int] | None = None) -> None:
+    """sweep.json after a Ctrl-C: ``interrupted``, and so is each cell of ``stopped`` (the
+    indexes of those that were to run and did not end; None: every unfinished one) that
+    has a run directory for `--resume` to finish. ``manifest``: the one in memory (None:
+    the one on file, as a second Ctrl-C finds it, which left it saying ``running``)."""
+    manifest = sweep.read() if manifest is None else manifest
+    for cell in manifest["cells"]:
+        to_run = cell["status"] != DONE if stopped is None else cell["index"] in stopped
+        if to_run and (sweep.path / cell["path"] / "run.json").is_file():
+            cell["status"], cell["error"] = "interrupted", None
+    manifest["status"] = "interrupted"
+    sweep.write(manifest)
 
 
 def sweep_comparisons(paths: list[Path]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ unfinished cells, `memplug report SWEEP_DIR`; the executor options of `memplug e
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,77 @@ def test_a_ray_file_run_with_executor_local_drops_its_ray_settings(tmp_path):
     path.write_text('executor = "ray"\nllm_limit = 16\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n')
     result = CliRunner().invoke(cli, ["sweep", str(path), "--dry-run", "--executor", "local"])
     assert result.exit_code == 0, result.output
+
+
+GRID = '[grid]\nagents = ["bm25", "recent"]\ndatasets = ["memsim"]\nseeds = [0, 1]\n'
+
+
+@pytest.mark.parametrize(
+    "base, error",
+    [
+        ("limit = -3", "cell c000 (bm25 on memsim, seed 0): limit = -3 is out of range: use a number from 1 or more"),
+        ("limit = 2.5", "cell c000 (bm25 on memsim, seed 0): limit = 2.5: expected a whole number"),
+        ('limit = "x"', "cell c000 (bm25 on memsim, seed 0): limit = 'x': expected a whole number"),
+        ("sample_timeout = 0", "sample_timeout = 0 is out of range: use a number from 1 to 604800"),
+        ("cache = 1", "cache = 1: expected true or false"),
+        ("fail_under = [1]", "fail_under = [1]: expected a list of strings"),
+        ('options = { n = "abc" }', "cell c000 (bm25 on memsim, seed 0, -o n=abc): option n='abc': expected int"),
+        ("concurrency = 0", "cell c000 (bm25 on memsim, seed 0): --concurrency 0 is out of range"),
+        ("top_k = -1", "--top-k -1 is out of range"),
+        ('llm = "openai/gpt-4o-mini"', "--llm openai/gpt-4o-mini: openai needs OPENAI_API_KEY in the environment"),
+        ('judge_prompt = "locomo-j"', "--judge-prompt locomo-j chooses the judge's prompts; it needs --judge MODEL"),
+        ('max_errors = "lots"', "cell c000 (bm25 on memsim, seed 0): "),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_every_cell_is_checked_as_eval_checks_it_before_the_directory(tmp_path, monkeypatch, base, error, dry_run):
+    """Each was a traceback (rc 1), a negative --limit drawing nothing, or a sweep directory
+    whose cells all "failed" with a `sweep --resume` that could never finish them."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = tmp_path / "s.toml"
+    path.write_text(f"[base]\n{base}\n{GRID}")
+    args = ["sweep", str(path), "--output", str(tmp_path / "out"), *(["--dry-run"] if dry_run else [])]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"memplug: error: {'' if error.startswith('cell') else 'cell c000 '}")
+    assert error in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ('[base]\nseed = "x"\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n', "seed = 'x': expected a whole"),
+        ('[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\nseeds = ["a"]\n', "[grid] seeds: 'a' is not a whole"),
+        ('[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\nseeds = [true]\n', "[grid] seeds: True is not a whole"),
+        ('[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\nllms = ["openai/x"]\n', "openai needs OPENAI_API_KEY"),
+        ('[base]\nno_cache = 1\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n', "[base] no_cache = 1: expected"),
+    ],
+)
+def test_a_bad_seed_or_model_is_one_line_before_the_directory(tmp_path, monkeypatch, text, error):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(MemplugError, match=re.escape(error)):
+        Sweep.create(path, tmp_path / "out", {"name": "local"})
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_checked_sweep_still_runs_and_its_cell_lines_fit_the_console(tmp_path, monkeypatch):
+    """A cell's line was one line of 87 columns here: wrapped at a space between two
+    metrics, never between a metric and its value."""
+    monkeypatch.setenv("COLUMNS", "80")
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[base]\noptions = { n = "4" }\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\nseeds = [1000000000]\n'
+    )
+    result = CliRunner().invoke(cli, ["sweep", str(path), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    first = lines.index(next(line for line in lines if line.startswith("c000 ")))
+    cell = [lines[first], *(line for line in lines[first + 1 :] if line.startswith(" " * 5))]
+    assert len(cell) == 2 and all(len(line) <= 80 for line in cell), cell
+    assert re.fullmatch(
+        r"c000 bm25 on memsim, seed 1000000000, -o n=4: finished; accuracy \d\.\d{3}, recall@5 \d\.\d{3}",
+        " ".join(line.strip() for line in cell),
+    ), cell

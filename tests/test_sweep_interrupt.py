@@ -59,6 +59,11 @@ def _wait_for_cells(cwd: Path, process: subprocess.Popen[str], running: int) -> 
     raise AssertionError(f"no {running} cells running within 60 s")
 
 
+def _lines(cwd: Path, cells: str) -> list[int]:
+    """The records on file of the sweep's cells whose index matches ``cells`` (a glob)."""
+    return [p.read_bytes().count(b"\n") for p in sorted(cwd.glob(f"sw/*/runs/*-{cells}-*/samples.jsonl"))]
+
+
 def _interrupt(process: subprocess.Popen[str], times: int = 1, group: bool = False) -> tuple[float, str]:
     """Ctrl-C (``times``, 0.1 s apart) to the process, or to its group; the seconds until it
     ended, and its stderr."""
@@ -143,8 +148,10 @@ def test_ctrl_c_stops_every_process_of_a_pool_of_cells(testkit_env, tmp_path, gr
 
 
 def test_a_second_ctrl_c_leaves_no_process_of_the_pool(testkit_env, tmp_path):
+    """sweep.json said "running", the two cells stopped "pending" (the first Ctrl-C's
+    write was cut short, or not made yet): it says what a single Ctrl-C has it say."""
     process = _start(testkit_env, tmp_path, "--workers", "2")
-    _wait_for_cells(tmp_path, process, running=2)
+    sweep = _wait_for_cells(tmp_path, process, running=2)
     table = ray_reaper.processes()
     family = ray_reaper.descendants({(process.pid, table[process.pid][1])}, table)
     _, err = _interrupt(process, times=2)
@@ -155,6 +162,11 @@ def test_a_second_ctrl_c_leaves_no_process_of_the_pool(testkit_env, tmp_path):
         time.sleep(0.05)
     assert not ray_reaper.descendants(family, ray_reaper.processes())
     assert json.loads(next((tmp_path / "sw").glob("*/sweep.json")).read_text())["cells"][0]["status"] == "finished"
+    assert _statuses(sweep) == (
+        "interrupted",
+        ["finished", "interrupted", "interrupted"],
+        ["finished", "resume", "resume"],
+    )
 
 
 def test_ctrl_c_ends_a_pool_process_that_an_agents_hung_thread_holds(testkit_env, tmp_path):
@@ -163,7 +175,9 @@ def test_ctrl_c_ends_a_pool_process_that_an_agents_hung_thread_holds(testkit_env
     hung = CONFIG.replace('delay = "0.05" }', 'delay = "0.05", hang = "s5" }')  # the 6th sample hangs
     process = _start(testkit_env, tmp_path, "--workers", "2", config=hung)
     sweep = _wait_for_cells(tmp_path, process, running=2)
-    time.sleep(0.3)  # both cells hang in s5 now
+    deadline = time.monotonic() + 30  # both cells hang in s5 once their first 5 samples (15 records) are on file
+    while _lines(tmp_path, "c00[12]") != [15, 15] and time.monotonic() < deadline:
+        time.sleep(0.05)
     table = ray_reaper.processes()
     family = ray_reaper.descendants({(process.pid, table[process.pid][1])}, table)
     elapsed, err = _interrupt(process)
@@ -176,3 +190,28 @@ def test_ctrl_c_ends_a_pool_process_that_an_agents_hung_thread_holds(testkit_env
     assert not ray_reaper.descendants(family, ray_reaper.processes())
     for index in (1, 2):
         assert _run_status(sweep, index) == ("interrupted", 15, 15)
+
+
+POOL_HELD = """
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+from memplug.cli import _exit
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    pool.submit(abs, -1).result()
+    held = (pool._call_queue, pool._result_queue)  # as the frames of a Ctrl-C's traceback held them
+    pool.shutdown()
+    _exit(130, now=True)
+"""
+
+
+def test_the_exit_after_a_ctrl_c_leaves_no_semaphore_of_a_pool_to_warn_of(testkit_env, tmp_path):
+    """A sweep of two processes stopped by one Ctrl-C printed, after its line, the resource
+    tracker's "There appear to be 5 leaked semaphore objects" (the pool's two queues')."""
+    (tmp_path / "held.py").write_text(POOL_HELD)
+    done = subprocess.run(
+        [sys.executable, "held.py"], env=testkit_env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130 and done.stderr == "", done.stderr

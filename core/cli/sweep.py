@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+import textwrap
 import threading
 from pathlib import Path
 from types import FrameType
@@ -70,13 +71,16 @@ def executor_options(command: Any, sweep: bool = True) -> Any:
     return command
 
 
-def cell_lines(manifest: Mapping[str, Any], folder: Path) -> list[str]:
-    """One line per cell at the end of a sweep: its axes, its status and its overall means.
-    Every cell's full tables were printed here (419 lines for 18 cells); `memplug report
-    SWEEP_DIR` prints them on request."""
+def cell_lines(manifest: Mapping[str, Any], folder: Path, width: int | None = None) -> list[str]:
+    """A few lines per cell at the end of a sweep: its axes, its status and its overall
+    means, wrapped to ``width`` columns (default: the console's, as the tables are; a
+    metric's name and value kept together). Every cell's full tables were printed here
+    (419 lines for 18 cells); `memplug report SWEEP_DIR` prints them on request."""
+    from memplug.display import console
     from memplug.results import RunDir
 
-    out = []
+    width = width or console().width
+    out: list[str] = []
     for cell in manifest["cells"]:
         a = cell["axes"]
         options = " ".join(f"{k}={v}" for k, v in (a.get("options") or {}).items())
@@ -88,8 +92,11 @@ def cell_lines(manifest: Mapping[str, Any], folder: Path) -> list[str]:
             means = RunDir(folder / cell["path"]).summary().metrics.overall
         except (MemplugError, OSError):  # a cell that never ran has no summary
             means = {}
-        scores = ", ".join(f"{m} {v:.3f}" for m, v in means.items() if isinstance(v, float))
-        out.append(one_line(f"{head}{'; ' + scores if scores else ''}"))
+        # a no-break space between a metric and its value: textwrap breaks at ASCII spaces only
+        scores = ", ".join(f"{m}\xa0{v:.3f}" for m, v in means.items() if isinstance(v, float))
+        text = one_line(f"{head}{'; ' + scores if scores else ''}")
+        wrapped = textwrap.wrap(text, width, subsequent_indent=" " * 5, break_long_words=False, break_on_hyphens=False)
+        out.extend(line.replace("\xa0", " ") for line in wrapped)
     return out
 
 
@@ -99,8 +106,8 @@ def interrupts(sweep_dir: Path) -> Iterator[None]:
     interrupted, then the sweep); a second one ends the process at once, with one line that
     names the sweep's resume command. A run's own handler for the second Ctrl-C (see
     memplug.driver) would name its cell's ``eval --resume``, which finishes that cell alone:
-    it yields to a handler set here. Not the main thread, or a handler of the caller's own:
-    nothing changes."""
+    it yields to a handler set here, which marks sweep.json ``interrupted`` as the first
+    would have. Not the main thread, or a handler of the caller's own: nothing changes."""
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
@@ -113,6 +120,10 @@ def interrupts(sweep_dir: Path) -> Iterator[None]:
         if not seen:
             seen.append(signum)
             raise KeyboardInterrupt
+        from memplug.sweep import Sweep, mark_interrupted
+
+        with contextlib.suppress(Exception):  # the first one's write cut short, or not made yet
+            mark_interrupted(Sweep(sweep_dir))
         with contextlib.suppress(Exception):
             sys.stderr.write(
                 f"memplug: interrupted again: stopped at once; finish the sweep with: "
@@ -251,7 +262,7 @@ def sweep_command(
       memplug sweep --resume sweeps/retrievers-20250101-120000-a1b2c3
       memplug report sweeps/retrievers-20250101-120000-a1b2c3
     """
-    from memplug.sweep import Sweep, SweepInterrupted, load_config, plan_cells, run_sweep
+    from memplug.sweep import Sweep, SweepInterrupted, check_cells, load_config, plan_cells, run_sweep
 
     if config is None and resume is None:
         raise MemplugError("give a sweep file, or --resume SWEEP_DIR")
@@ -273,6 +284,8 @@ def sweep_command(
             llm_tpm,
         )
         cells = stored["cells"] if config is None else plan_cells(settings, "DRYRUN")
+        if config is not None:  # what `memplug eval` refuses before its first question (run: Sweep.create)
+            check_cells(cells)
         for cell in cells:
             a = cell["axes"]
             extras = ", ".join(f"{k} {a[k]}" for k in ("llm", "reader", "judge", "data") if a.get(k))
