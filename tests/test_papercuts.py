@@ -162,9 +162,9 @@ def test_a_sweep_ends_with_a_line_per_cell_and_points_to_report(tmp_path):
     result = CliRunner().invoke(cli, ["sweep", str(config), "--output", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert len(lines) == 6, result.stdout
+    assert len(lines) == 7, result.stdout  # the pointer to report wrapped before its path (80 columns)
     assert lines[0].startswith("c000 bm25 on memsim, seed 0, -o n=3: finished; ") and "accuracy " in lines[0]
-    assert lines[4].startswith("tables, intervals and paired comparisons: memplug report ")
+    assert lines[4] == "tables, intervals and paired comparisons: memplug report" and lines[5] == f"  {lines[6]}"
 
 
 def test_ray_log_lines_go_to_the_run_log_not_the_terminal(monkeypatch, capfd):

@@ -287,3 +287,63 @@ def test_eval_workers_is_for_ray_and_its_help_says_so(tmp_path):
         "memplug: error: --workers is for --executor ray (locally, --concurrency sets the samples side by side)"
     )
     assert not (tmp_path / "runs").exists()
+
+
+def test_five_runs_keep_each_efficiency_label_whole_on_its_line(tmp_path):
+    """Five bm25 runs side by side split "ingest s/msg" and "p50/p95/p9" over "9" (a label
+    read as a number): the labels are whole, the runs' numbers each whole on a line."""
+    paths = [
+        eval_run(tmp_path, "--agent", "bm25", "--dataset", "memsim", "-o", "n=6", "--seed", str(seed))
+        for seed in range(5)
+    ]
+    result = run(["report", *map(str, paths)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    readable(result.stdout)
+    labels = ["questions", "ingest s/msg", "recall s/q", "cost $"]
+    labels += [f"{stage} s p50/p95/p99" for stage in ("ingest", "recall", "answer")]
+    for label in labels:
+        assert re.search(rf"^│ {re.escape(label)} +│", result.stdout, re.M), label
+    for path in paths:
+        latency = RunDir(path).summary().efficiency.latency_s
+        assert latency is not None
+        for stage in latency.values():
+            assert stage is not None
+            for q in ("p50", "p95", "p99"):
+                assert re.search(rf"│ {re.escape(f'{stage[q]:.3g}')} +│", result.stdout), stage[q]
+
+
+def test_why_wraps_its_summary_lines_at_80_columns(tmp_path):
+    """`report --why`'s "memory:" line was one line of 160 to 200 columns."""
+    path = eval_run(tmp_path, "--agent", "bm25", "--dataset", "memsim", "-o", "n=6")
+    result = run(["report", "--why", str(path), "--n", "1"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = result.stdout.split("\n\n")[0]
+    readable(summary)
+    text = words(summary)
+    assert re.search(r"memory: extraction \d\.\d{3} .* \(n \d+\), retrieval \d\.\d{3}", text), text
+    assert re.match(rf"{re.escape(path.name)}: \d answers diagnosed wrong: \d+% ", text), text
+
+
+def test_a_sweeps_progress_and_report_lines_wrap_at_80_columns(tmp_path, monkeypatch):
+    """`[1/1] failed <run id>: <error>` and "... memplug report <sweep path>" were one line
+    each, past 80 columns with a long error or path; wrapped at spaces, ids and paths whole."""
+    import memplug.sweep
+
+    error = "the agent's server answered 503 Service Unavailable three times; " * 3
+
+    def failed(job: dict[str, object], executor: object = None) -> dict[str, object]:
+        return {"index": job["index"], "status": "failed", "error": error}
+
+    monkeypatch.setattr(memplug.sweep, "run_cell", failed)
+    config = tmp_path / "s.toml"
+    config.write_text('[base]\noptions = { n = "4" }\n[grid]\nagents = ["bm25"]\ndatasets = ["memsim"]\n')
+    output = tmp_path / ("sweeps-" + "x" * 40)
+    result = run(["sweep", str(config), "--output", str(output)], tmp_path)
+    assert result.returncode == 1, result.stderr
+    sweep = result.stdout.strip().splitlines()[-1]
+    readable(result.stdout.replace(sweep, ""))  # the last line, the sweep's path alone, is for scripts
+    progress = result.stderr.split("memplug: 1 of 1")[0]
+    readable(progress)
+    assert words(progress) == f"[1/1] failed {Path(sweep).name}-c000-bm25-memsim-s0: {words(error)}"
+    assert f"tables, intervals and paired comparisons: memplug report {sweep}" in words(result.stdout)
+    assert f"\n  {sweep}\n" in result.stdout  # whole, on a line of its own

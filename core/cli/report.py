@@ -41,9 +41,11 @@ def _fewer(summary: RunSummary, category: str, metric: str) -> str:
     return f" (n={n})" if n is not None and n < max(counts.values(), default=0) else ""
 
 
-def _percentile_text(p: dict[str, float] | None) -> str:
-    # spaces around the slashes: a narrow cell wraps between two numbers, never inside one
-    return "-" if not p else " / ".join(_seconds(p[f"p{q}"]) for q in (50, 95, 99))
+def _percentile_text(p: dict[str, float] | None, sep: str = " / ") -> str:
+    """p50, p95 and p99 of a stage: on a line, spaces around the slashes (a narrow line wraps
+    between two numbers, never inside one); in a table of runs, ``sep`` a line break: one
+    number to a line, so a column is as narrow as its widest number, with no lone "/"."""
+    return "-" if not p else sep.join(_seconds(p[f"p{q}"]) for q in (50, 95, 99))
 
 
 def _score(value: Any, interval: list[float] | None, na: str | None, say_na: bool) -> str:
@@ -132,6 +134,8 @@ def print_tables(
     or prompts' sha256) have their judge scores in separate columns, ``judge[<judge>]``
     (:func:`memplug.compare.separate_judges`), and are not paired on them.
     """
+    from rich.text import Text
+
     from memplug.cli.tables import in_blocks
     from memplug.cli.tables import table as make_table
     from memplug.display import console as text_console
@@ -256,13 +260,21 @@ def print_tables(
                 + "; ".join(f"{stage} {_percentile_text(latency[0].get(stage))}" for stage in stages),
             )
     else:
+        labels = [*quantities, *(f"{stage} s p50/p95/p99" for stage in stages)]
 
         def usage_table(block: Any) -> Any:
             usage = make_table("Efficiency and LLM usage", "", *(_label(k, summaries[k - 1], many) for k in block))
+            # the labels whole on their line ("p50/p95/p9" over "9" read as another number); the
+            # runs that do not fit beside them go to a further table
+            usage.columns[0].width = max(map(len, labels))
+            usage.columns[0].no_wrap = True
             for row, quantity in enumerate(quantities):
                 usage.add_row(quantity, *(values[k - 1][row] for k in block))
             for stage in stages:
-                usage.add_row(f"{stage} s p50/p95/p99", *(_percentile_text(latency[k - 1].get(stage)) for k in block))
+                # a Text: a line break in a str is written out as "\n" (memplug.display.visible)
+                usage.add_row(
+                    f"{stage} s p50/p95/p99", *(Text(_percentile_text(latency[k - 1].get(stage), "\n")) for k in block)
+                )
             return usage
 
         for usage in in_blocks(console, range(1, len(summaries) + 1), usage_table, whole=False):

@@ -100,6 +100,16 @@ def cell_lines(manifest: Mapping[str, Any], folder: Path, width: int | None = No
     return out
 
 
+def _wrapped(text: str, stderr: bool = False) -> str:
+    """``text`` wrapped at spaces to the console's width (of stderr: a progress line), the
+    lines after the first indented: a run id or a path is never broken, so it can be copied
+    whole (one longer than the terminal has a line of its own)."""
+    from memplug.display import console
+
+    width = console(stderr=stderr).width
+    return "\n".join(textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False))
+
+
 @contextlib.contextmanager
 def interrupts(sweep_dir: Path) -> Iterator[None]:
     """While the cells run, Ctrl-C raises KeyboardInterrupt once (each cell's run ends as
@@ -323,7 +333,7 @@ def sweep_command(
         if quiet:
             return
         error = f": {one_line(cell['error'], 300)}" if cell.get("error") and cell["status"] != "finished" else ""
-        click.echo(f"[{done}/{total}] {cell['status']} {cell['run_id']}{error}", err=True)
+        click.echo(_wrapped(f"[{done}/{total}] {cell['status']} {cell['run_id']}{error}", stderr=True), err=True)
 
     with interrupts(sweep.path):
         try:
@@ -337,7 +347,7 @@ def sweep_command(
     if not quiet:
         for line in cell_lines(manifest, sweep.path):
             click.echo(line)
-        click.echo(f"tables, intervals and paired comparisons: memplug report {sweep.path}")
+        click.echo(_wrapped(f"tables, intervals and paired comparisons: memplug report {sweep.path}"))
     click.echo(str(sweep.path))
     unfinished = [c for c in manifest["cells"] if c["status"] != "finished"]
     if unfinished:

@@ -133,5 +133,9 @@ def print_why(path: Path, category: str | None, n: int) -> None:
     from memplug.display import console as text_console
 
     console = text_console()
-    for line in why_lines(path, category, n):
-        console.print(line, soft_wrap=True)
+    lines = why_lines(path, category, n)
+    examples = lines.index("") if "" in lines else len(lines)
+    for k, line in enumerate(lines):
+        # the summary wrapped at spaces to the terminal, as report's "wrong:" and "memory:"
+        # lines; an example's lines are left whole, one per field, for the terminal to fold
+        console.print(line, soft_wrap=k >= examples)
