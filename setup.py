@@ -24,5 +24,7 @@ setup(
         # nltk's English sentence model for the official chunking (MIT; its README.md says whence)
         "memplug.datasets.factcon": ["nltk_data/README.md", "nltk_data/tokenizers/punkt_tab/english/*"],
     },
-    include_package_data=True,
+    # package_data above names every data file; include_package_data would add the same files
+    # from the manifest, and warn of nltk_data/ as a package missing from `packages`
+    include_package_data=False,
 )

@@ -83,10 +83,12 @@ def run_spec(
     verbose: bool = False,
     executor: Any = None,
     say: Callable[[str], None] | None = None,
+    name: str | None = None,
 ) -> Path:
     """Run (or resume) one spec and return its run directory: the agent's note and what the
     loader skipped are said (one line each, through ``say``) before the first question;
-    ``progress``: a rich progress bar on stderr (a live widget in a notebook)."""
+    ``progress``: a rich progress bar on stderr (a live widget in a notebook); ``name``: the
+    new run's id, ``<stamp>-<agent>-<dataset>`` by default."""
     from memplug.runner import Evaluation
 
     evaluation = Evaluation(spec)
@@ -95,11 +97,19 @@ def run_spec(
         tell(f"memplug: {one_line(evaluation.agent_note)}")
     _say_data_warnings(evaluation, tell)
     if not progress:
-        return evaluation.run(output=output, resume=resume, capture_logs=True, verbose=verbose, executor=executor)
+        return evaluation.run(
+            output=output, resume=resume, capture_logs=True, verbose=verbose, executor=executor, name=name
+        )
     bar, start = progress_bar()
     with bar:
         return evaluation.run(
-            output=output, resume=resume, progress=start, capture_logs=True, verbose=verbose, executor=executor
+            output=output,
+            resume=resume,
+            progress=start,
+            capture_logs=True,
+            verbose=verbose,
+            executor=executor,
+            name=name,
         )
 
 

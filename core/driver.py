@@ -113,6 +113,13 @@ class RunSink:
         self.plugins.hook.memplug_sample_end(run=self.run, sample=sample, records=records)
 
 
+def run_stem(spec: RunSpec, limit: int = 80) -> str:
+    """``<stamp>-<agent>-<dataset>``, a run directory's name made safe in ``limit`` characters:
+    one run's id, or the stem the repeats of one ``eval --repeats`` share."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return safe_name(f"{stamp}-{spec.agent}-{spec.dataset}", limit)
+
+
 class Driver:
     """Runs (or resumes) a :class:`~memplug.plan.Plan` into a run directory."""
 
@@ -126,14 +133,13 @@ class Driver:
     def new_run_dir(self, output: Path, started: str | None = None, name: str | None = None) -> tuple[str, Path]:
         """Create ``<output>/<stamp>-<agent>-<dataset>`` (or ``<output>/<name>``; with -1, -2 ...
         when taken), holding its run.json from the first moment; its id and path. A sweep names
-        its cells itself: a second stamp can collide across processes and nodes.
+        its cells itself (a second stamp can collide across processes and nodes), and
+        ``eval --repeats`` its repeats (one stem, -r1 ... -rN: :func:`run_stem`).
 
         The directory is filled under a hidden name and renamed into place, so a kill at
         any moment leaves either nothing or a directory that ``--resume`` accepts.
         """
-        spec = self.plan.spec
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = safe_name(name or f"{stamp}-{spec.agent}-{spec.dataset}")
+        base = safe_name(name) if name else run_stem(self.plan.spec)
         if output.exists() and not output.is_dir():
             raise OutputError(f"--output {output}: is a file, not a directory")
         try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from inprocess import memplug_main
+from memplug.cli.eval import repeat_names
 
 
 def memplug(env, *args, cwd=None):
@@ -310,3 +311,31 @@ def test_generate_check_without_a_validator_writes_nothing(testkit_env, tmp_path
         memplug(testkit_env, "generate", "--dataset", "counting", "--out", str(out), "--check"), "has no validator"
     )
     assert not out.exists()
+
+
+def test_repeats_share_one_stem_with_r_suffixes(testkit_env, tmp_path):
+    """The repeats of one command are <stem>-r1 ... -rN, whatever the clock does between
+    them; a stem whose names are taken moves on as a whole (<stem>-1-r1 ...), never one repeat."""
+
+    def repeats(n: str) -> list[str]:
+        res = memplug(
+            testkit_env,
+            *("eval", "--agent", "lookup", "--dataset", "counting", "--repeats", n),
+            *("--output", str(tmp_path), "--quiet"),
+        )
+        assert res.returncode == 0, res.stderr
+        runs: list[str] = json.loads(Path(res.stdout.strip()).read_text())["runs"]
+        return runs
+
+    first = repeats("3")
+    stem = first[0].removesuffix("-r1")
+    assert stem.endswith("-lookup-counting") and first == [f"{stem}-r1", f"{stem}-r2", f"{stem}-r3"]
+    assert all((tmp_path / r / "run.json").is_file() for r in first)
+    single = memplug(
+        testkit_env, "eval", "--agent", "lookup", "--dataset", "counting", "--output", str(tmp_path), "--quiet"
+    )
+    assert single.returncode == 0 and single.stdout.strip().endswith("-lookup-counting")  # one run: no -r1
+    (tmp_path / f"{stem}-1-r2").mkdir()  # the next stem is taken in part: skipped whole
+    assert repeat_names(tmp_path, stem, 2) == [f"{stem}-2-r1", f"{stem}-2-r2"]
+    assert repeat_names(tmp_path, stem, 4) == [f"{stem}-2-r1", f"{stem}-2-r2", f"{stem}-2-r3", f"{stem}-2-r4"]
+    assert repeat_names(tmp_path, "other", 2) == ["other-r1", "other-r2"]

@@ -6,7 +6,10 @@ wheel's METADATA is checked by `.ci/wheel-smoke`: an editable install's can be s
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import sys
+import zipfile
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -66,3 +69,27 @@ def test_python_versions_agree_with_what_ci_installs_the_wheel_on():
 def test_the_changelog_has_an_unreleased_section_first():
     headings = re.findall(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
     assert headings[0] == "[Unreleased]"
+
+
+def test_the_wheel_builds_without_warnings_and_ships_the_nltk_data(tmp_path: Path) -> None:
+    """setuptools warns of a data folder inside a package ("Package ... is absent from the
+    `packages` configuration") when include_package_data picks it up; package_data alone
+    ships FactConsolidation's punkt_tab model. Built from a copy: the tree stays clean."""
+    source = tmp_path / "source"
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for folder in ("core", "adapters", "datasets"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=skip)
+    for name in ("setup.py", "pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    build = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation", "--no-index"]
+    out = subprocess.run([*build, "-w", str(tmp_path), str(source)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "absent from the `packages` configuration" not in out.stdout + out.stderr
+    (wheel,) = tmp_path.glob("memplug-*.whl")
+    with zipfile.ZipFile(wheel) as shipped:
+        names = set(shipped.namelist())
+    punkt = "memplug/datasets/factcon/nltk_data/tokenizers/punkt_tab/english"
+    assert {
+        f"{punkt}/{f}" for f in ("abbrev_types.txt", "collocations.tab", "ortho_context.tab", "sent_starters.txt")
+    } <= names
+    assert "memplug/datasets/factcon/nltk_data/README.md" in names and "memplug/py.typed" in names

@@ -162,3 +162,25 @@ def test_malformed_parts_name_the_file_and_key(
     edit(copy / name, change)
     with pytest.raises(DataError, match=message):
         load(copy)
+
+
+def test_an_error_in_a_file_found_by_name_says_it_was_picked(copy: Path, tmp_path: Path) -> None:
+    """A neighbour that matches *qa*.json is named as picked, and how to give another; a
+    file given by name (--data, -o qa=) is not."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(copy / MEMORY, mine / "obj.json")
+    (mine / "noqa.json").write_text("[1]", encoding="utf-8")
+    picked = r"noqa\.json: \[0\]: expected dict, got int \(picked as the QA file, the one \*qa\*\.json"
+    with pytest.raises(DataError, match=rf"{picked} beside --data obj\.json; .* -o qa=PATH\)$"):
+        load(mine / "obj.json")
+    with pytest.raises(DataError, match=r"noqa\.json: \[0\]: expected dict, got int$"):
+        load(mine / "obj.json", qa=mine / "noqa.json")
+    (mine / "obj.json").rename(mine / "mem.json")
+    with pytest.raises(DataError, match=rf"{picked} in {mine}; "):
+        load(mine)
+    edit(copy / MEMORY, lambda d: d["Wang Xiaoming"].pop("profile"))
+    with pytest.raises(DataError, match=r"'profile' \(picked as the memory file, the one \*mem\*\.json in "):
+        load(copy)
+    with pytest.raises(DataError, match=r"missing key 'profile'$"):
+        load(copy / MEMORY)

@@ -330,12 +330,16 @@ def _run_repeats(
     spec: Any, repeats: int, output: Path, resume: Path | None, quiet: bool, verbose: bool, runner: Any
 ) -> list[Path]:
     """Run (or resume) the spec, ``repeats`` times with seeds S, S+1, ...; the run directories.
-    The agent's note and the data's warnings are said once, before the first."""
+    The agent's note and the data's warnings are said once, before the first. Two or more
+    repeats share one stem, named once before the first (:func:`repeat_names`)."""
     from memplug.api import run_spec
+    from memplug.driver import run_stem
 
     def say(line: str) -> None:
         click.echo(line, err=True)
 
+    # 60: room for the -<n> of a taken stem and the -r<i>, within a run id's 80 characters
+    names = repeat_names(output, run_stem(spec, limit=60), repeats) if repeats > 1 else [None]
     return [
         run_spec(
             attrs.evolve(spec, seed=spec.seed + i),
@@ -345,9 +349,24 @@ def _run_repeats(
             verbose=verbose,
             executor=runner,
             say=say if i == 0 else lambda line: None,
+            name=name,
         )
-        for i in range(repeats)
+        for i, name in enumerate(names)
     ]
+
+
+def repeat_names(output: Path, stem: str, repeats: int) -> list[str]:
+    """``<stem>-r1`` ... ``-r<repeats>``, or with ``<stem>-1``, ``-2`` ... where one of those
+    names is taken in ``output``: the repeats of one command share a stem, whatever the clock
+    does between them. (A directory another process makes meanwhile still gets a -1 of its
+    own from :meth:`memplug.driver.Driver.new_run_dir`.)"""
+    n = 0
+    while True:  # ends: a folder holds finitely many names
+        base = stem if n == 0 else f"{stem}-{n}"
+        names = [f"{base}-r{i}" for i in range(1, repeats + 1)]
+        if not any((Path(output) / name).exists() for name in names):
+            return names
+        n += 1
 
 
 def outcome_line(path: Path, outcome: Outcome) -> str:

@@ -3,7 +3,8 @@
 ``--data`` is either a directory holding exactly one ``*mem*.json`` (e.g.
 ``perltmem_en_v2.json``) and one ``*qa*.json`` (``perltqa_en_v2.json``), or the memory
 file itself, with the QA file given by ``-o qa=PATH`` (default: the one ``*qa*.json``
-beside it).
+beside it). An error in a file found by name says it was picked, and why: a neighbour
+that happens to match ``*qa*.json`` is then no mystery.
 """
 
 from __future__ import annotations
@@ -31,15 +32,41 @@ def _one(folder: Path, pattern: str, what: str, exclude: Path | None = None) -> 
 
 def release_paths(data: Path, qa: Path | None) -> tuple[Path, Path]:
     """(memory file, QA file) from --data and the optional qa option."""
+    memory, qa_path, _ = _picked_paths(data, qa)
+    return memory, qa_path
+
+
+def _picked_paths(data: Path, qa: Path | None) -> tuple[Path, Path, dict[Path, str]]:
+    """(memory file, QA file) and, for each file found by name rather than given, the note
+    an error in it ends with."""
+    how = "pass the memory file as --data and the QA file with -o qa=PATH"
+    notes: dict[Path, str] = {}
     if data.is_dir():
         memory = _one(data, "*mem*.json", "memory")
-        return memory, qa or _one(data, "*qa*.json", "QA", exclude=memory)
-    return data, qa or _one(data.parent, "*qa*.json", "QA", exclude=data)
+        notes[memory] = f"picked as the memory file, the one *mem*.json in {data}; {how}"
+        where = f"in {data}"
+    else:
+        memory, where = data, f"beside --data {data.name}"
+    if qa is not None:
+        return memory, qa, notes
+    qa_path = _one(memory.parent, "*qa*.json", "QA", exclude=memory)
+    notes[qa_path] = f"picked as the QA file, the one *qa*.json {where}; {how}"
+    return memory, qa_path, notes
 
 
 def load_release(data: Path, qa: Path | None, lang: str) -> Iterator[Sample]:
     """One sample per character that has questions, in the QA file's order."""
-    memory_path, qa_path = release_paths(data, qa)
+    memory_path, qa_path, notes = _picked_paths(data, qa)
+    try:
+        yield from _read_release(memory_path, qa_path, lang)
+    except DataError as exc:
+        note = notes.get(Path(exc.path))
+        if note is None:
+            raise
+        raise DataError(exc.path, f"{exc.problem} ({note})", exc.place) from None
+
+
+def _read_release(memory_path: Path, qa_path: Path, lang: str) -> Iterator[Sample]:
     memory_check, qa_check = Checker(memory_path), Checker(qa_path)
     memory = read_json(memory_path)
     if not isinstance(memory, dict):
