@@ -29,7 +29,15 @@ _status: list[int] = []
 
 def install() -> None:
     """Call first: registered before the libraries the command imports register theirs, the
-    handler that ignores Ctrl-C runs last of the atexit handlers (they run in reverse)."""
+    handler that ignores Ctrl-C runs last of the atexit handlers (they run in reverse).
+
+    A Ctrl-C must stop the command however it was started. A non-interactive shell starts
+    a background job (``memplug eval ... &`` in a script) with SIGINT ignored, and Python
+    then leaves it ignored: ``kill -INT`` did nothing and the run went on to its end. The
+    command takes SIGINT back (Python's own handler, a KeyboardInterrupt) as it would have
+    had it in the foreground."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     atexit.register(_ignore_interrupts)
 
 

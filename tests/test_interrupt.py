@@ -129,6 +129,40 @@ def test_a_second_ctrl_c_exits_at_once_without_a_traceback(testkit_env, tmp_path
     assert len(err.splitlines()) <= 2, err
 
 
+def test_ctrl_c_stops_a_run_started_in_the_background_of_a_script(testkit_env, tmp_path):
+    """`memplug eval ... &` in a script: the shell starts the job with SIGINT ignored, and
+    Python kept it ignored, so `kill -INT` did nothing and the run went on to its end (the
+    report: `-o n=20000` not stopped within 3 s). The command takes SIGINT back."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memplug.cli",
+            "eval",
+            "--agent",
+            "lookup",
+            "--dataset",
+            "counting",
+            "-o",
+            "samples=2000",
+            "-o",
+            "delay=0.05",
+            "--quiet",
+        ],
+        env=testkit_env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # what `sh -c 'cmd &'` does
+    )
+    run = _wait_for_records(tmp_path, 6, process)
+    elapsed, err = _interrupt(process)
+    assert process.returncode == 130, err
+    assert err == f"memplug: interrupted; finish the run with: memplug eval --resume runs/{run.path.name}\n"
+    assert elapsed < 5, elapsed
+
+
 def test_ctrl_c_stops_an_agent_that_holds_the_event_loop(testkit_env, tmp_path):
     """An agent that declares blocking = False runs on the event loop, whose awaits then never
     suspend: the cancellation of a Ctrl-C was seen only when every sample had run."""
