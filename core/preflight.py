@@ -61,6 +61,8 @@ LIMITS: Mapping[str, tuple[float, float]] = {
     "chunk_size": (1, 1_000_000),
     "context_tokens": (1, 10_000_000),
     "settle_timeout": (1.0, 7 * 86400.0),
+    "sample_timeout": (1.0, 7 * 86400.0),
+    "limit": (1, math.inf),
 }
 
 
@@ -73,6 +75,11 @@ class AgentPlan:
     note: str | None = None
 
 
+def range_text(low: float, high: float) -> str:
+    """``"1 to 604800"``, or ``"1 or more"`` for a range with no top."""
+    return f"{low:g} to {high:g}" if math.isfinite(high) else f"{low:g} or more"
+
+
 def check_spec(spec: "RunSpec") -> None:
     """Every number of the spec finite and within :data:`LIMITS`."""
     for name, (low, high) in LIMITS.items():
@@ -81,7 +88,7 @@ def check_spec(spec: "RunSpec") -> None:
             continue
         if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
             flag = "--" + name.replace("_", "-")
-            raise MemplugError(f"{flag} {value!r} is out of range: use a number from {low:g} to {high:g}")
+            raise MemplugError(f"{flag} {value!r} is out of range: use a number from {range_text(low, high)}")
     if spec.llm_deadline < spec.llm_timeout:
         raise MemplugError(
             f"--llm-deadline {spec.llm_deadline:g} is shorter than --llm-timeout "

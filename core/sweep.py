@@ -51,7 +51,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from memplug import specs
+from memplug import preflight, specs
 from memplug.errors import MemplugError, RunStopped
 from memplug.files import read_json
 from memplug.results import RunDir, safe_name, write_json_atomic
@@ -187,9 +187,9 @@ def plan_cells(config: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]
     return cells
 
 
-#: (low, high) of the spec's numbers that `memplug eval`'s options bound and
-#: :func:`memplug.preflight.check_spec` does not (it bounds the others)
-BOUNDS: Mapping[str, tuple[float, float]] = {"limit": (1, math.inf), "sample_timeout": (1.0, 7 * 86400.0)}
+#: the bounds of preflight.LIMITS that the cell check words as the file does ("limit = -3");
+#: the others it leaves to Plan's check_spec ("--concurrency 0")
+BOUNDS: Mapping[str, tuple[float, float]] = {k: preflight.LIMITS[k] for k in ("limit", "sample_timeout")}
 
 
 def check_cells(cells: list[dict[str, Any]]) -> None:
@@ -249,8 +249,9 @@ def _typed(fields: Mapping[str, Any]) -> Mapping[str, Any]:
             raise MemplugError(f"{name} = {value!r}: expected {KINDS[kind]}")
         low, high = BOUNDS.get(name, (-math.inf, math.inf))
         if kind in (int, float) and not low <= value <= high:
-            top = f" to {high:g}" if math.isfinite(high) else " or more"
-            raise MemplugError(f"{name} = {value!r} is out of range: use a number from {low:g}{top}")
+            raise MemplugError(
+                f"{name} = {value!r} is out of range: use a number from {preflight.range_text(low, high)}"
+            )
     return fields
 
 
