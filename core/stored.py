@@ -96,14 +96,6 @@ def line_of(sample_id: str, listed: Iterable[Any]) -> tuple[list[dict[str, Any]]
         return None, None
 
 
-def write_line(run_path: Path, line: dict[str, Any]) -> None:
-    """:func:`append`, a failure (a full disk) logged, never raised."""
-    try:
-        append(run_path, line)
-    except Exception as exc:  # a diagnostic must not fail the run
-        _not_recorded(str(line.get("sample_id")), exc)
-
-
 def _not_recorded(sample_id: str, exc: Exception) -> None:
     log.warning(
         "sample %s: what the agent stored is not recorded (%s: %s)",
@@ -178,15 +170,6 @@ class StoredFile:
                 os.close(fd)
             except OSError as exc:
                 log.warning("stored.jsonl: closing it failed (%s)", exc)
-
-
-def record(run_path: Path, sample_id: str, listed: Iterable[Any]) -> list[dict[str, Any]] | None:
-    """:func:`entry` then :func:`append`; a failure is logged, never raised. Returns every
-    listed item (:func:`listing`), None when the listing is not one."""
-    items, line = line_of(sample_id, listed)
-    if line is not None:
-        write_line(run_path, line)
-    return items
 
 
 def read(run_path: Path) -> dict[str, dict[str, Any]]:
