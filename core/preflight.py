@@ -61,7 +61,6 @@ LIMITS: Mapping[str, tuple[float, float]] = {
     "chunk_size": (1, 1_000_000),
     "context_tokens": (1, 10_000_000),
     "settle_timeout": (1.0, 7 * 86400.0),
-    "sample_timeout": (1.0, 7 * 86400.0),
     "limit": (1, math.inf),
 }
 
