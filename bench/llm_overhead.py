@@ -8,6 +8,8 @@ the LLM's I/O thread included) over the calls after a warm-up (imports, connecti
 
 - ``memplug``: ``LLM.acomplete`` with the response cache on (every call a miss, then a
   write), as a cold ``memplug eval`` makes them;
+- ``memplug-hosted``: ``memplug`` inside ``LLM.hosted()``, calls awaited on the caller's
+  loop as the runner makes them (no I/O thread);
 - ``memplug-nocache``: the same without the cache;
 - ``sdk``: ``AsyncOpenAI.post`` on the SDK's aiohttp backend, the request memplug sends,
   nothing else: the floor while the SDK is kept;
@@ -50,7 +52,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("memplug", "memplug-nocache", "sdk", "sdk-thread", "sdk-create", "aiohttp")
+MODES = ("memplug", "memplug-hosted", "memplug-nocache", "sdk", "sdk-thread", "sdk-create", "aiohttp")
 WARMUP = 64
 #: set in a child asked for a profile: enabled over the timed calls only (not imports, warm-up)
 _PROFILER: cProfile.Profile | None = None
@@ -119,6 +121,9 @@ async def _run_mode(mode: str, base_url: str, calls: int, concurrency: int) -> t
                 use_cache=mode == "memplug",
             )
             try:
+                if mode == "memplug-hosted":  # as the runner lends its samples' loop
+                    async with llm.hosted():
+                        return await _drive(lambda i: llm.acomplete(_messages(i), temperature=0), calls, concurrency)
                 await llm.acomplete(_messages(-1000), temperature=0)  # the I/O thread started
                 assert llm._io is not None
                 return await _drive(

@@ -196,11 +196,15 @@ class Plan:
     def metrics_by_name(self) -> dict[str, Any]:
         return {e.name: m for e, m in zip(self.metric_entries, self.metrics)}
 
+    @property
+    def llms(self) -> list[LLM]:
+        """The run's LLM clients: the reader's and agent's (``--llm``), the judge's."""
+        return [llm for llm in (self.llm, self.judge_llm) if llm is not None]
+
     def close(self) -> None:
         """Close the LLM clients (their I/O threads and connections); the plan runs nothing more."""
-        for llm in (self.llm, self.judge_llm):
-            if llm is not None:
-                llm.close()
+        for llm in self.llms:
+            llm.close()
 
     # -- data -----------------------------------------------------------------
     def samples(self) -> list[Sample]:

@@ -20,6 +20,7 @@ up) is raised: the driver stops the run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import threading
@@ -548,7 +549,10 @@ async def _run_samples(runner: SampleRunner, samples: list[Sample], results: Run
             results.sample_end(sample, result.records)
 
     try:
-        await asyncio.gather(*(worker() for _ in range(min(width, len(samples)))))
+        async with contextlib.AsyncExitStack() as lent:
+            for llm in runner.plan.llms:  # their calls made here are awaited here (LLM.hosted)
+                await lent.enter_async_context(llm.hosted())
+            await asyncio.gather(*(worker() for _ in range(min(width, len(samples)))))
     finally:
         pool.shutdown()
 

@@ -279,6 +279,137 @@ def test_one_connection_pool_across_calls_and_event_loops(openai_stub, make_llm)
     assert openai_stub.connections <= 3
 
 
+# --- a lent loop (LLM.hosted: the runner's samples loop) ------------------------------
+
+
+def test_a_hosted_llm_awaits_its_calls_on_the_lent_loop(openai_stub, make_llm):
+    """Inside ``hosted()`` no I/O thread is started: the pool is the lent loop's, and it is
+    closed when the block ends; after it the I/O thread carries the calls again."""
+    llm = make_llm(concurrency=3, use_cache=False)
+    seen: dict[str, Any] = {}
+
+    async def run() -> list[str]:
+        async with llm.hosted():
+            replies = await asyncio.gather(*[llm.acomplete(user(f"h{i}")) for i in range(6)])
+            vectors = await llm.aembed(["one", "two"])
+            seen["host"] = llm._host
+            seen["pool"] = llm._host.transport if llm._host else None
+        seen["after"] = llm._host
+        assert len(vectors) == 2
+        return [r.text for r in replies]
+
+    assert asyncio.run(run()) == [f"h{i}" for i in range(6)]
+    assert llm._io is None  # no thread was needed
+    assert seen["pool"] is not None and seen["host"].transport is None and seen["after"] is None
+    assert llm.complete(user("later")).text == "later" and llm._io is not None
+
+
+def test_sync_callers_share_a_hosted_llms_limit(openai_stub, make_llm):
+    """Agents' worker threads send their calls to the lent loop, under the same limit as the
+    loop's own callers; nobody waits on a thread that is not there."""
+    openai_stub.latency = 0.1
+    llm = make_llm(concurrency=2, use_cache=False)
+
+    async def run() -> list[str]:
+        async with llm.hosted():
+            loop = asyncio.get_running_loop()
+            in_threads = [loop.run_in_executor(None, llm.complete, user(f"t{i}")) for i in range(4)]
+            on_loop = [llm.acomplete(user(f"a{i}")) for i in range(4)]
+            replies = await asyncio.gather(*in_threads, *on_loop)
+        return sorted(r.text for r in replies)
+
+    assert asyncio.run(run()) == sorted([f"t{i}" for i in range(4)] + [f"a{i}" for i in range(4)])
+    assert openai_stub.max_in_flight == 2 and llm.usage.calls == 8
+    assert llm._io is None
+
+
+def test_a_blocking_call_on_the_lent_loops_thread_does_not_deadlock(
+    openai_stub: OpenAIStub, make_llm: Callable[..., LLM]
+) -> None:
+    """An inline agent calling ``complete()`` blocks the lent loop; its call goes to the I/O
+    thread instead of waiting on the loop it blocks."""
+    llm = make_llm(use_cache=False)
+
+    async def run() -> str:
+        async with llm.hosted():
+            return llm.complete(user("inline")).text
+
+    assert asyncio.run(asyncio.wait_for(run(), 20)) == "inline"
+    assert llm._io is not None
+
+
+def test_a_second_hosted_block_keeps_the_first_loop(openai_stub, make_llm):
+    llm = make_llm(use_cache=False)
+
+    async def run() -> None:
+        async with llm.hosted():
+            first = llm._host
+            async with llm.hosted():
+                assert llm._host is first
+                await llm.acomplete(user("nested"))
+            assert llm._host is first and first is not None and first.transport is not None
+
+    asyncio.run(run())
+
+
+def test_a_runs_reader_calls_are_awaited_on_its_samples_loop(openai_stub, tmp_path, monkeypatch):
+    """The runner lends its samples' loop to the run's LLMs: a run whose LLM calls all come
+    from that loop (the reader's) starts no I/O thread; a sync agent calling ``complete()``
+    from its worker thread would send its call to that loop too."""
+    import memplug
+    from memplug.llm import client
+
+    def no_thread() -> client.IOLoop:
+        raise AssertionError("an LLM I/O thread was started")
+
+    monkeypatch.setattr(client.IOLoop, "start", staticmethod(no_thread))
+    run = memplug.evaluate(
+        "recent",
+        "memsim",
+        options={"n": 6},
+        reader="llm",
+        llm="openai/stub",
+        api_base=openai_stub.base_url,
+        concurrency=3,
+        output=tmp_path,
+        progress=False,
+    )
+    assert run.status == "finished" and run.summary.n_errors == 0
+    assert len(openai_stub.chat_requests) == 6
+
+
+def test_a_call_left_on_a_loop_given_back_makes_no_new_pool(openai_stub, make_llm):
+    """A worker thread's call still on the lent loop when the block ends (an agent given up
+    after --sample-timeout) fails instead of opening a pool nobody would close."""
+    llm = make_llm(use_cache=False)
+
+    async def run() -> None:
+        async with llm.hosted():
+            host = llm._host
+            await llm.acomplete(user("first"))
+        assert host is not None and host.released and host.transport is None
+        with pytest.raises(RuntimeError, match="given back"):
+            await llm._chat(host, {"messages": user("late")})
+        assert host.transport is None
+
+    asyncio.run(run())
+
+
+def test_cancelling_a_hosted_call_frees_its_slot(openai_stub: OpenAIStub, make_llm: Callable[..., LLM]) -> None:
+    llm = make_llm(concurrency=1, timeout=10)
+    openai_stub.fail_next(1, "hang")
+
+    async def cancel_then_call() -> str:
+        async with llm.hosted():
+            stuck = asyncio.ensure_future(llm.acomplete(user("stuck")))
+            while not openai_stub.chat_requests:
+                await asyncio.sleep(0.01)
+            stuck.cancel()
+            return (await asyncio.wait_for(llm.acomplete(user("next")), 8)).text
+
+    assert asyncio.run(cancel_then_call()) == "next"
+
+
 # --- embeddings ----------------------------------------------------------------------
 
 

@@ -7,7 +7,8 @@
 
 The parts:
 
-- :mod:`memplug.llm.client`: :class:`LLM`, the object callers hold; its private I/O loop.
+- :mod:`memplug.llm.client`: :class:`LLM`, the object callers hold; the event loop its
+  requests run on (a private thread's, or the runner's samples loop, lent with ``hosted()``).
 - :mod:`memplug.llm.transport`: how a request reaches the model (the ``openai`` SDK for
   OpenAI-compatible endpoints, litellm for other providers); no retries of its own.
 - :mod:`memplug.llm.caching`: what is cached (deterministic calls, each embedded text)

@@ -1,9 +1,13 @@
 """The LLM: one model endpoint behind a cache, limits, the retry policy and accounting.
 
-All requests run on a private event loop in a daemon thread (:class:`IOLoop`), so the
-transport's connection pool, the litellm clients and the concurrency limit are made once
-and shared by async callers on any event loop and by sync callers on any thread
-(``concurrency`` bounds requests in flight per LLM, whoever makes them). Cache look-ups
+Requests run on one event loop per LLM (:class:`IOLoop`), so the transport's connection
+pool, the litellm clients and the concurrency limit are made once and shared by async
+callers on any event loop and by sync callers on any thread (``concurrency`` bounds
+requests in flight per LLM, whoever makes them). That loop is a private daemon thread's,
+or, inside ``async with llm.hosted():``, the caller's own: the runner lends its samples'
+loop for a run, so a reader's or a judge's call is awaited where it is made instead of
+handed to another thread and back (at 256 calls in flight that hop cost a tenth of the
+run's throughput: two busy threads trading the GIL; docs/performance.md). Cache look-ups
 and accounting happen in the caller, so a cache hit never leaves the caller's thread and
 ``usage_scope`` sees the caller's context.
 """
@@ -52,24 +56,47 @@ def default_model() -> str | None:
 
 
 class IOLoop:
-    """An event loop in a daemon thread, owning the transport (connection pool) of one LLM."""
+    """The event loop that carries an LLM's requests and owns its transport (connection pool):
+    a daemon thread's own (:meth:`start`), or a running loop lent to it (:meth:`lend`)."""
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, owned: bool) -> None:
+        self.loop = loop
+        self.thread = thread
+        #: whether this object runs the loop (and stops it on close), or was lent it
+        self.owned = owned
         self.pid = os.getpid()
         self.transport: Transport | None = None  # made on the loop, at the first call
         self.semaphore: asyncio.Semaphore | None = None
-        self.thread = threading.Thread(target=self.loop.run_forever, name="memplug-llm-io", daemon=True)
-        self.thread.start()
+        #: set once the pool is closed: no new one is made on this loop
+        self.released = False
+
+    @classmethod
+    def start(cls) -> "IOLoop":
+        """A new loop in a daemon thread of its own."""
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="memplug-llm-io", daemon=True)
+        thread.start()
+        return cls(loop, thread, owned=True)
+
+    @classmethod
+    def lend(cls) -> "IOLoop":
+        """The running loop, lent for as long as its lender says (see :meth:`LLM.hosted`)."""
+        return cls(asyncio.get_running_loop(), threading.current_thread(), owned=False)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    async def _shutdown(self) -> None:
+    async def release(self) -> None:
+        """Close the transport's pool (on this loop, whose pool it is); a call still running
+        here (a worker thread's, at the end of a ``hosted`` block) gets no new one."""
+        self.released = True
         if self.transport is not None:
             transport, self.transport = self.transport, None
             with contextlib.suppress(Exception):  # closing a pool must not hide why we close
                 await transport.aclose()
+
+    async def _shutdown(self) -> None:
+        await self.release()
         self.loop.stop()
 
     def close(self) -> None:
@@ -164,6 +191,8 @@ class LLM:
         #: takes one call at a time), else None: ``concurrency`` is the limit
         self.adaptive = AdaptiveLimit(concurrency) if adaptive and self.local is None else None
         self._io: IOLoop | None = None
+        #: the loop lent by :meth:`hosted` while its block runs, else None
+        self._host: IOLoop | None = None
         self._io_lock = threading.Lock()
         self._finalizer: weakref.finalize[..., Any] | None = None
 
@@ -184,8 +213,7 @@ class LLM:
         hit = self._cached(key)
         if hit is not None:
             return hit
-        result = await asyncio.wrap_future(self._submit(lambda io: self._chat(io, body)))
-        return self._finish(key, result)
+        return self._finish(key, await self._run(lambda io: self._chat(io, body)))
 
     def complete(self, messages: list[dict[str, Any]], **params: Any) -> Completion:
         """The blocking twin of ``acomplete``; safe from any thread, including worker threads."""
@@ -199,21 +227,48 @@ class LLM:
         """One vector per text, in order; each text is cached on its own."""
         keys, vectors, missing = self._embed_lookup(texts)
         if missing:
-            batches, futures = self._embed_submit(texts, missing)
-            results = await asyncio.gather(*map(asyncio.wrap_future, futures))
-            self._embed_store(keys, vectors, batches, results)
+            batches, makers = self._embed_batches(texts, missing)
+            results = await asyncio.gather(*map(self._run, makers))
+            self._embed_store(keys, vectors, batches, list(results))
         return vectors  # type: ignore[return-value]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The blocking twin of ``aembed``; safe from any thread, including worker threads."""
         keys, vectors, missing = self._embed_lookup(texts)
         if missing:
-            batches, futures = self._embed_submit(texts, missing)
+            batches, makers = self._embed_batches(texts, missing)
+            futures = [self._submit(make) for make in makers]
             self._embed_store(keys, vectors, batches, [self._wait(f) for f in futures])
         return vectors  # type: ignore[return-value]
 
+    @contextlib.asynccontextmanager
+    async def hosted(self) -> AsyncIterator[None]:
+        """Lend this LLM the running event loop for the block: calls made on that loop are
+        awaited in place, not handed to the LLM's I/O thread and back, and sync callers on
+        other threads (agents' worker threads) send theirs to it; the concurrency limit is
+        the loop's. The lender keeps the loop running until the block has ended, which
+        closes the connection pool made on it. A sync call from the loop's own thread (an
+        inline agent calling :meth:`complete`) cannot wait on the loop it blocks: it goes
+        to the I/O thread, under that thread's limit. Already lent a loop (by another
+        block), the LLM keeps that one."""
+        host = IOLoop.lend()
+        with self._io_lock:
+            lent = self._host is None
+            if lent:
+                self._host = host
+        if not lent:
+            yield
+            return
+        try:
+            yield
+        finally:
+            with self._io_lock:
+                self._host = None
+            await host.release()
+
     def close(self) -> None:
-        """Close the connection pool and stop the I/O thread (a later call starts a new one)."""
+        """Close the connection pool and stop the I/O thread (a later call starts a new one;
+        a loop lent by :meth:`hosted` closes its pool when its block ends)."""
         with self._io_lock:
             io, self._io = self._io, None
             if self._finalizer is not None:
@@ -288,12 +343,12 @@ class LLM:
             record(self.usage, cache_hits=hits)
         return keys, vectors, [i for i, v in enumerate(vectors) if v is None]
 
-    def _embed_submit(
+    def _embed_batches(
         self, texts: Sequence[str], missing: list[int]
-    ) -> tuple[list[list[int]], list[concurrent.futures.Future[Embedded]]]:
-        """Send the texts at the ``missing`` indices to the I/O loop, EMBED_BATCH to a request."""
+    ) -> tuple[list[list[int]], list[Callable[[IOLoop], Coroutine[Any, Any, Embedded]]]]:
+        """The requests of the texts at the ``missing`` indices, EMBED_BATCH to a request."""
         batches = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
-        return batches, [self._submit(self._embedder([texts[i] for i in b])) for b in batches]
+        return batches, [self._embedder([texts[i] for i in b]) for b in batches]
 
     def _embed_store(
         self, keys: list[str], vectors: list[list[float] | None], batches: list[list[int]], results: list[Embedded]
@@ -307,15 +362,28 @@ class LLM:
     def _loop(self) -> IOLoop:
         with self._io_lock:
             if self._io is None or self._io.pid != os.getpid():  # first use, or a forked child
-                self._io = IOLoop()
+                self._io = IOLoop.start()
                 if self._finalizer is not None:
                     self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, self._io.close)
             return self._io
 
+    async def _run(self, make: Callable[[IOLoop], Coroutine[Any, Any, T]]) -> T:
+        """An async caller's request: awaited in place on a lent loop (:meth:`hosted`), else
+        on the I/O loop."""
+        host = self._host
+        if host is not None and host.thread is threading.current_thread():
+            return await make(host)
+        return await asyncio.wrap_future(self._submit(make))
+
     def _submit(self, make: Callable[[IOLoop], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
-        """Run ``make(io)`` on the I/O loop; the coroutine gets its loop's state explicitly,
-        so a ``close()`` racing with it cannot swap the loop under it."""
+        """Run ``make(io)`` on the lent loop (from another thread) or the I/O loop; the
+        coroutine gets its loop's state explicitly, so a ``close()`` or the end of a
+        ``hosted`` block racing with it cannot swap the loop under it."""
+        with self._io_lock:  # held while sending: the lent loop cannot be given back meanwhile
+            host = self._host
+            if host is not None and host.thread is not threading.current_thread() and host.pid == os.getpid():
+                return host.submit(make(host))
         io = self._loop()
         if threading.current_thread() is io.thread:
             raise RuntimeError("LLM calls cannot be made from the LLM's own I/O thread")
@@ -340,6 +408,8 @@ class LLM:
     def _transport(self, io: IOLoop) -> Transport:
         """The transport of this I/O loop, made on first use (on the loop: its pool is the loop's)."""
         if io.transport is None:
+            if io.released:  # a pool made now would never be closed
+                raise RuntimeError("the event loop lent to this LLM was given back")
             if self.local is not None:
                 io.transport = local.LocalTransport(self.local_server(), self.timeout)
             elif self.direct:
@@ -356,10 +426,13 @@ class LLM:
         and the process's limit of calls per model."""
         if io.semaphore is None:
             io.semaphore = asyncio.Semaphore(self.concurrency)
+        # the adaptive limit lives on one loop: the lent one while there is one (a call of
+        # the loop's own thread that went to the I/O thread meanwhile has that one's limit)
+        adaptive = self.adaptive if self.adaptive is not None and io is (self._host or self._io) else None
         if meter is not None:
             await meter.take()
         try:
-            async with self.adaptive.slot() if self.adaptive else io.semaphore, call_limit(self.model):
+            async with adaptive.slot() if adaptive is not None else io.semaphore, call_limit(self.model):
                 yield
         finally:
             if meter is not None:
