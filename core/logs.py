@@ -21,6 +21,12 @@ from memplug.secrets import scrub
 
 LOG_NAME = "memplug.log"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: loggers held at WARNING during a run: httpx logs an INFO line per HTTP request (the
+#: openai SDK's and many agents' client), 5,120 lines of "HTTP Request: POST ... 200 OK"
+#: for a 5,120-question run, each formatted, scrubbed and written: 8% of the samples
+#: thread's CPU at 256 calls in flight. A request that fails is logged by whoever made it
+#: (memplug's LLM: a warning per retry, the question's error).
+QUIET = ("httpx",)
 
 
 class _Scrub(logging.Filter):
@@ -95,15 +101,21 @@ def logs_to(run_dir: Path, verbose: bool = False) -> Iterator[Path]:
         handlers.append(terminal)
     for h in handlers:
         h.addFilter(_Scrub())
+    quiet = [logging.getLogger(name) for name in QUIET]
+    levels = [logger.level for logger in quiet]
     with keeping_handlers():
         root.handlers = handlers
         root.setLevel(logging.INFO)
+        for logger in quiet:
+            logger.setLevel(logging.WARNING)
         logging.captureWarnings(True)
         os.environ.setdefault("LOGURU_AUTOINIT", "False")  # a loguru imported from now on starts silent
         tame_loguru()
         try:
             yield path
         finally:
+            for logger, level in zip(quiet, levels):
+                logger.setLevel(level)
             logging.captureWarnings(False)
             try:
                 handler.close()
