@@ -25,6 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable
 
+import orjson
+
 from memplug.models import Recalled, StoredItem
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,8 @@ STORED_FILE = "stored.jsonl"
 MAX_ITEMS = 200
 #: characters kept per item's text
 MAX_CHARS = 2000
+#: keys that are not strings written as strings (json.dumps's way), numpy values as numbers
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 
 
 def _item(value: Any) -> dict[str, Any]:
@@ -105,10 +109,27 @@ def _not_recorded(sample_id: str, exc: Exception) -> None:
     )
 
 
+def _as_json(value: Any) -> Any:
+    """orjson's fallback: float and int subclasses as numbers, anything else as its text."""
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        return int(value)
+    return str(value)
+
+
 def _encoded(line: dict[str, Any]) -> bytes:
-    # check_circular=False: the same text, a sixth sooner (a listing that holds itself fails
-    # with RecursionError instead of ValueError, and is not recorded either way)
-    return (json.dumps(line, ensure_ascii=False, default=str, check_circular=False) + "\n").encode("utf-8")
+    """The line as compact UTF-8 JSON and a newline, as samples.jsonl's records are written.
+
+    orjson rather than json: json.dumps was 7% of a warm rerun's samples thread, orjson
+    takes a tenth of that. What orjson refuses (an int beyond 64 bits, a listing nested
+    past 254 levels or holding itself) goes to json.dumps, which takes the first and
+    fails on the others, which are then not recorded.
+    """
+    try:
+        return orjson.dumps(line, default=_as_json, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        return (json.dumps(line, ensure_ascii=False, default=str, check_circular=False) + "\n").encode("utf-8")
 
 
 def _open(run_path: Path | str) -> int:

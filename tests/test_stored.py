@@ -173,7 +173,7 @@ def test_the_runs_stored_file_appends_a_line_a_sample_and_drops_what_comes_after
     lines.close()
     lines.write(stored.entry("c", ["late"]))
     text = (tmp_path / stored.STORED_FILE).read_text(encoding="utf-8")
-    assert text.splitlines()[1] == json.dumps(stored.entry("b", [StoredItem("b1", "1", ["m1"])]), ensure_ascii=False)
+    assert json.loads(text.splitlines()[1]) == stored.entry("b", [StoredItem("b1", "1", ["m1"])])
     read = stored.read(tmp_path)
     assert sorted(read) == ["a", "b"] and read["a"]["items"][0]["text"] == "é, after"
     gone = stored.StoredFile(tmp_path / "missing")
@@ -284,3 +284,23 @@ def test_a_ray_worker_returns_what_the_agent_stored_and_diagnoses_against_it(tmp
     here = {r.key: r for r in local.records()}
     assert result.records and all(r.diagnosis is not None and r.diagnosis.stored is not None for r in result.records)
     assert [r.diagnosis for r in result.records] == [here[r.key].diagnosis for r in result.records]
+
+
+def test_a_line_holds_what_json_would_write_of_an_agents_own_values() -> None:
+    """Compact UTF-8 JSON (orjson, as samples.jsonl); an item's meta with values JSON has no
+    type for is written as their text, keys that are not strings as strings, numpy numbers
+    as numbers, and an int orjson cannot take through json; a listing that holds itself
+    fails (and is then not recorded)."""
+    import numpy as np
+
+    meta: dict[Any, Any] = {1: np.float64(0.5), "tags": {"a"}, "big": 2**70, "day": "é"}
+    line = stored.entry("s", [StoredItem("ünï", "1", ("m1",), meta)])
+    data = stored._encoded(line)
+    assert data.endswith(b"\n") and b"\\u" not in data
+    written = json.loads(data)
+    assert written["items"][0]["meta"] == {"1": 0.5, "tags": "{'a'}", "big": 2**70, "day": "é"}
+    assert written["items"][0]["text"] == "ünï"
+    looped: dict[str, object] = {"sample_id": "x"}
+    looped["items"] = [looped]
+    with pytest.raises(RecursionError):
+        stored._encoded(looped)
