@@ -26,7 +26,12 @@ start-up slowed alike). The last line printed is a JSON object with the figures.
 imports it at its first call (0.6 s of CPU on an idle machine, more on a busy one) while
 every sample waits, and this shows the figure without that fixed cost.
 
-    python bench/eval_throughput.py [--latency 0.2] [--seconds 4] [--warm-runs 5] [--sdk-imported]
+``--transport plain`` replaces the SDK altogether, in the eval's process, with a bare
+aiohttp client (bench/plain_transport.py; the JSON says ``"transport": "plain"``): the
+figure without the SDK's per-call cost and import, so what is left is memplug's own.
+
+    python bench/eval_throughput.py [--latency 0.2] [--seconds 4] [--warm-runs 5]
+                                    [--sdk-imported | --transport plain]
 """
 
 from __future__ import annotations
@@ -47,17 +52,23 @@ sys.path.insert(0, str(ROOT / "tests"))
 from openai_stub import OpenAIStub  # noqa: E402  (the tests' loopback server)
 
 
-#: the eval's process with the SDK imported first (``--sdk-imported``): then memplug's CLI as ``-m`` runs it
-SDK_FIRST = "import openai, httpx_aiohttp, runpy; runpy.run_module('memplug.cli', run_name='__main__')"
+#: what the eval's process runs before memplug's CLI (as ``-m`` would run it), per mode:
+#: the SDK imported first (``--sdk-imported``), or no SDK at all (``--transport plain``)
+CLI = "runpy.run_module('memplug.cli', run_name='__main__')"
+PRELUDES = {
+    "sdk-imported": f"import openai, httpx_aiohttp, runpy; {CLI}",
+    "plain": f"import sys, runpy; sys.path.insert(0, {str(ROOT / 'bench')!r}); "
+    f"import plain_transport; plain_transport.install(); {CLI}",
+}
 
 
 def run_eval(
-    agent: str, base_url: str, concurrency: int, n: int, out: Path, cache: Path, sdk_imported: bool = False
+    agent: str, base_url: str, concurrency: int, n: int, out: Path, cache: Path, mode: str = "sdk"
 ) -> tuple[dict, float]:
     env = {**os.environ, "MEMPLUG_CACHE_DIR": str(cache), "OPENAI_API_KEY": "sk-bench"}
     cmd = [
         sys.executable,
-        *(["-c", SDK_FIRST] if sdk_imported else ["-m", "memplug.cli"]),
+        *(["-c", PRELUDES[mode]] if mode in PRELUDES else ["-m", "memplug.cli"]),
         "eval",
         "--agent",
         agent,
@@ -100,17 +111,27 @@ def main() -> None:
         help="import the openai SDK before the eval starts (the figures without its import)",
     )
     parser.add_argument(
+        "--transport",
+        choices=("sdk", "plain"),
+        default="sdk",
+        help="plain: a bare aiohttp client instead of the SDK (the figures without the SDK)",
+    )
+    parser.add_argument(
         "--agent",
         default="recent",
         help="memory agent (default recent: it costs next to nothing, "
         "so the figures are memplug's own overhead; agents' costs are in bench/agents_scale.py)",
     )
     args = parser.parse_args()
+    if args.sdk_imported and args.transport == "plain":
+        parser.error("--sdk-imported measures the SDK's path; --transport plain leaves the SDK out")
+    mode = "plain" if args.transport == "plain" else "sdk-imported" if args.sdk_imported else "sdk"
 
     result: dict = {
         "agent": args.agent,
         "latency_s": args.latency,
         "sdk_imported": args.sdk_imported,
+        "transport": args.transport,
         "efficiency": {},
         "wall_s": {},
         "process_s": {},
@@ -126,12 +147,11 @@ def main() -> None:
         for c in args.concurrency:
             n = max(c, int(args.seconds / args.latency) * c)
             cache = tmp_path / f"cache-{c}"
-            summary, process_s = run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache, args.sdk_imported)
+            summary, process_s = run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache, mode)
             calls, wall = summary["llm"]["calls"], summary["efficiency"]["wall_s"]
             eff = calls * args.latency / c / wall
             warms = [
-                run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache, args.sdk_imported)
-                for _ in range(args.warm_runs)
+                run_eval(args.agent, stub.base_url, c, n, tmp_path / "runs", cache, mode) for _ in range(args.warm_runs)
             ]
             warm_walls = [w["efficiency"]["wall_s"] for w, _ in warms]
             warm_wall = min(warm_walls)
