@@ -552,7 +552,13 @@ async def _run_samples(runner: SampleRunner, samples: list[Sample], results: Run
         async with contextlib.AsyncExitStack() as lent:
             for llm in runner.plan.llms:  # their calls made here are awaited here (LLM.hosted)
                 await lent.enter_async_context(llm.hosted())
-            await asyncio.gather(*(worker() for _ in range(min(width, len(samples)))))
+            workers = [asyncio.ensure_future(worker()) for _ in range(min(width, len(samples)))]
+            try:
+                await asyncio.gather(*workers)
+            finally:  # one failed (a fatal LLM error) or the run was cancelled: the others end
+                for task in workers:  # here, before their LLMs' pools close under their calls
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
     finally:
         pool.shutdown()
 

@@ -216,6 +216,32 @@ def test_a_bad_request_stops_the_run_at_once_and_keeps_it_resumable(env, openai_
     assert len(run.records()) == 2 and not any(r.error for r in run.records())
 
 
+def test_calls_in_flight_when_a_run_stops_end_quietly(env, openai_stub, tmp_path):
+    """A fatal error stops the run while other samples' calls are in flight: they are
+    cancelled before their connection pool is closed, so memplug.log shows no attempt of
+    theirs failing "with no answer" and being retried."""
+    openai_stub.latency = 0.5
+    openai_stub.fail_next(1, "401")
+    at = LOOKUP.index("--llm-timeout")
+    args = LOOKUP[:at] + LOOKUP[at + 2 :]  # a timeout no call of this test can reach
+    result = memplug(
+        env,
+        "eval",
+        *args,
+        "--llm-timeout",
+        "20",
+        "--api-base",
+        openai_stub.base_url,
+        "--concurrency",
+        "4",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "HTTP 401" in last_line(result.stderr)
+    log = (only_run(tmp_path).path / "memplug.log").read_text()
+    assert "retrying" not in log and "no answer" not in log, log
+
+
 def test_failed_questions_exit_1_and_resume_retries_them(env, openai_stub, tmp_path):
     openai_stub.reply = lambda body: "" if "item 2-1" in body["messages"][-1]["content"] else "apple"
     result = memplug(env, "eval", *LOOKUP, "--api-base", openai_stub.base_url, cwd=tmp_path)

@@ -395,6 +395,40 @@ def test_a_call_left_on_a_loop_given_back_makes_no_new_pool(openai_stub, make_ll
     asyncio.run(run())
 
 
+def test_a_worker_threads_call_still_running_when_the_block_ends_is_cancelled(openai_stub, make_llm, caplog):
+    """An agent's thread given up after --sample-timeout may still wait on a call when the
+    run ends: the call is cancelled before the pool closes (its thread gets CancelledError
+    at once), not failed as a timeout and retried on a closed pool."""
+    import concurrent.futures
+
+    openai_stub.latency = 3
+    llm = make_llm(use_cache=False, timeout=20)
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        start = time.monotonic()
+        try:
+            llm.complete(user("slow"))
+        except BaseException as exc:
+            outcome["error"] = exc
+        outcome["took"] = time.monotonic() - start
+
+    async def run() -> threading.Thread:
+        async with llm.hosted():
+            thread = threading.Thread(target=call)
+            thread.start()
+            while not openai_stub.chat_requests:
+                await asyncio.sleep(0.01)
+        return thread
+
+    with caplog.at_level(logging.INFO, logger="memplug.llm"):
+        asyncio.run(run()).join(10)
+    assert "retrying" not in caplog.text
+    assert isinstance(outcome["error"], concurrent.futures.CancelledError)
+    assert outcome["took"] < 2
+    assert len(openai_stub.chat_requests) == 1  # not retried
+
+
 def test_cancelling_a_hosted_call_frees_its_slot(openai_stub: OpenAIStub, make_llm: Callable[..., LLM]) -> None:
     llm = make_llm(concurrency=1, timeout=10)
     openai_stub.fail_next(1, "hang")

@@ -69,6 +69,9 @@ class IOLoop:
         self.semaphore: asyncio.Semaphore | None = None
         #: set once the pool is closed: no new one is made on this loop
         self.released = False
+        #: the calls other threads sent here and that have not ended (see :meth:`release`)
+        self.pending: set[concurrent.futures.Future[Any]] = set()
+        self._lock = threading.Lock()
 
     @classmethod
     def start(cls) -> "IOLoop":
@@ -84,12 +87,34 @@ class IOLoop:
         return cls(asyncio.get_running_loop(), threading.current_thread(), owned=False)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        """Run a call of another thread here; its future until it ends is in :attr:`pending`."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        with self._lock:
+            self.pending.add(future)
+        future.add_done_callback(self._ended)
+        return future
+
+    def _ended(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self.pending.discard(future)
 
     async def release(self) -> None:
-        """Close the transport's pool (on this loop, whose pool it is); a call still running
-        here (a worker thread's, at the end of a ``hosted`` block) gets no new one."""
+        """Close the transport's pool (on this loop, whose pool it is).
+
+        The calls other threads sent here and that are still running (an agent's thread
+        given up after --sample-timeout, at the end of a ``hosted`` block) are cancelled
+        first, and given a second to end: their caller's thread gets CancelledError, where
+        a pool closed under them would have failed their attempts as timeouts and retried
+        them. A call that comes later gets no new pool."""
         self.released = True
+        with self._lock:
+            pending = list(self.pending)
+        for future in pending:
+            future.cancel()
+        for _ in range(100):
+            if not self.pending:
+                break
+            await asyncio.sleep(0.01)
         if self.transport is not None:
             transport, self.transport = self.transport, None
             with contextlib.suppress(Exception):  # closing a pool must not hide why we close
@@ -104,7 +129,7 @@ class IOLoop:
         (a finalizer runs wherever the last reference to its LLM is dropped)."""
         if self.loop.is_closed() or os.getpid() != self.pid or not self.thread.is_alive():
             return
-        self.submit(self._shutdown())
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop)  # not a call: release() waits for those
         if threading.current_thread() is not self.thread:
             self.thread.join(timeout=5)
             if not self.thread.is_alive():
