@@ -51,6 +51,13 @@ KEYLESS: Mapping[str, tuple[str, str]] = {
     "ollama": ("OLLAMA_API_BASE", "http://localhost:11434"),
     "ollama_chat": ("OLLAMA_API_BASE", "http://localhost:11434"),
 }
+#: hosted providers whose endpoint a run without --api-base checks first: the variables
+#: that move it (as litellm reads them), its default, and the variable of its key. Offline
+#: (memplug's default machine), every call of a run would otherwise retry a connection
+#: error for its whole deadline: 20 s a question, hours for a benchmark.
+HOSTED: Mapping[str, tuple[tuple[str, ...], str, str]] = {
+    "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), "https://api.openai.com/v1", "OPENAI_API_KEY"),
+}
 #: (low, high) for the spec's numbers: past these a run cannot finish or exhausts the machine
 LIMITS: Mapping[str, tuple[float, float]] = {
     "llm_timeout": (0.1, 3600.0),
@@ -272,18 +279,35 @@ def check_llm(llm: "LLM", role: str = "--llm") -> None:
                     f"{role} {llm.model}: {provider} needs {', '.join(missing)} in the environment "
                     "(or give --api-base URL of a server that needs no key)"
                 )
+        if provider in HOSTED and not llm.api_base:
+            variables, default, key_variable = HOSTED[provider]
+            server = next((os.environ[v] for v in variables if os.environ.get(v)), default)
+            probe(
+                server,
+                role,
+                key=llm.api_key or os.environ.get(key_variable),
+                down=f"{role} {llm.model}: {redact_url(server)} does not answer",
+                hint="memplug runs offline by default: give --api-base URL of a local server, or --llm local",
+            )
+            return
     if llm.api_base:
         probe(llm.api_base, role, key=llm._http_key() if llm.direct else None)
 
 
-def probe(api_base: str, role: str = "--api-base", key: str | None = None, down: str | None = None) -> None:
+def probe(
+    api_base: str,
+    role: str = "--api-base",
+    key: str | None = None,
+    down: str | None = None,
+    hint: str = "start it, or give --api-base URL",
+) -> None:
     """One cheap request (``GET <api_base>/models``): the endpoint must answer, not with
     401/403, and where it answers 2xx, as an API does: JSON (declared by its content type,
     or its first 64 KiB parsed as a JSON object). A web server at the address (a 200 with
     ``<html>``) would otherwise pass, and every question fail on a "malformed response"
     after the run started. Any other status (even 404: not every server lists models)
     shows someone is there. ``down``: the line's start when nobody answers (the address
-    was not given as --api-base).
+    was not given as --api-base), and ``hint`` its end.
     """
     from memplug.llm import endpoint
 
@@ -305,7 +329,7 @@ def probe(api_base: str, role: str = "--api-base", key: str | None = None, down:
         reason = getattr(exc, "reason", exc)
         text = "no answer within {:g}s".format(timeout) if "timed out" in str(reason) else str(reason)
         line = (
-            f"{down} ({text}): start it, or give --api-base URL"
+            f"{down} ({text}): {hint}"
             if down
             else f"--api-base {shown} does not answer ({text}): start the server, "
             "or check the URL (it usually ends in /v1)"

@@ -128,6 +128,26 @@ def test_a_hosted_model_without_its_key_fails_at_once(env, tmp_path):
     assert "OPENAI_API_KEY" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_hosted_model_out_of_reach_fails_before_the_first_question(env, openai_stub, tmp_path):
+    """Offline, an OpenAI model without --api-base would retry a connection error for its
+    whole deadline, question after question: its endpoint is checked first (where
+    OPENAI_BASE_URL points, else api.openai.com), and one line says why and what to do."""
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    args = ["eval", "--agent", "bm25", "--dataset", "counting", "--llm", "openai/gpt-4o-mini", "--reader", "llm"]
+    down = {**env, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": f"http://127.0.0.1:{closed}/v1"}
+    result = memplug(down, *args, "--quiet", cwd=tmp_path)
+    assert result.returncode == 2
+    line = last_line(result.stderr)
+    assert f"127.0.0.1:{closed}/v1 does not answer" in line and "offline by default" in line
+    assert len(result.stderr.strip().splitlines()) == 1 and not list(tmp_path.glob("runs/*"))
+    up = {**env, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": openai_stub.base_url}
+    result = memplug(up, *args, "--quiet", cwd=tmp_path)  # checked, then called through litellm
+    assert result.returncode == 0, result.stderr
+    assert openai_stub.chat_requests
+
+
 def test_an_endpoint_that_refuses_the_key_fails_before_the_first_question(env, openai_stub, tmp_path, monkeypatch):
     import openai_stub as stub_module
 
