@@ -546,6 +546,19 @@ def test_litellm_transport(openai_stub, make_llm):
     assert len(openai_stub.chat_requests) == 5  # no retry on 401
 
 
+def test_closing_an_llm_ends_what_runs_on_its_loop(openai_stub, make_llm):
+    """litellm starts a logging worker on the loop of its first call; a loop stopped with it
+    pending left it to the garbage collector, which printed "Exception ignored in:
+    <coroutine object LoggingWorker._worker_loop>" whenever it came by."""
+    llm = make_llm(transport="litellm", use_cache=False)
+    llm.complete(user("via litellm"))
+    io = llm._io
+    assert io is not None
+    llm.close()
+    assert io.loop.is_closed()
+    assert not [task for task in asyncio.all_tasks(io.loop) if not task.done()]
+
+
 def test_stub_serves_models_and_rejects_unknown_faults(openai_stub):
     import urllib.request
 

@@ -122,6 +122,14 @@ class IOLoop:
 
     async def _shutdown(self) -> None:
         await self.release()
+        # what else runs here ends first, as asyncio.run ends its loop: litellm starts a
+        # logging worker on the loop of its first call, which a loop stopped under it left
+        # pending, to be garbage-collected later ("Exception ignored in: ... _worker_loop")
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.wait(others, timeout=1)
         self.loop.stop()
 
     def close(self) -> None:
