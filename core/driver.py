@@ -385,6 +385,9 @@ class Driver:
                 write_status_in_place(run_dir.run_json, status)
             if replaced_handler is not None:
                 signal.signal(signal.SIGINT, replaced_handler)
+            # the log's last line of the run, beside its first ("started"/"resumed")
+            answered = f": {outcome.n_answered} of {outcome.n_expected} questions answered" if outcome else ""
+            log.info("run %s %s%s in %.1f s", run_id, status, answered, wall)
         plan.plugins.hook.memplug_run_end(run=run, summary=summary)
         if stop is not None and not isinstance(stop, gates.TooManyErrors):  # --max-errors: failed, not stopped
             raise RunStopped(str(stop), path)

@@ -193,7 +193,7 @@ class SampleRunner:
                 return await asyncio.wait_for(call, limit)
             except asyncio.TimeoutError:
                 pool.give_up()
-                what = name.lstrip("_").replace("_", " ")
+                what = "set-up" if name == "_build_agent" else name.lstrip("_").replace("_", " ")
                 raise SampleTimeout(
                     f"the agent's {what} did not return within {limit:g} s ({flag}): given up"
                 ) from None

@@ -72,6 +72,20 @@ def test_a_hung_agent_fails_its_sample_and_the_run_goes_on(testkit, tmp_path):
     )
 
 
+def test_an_agent_that_hangs_while_it_is_made_fails_its_sample_in_words(testkit, tmp_path):
+    spec = RunSpec(
+        agent="lookup", dataset="counting", agent_options={"hang_setup": "s1"}, concurrency=1, sample_timeout=0.5
+    )
+    try:
+        path = Evaluation(spec).run(output=tmp_path)
+    finally:
+        testkit.RELEASE.set()
+    errors = {r.error for r in RunDir(path).records() if r.sample_id == "s1"}
+    assert errors == {
+        "agent set-up failed: the agent's set-up did not return within 0.5 s (--sample-timeout): given up"
+    }
+
+
 def test_sample_timeout_is_an_option_of_eval(testkit_env, tmp_path):
     result = subprocess.run(
         [

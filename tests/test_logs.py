@@ -21,3 +21,12 @@ def test_the_run_log_leaves_out_a_line_per_http_request(tmp_path: Path) -> None:
     assert "HTTP Request" not in text
     assert "httpx: a connection was dropped" in text and "mem0: stored a memory" in text
     assert httpx.level == before
+
+
+def test_a_runs_log_ends_with_how_it_ended(tmp_path: Path) -> None:
+    import memplug
+
+    run = memplug.evaluate("bm25", "memsim", options={"n": 3}, output=tmp_path, progress=False)
+    lines = (run.path / LOG_NAME).read_text().splitlines()
+    assert " started: 3 of 3 questions to ask" in lines[0]
+    assert lines[-1].endswith(" s") and " finished: 3 of 3 questions answered in " in lines[-1]

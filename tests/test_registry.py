@@ -75,6 +75,7 @@ def test_entry_points_from_an_installed_distribution(testkit_env):
         "wrong",
         "die_once",
         "hang",
+        "hang_setup",
         "inline",
     ]
     counting = next(d for d in listed["datasets"] if d["name"] == "counting")

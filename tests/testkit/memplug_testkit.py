@@ -84,6 +84,7 @@ class LookupAgent:
             "(it is created first): a worker dies mid-run once",
         ),
         Option("hang", str, "", "in this sample (or every one: *), hang in ingest until RELEASE is set"),
+        Option("hang_setup", str, "", "in this sample, hang while the agent is made until RELEASE is set"),
         Option("inline", bool, False, "declare blocking = False: the calls run on the event loop itself"),
     )
     active = 0
@@ -94,6 +95,8 @@ class LookupAgent:
         self.sample_id = config.sample_id
         self.workdir = workdir
         self.memory: dict[str, tuple[str, str]] = {}
+        if self.opts["hang_setup"] == self.sample_id:
+            RELEASE.wait()
         if self.opts["inline"]:
             self.blocking = False
         LookupAgent.active += 1
