@@ -216,14 +216,14 @@ def parse_verdict(reply: str, field: str, text_fallback: bool = True) -> float |
     JSON first (``{"correct": true}``, ``{"correctness": 0.5}``, case-insensitive keys,
     also under "verdict"/"score"/"label"); then plain text: a bare word or number
     ("Yes.", "INCORRECT", "0.5"), or prose whose verdict words all agree ("The answer
-    is correct."). Prose with "not" or with both kinds of words is unreadable. A second
-    field (coherence) is read from JSON only: ``text_fallback=False``.
+    is correct."). Prose with "not" or with both kinds of words is unreadable, and so
+    are JSON objects that disagree (a reply that repeats the prompt's ``{"correct": true}
+    or {"correct": false}``). A second field (coherence) is read from JSON only:
+    ``text_fallback=False``.
     """
-    for obj in _json_objects(reply):
-        lowered = {str(k).lower(): v for k, v in obj.items()}
-        for key in (field, "verdict", "score", "label"):
-            if key in lowered and (score := _as_score(lowered[key])) is not None:
-                return score
+    scores = {score for obj in _json_objects(reply) if (score := _json_score(obj, field)) is not None}
+    if scores:
+        return scores.pop() if len(scores) == 1 else None
     if not text_fallback:
         return None
     words = _WORD.findall(reply.lower())
@@ -233,6 +233,16 @@ def parse_verdict(reply: str, field: str, text_fallback: bool = True) -> float |
         return None
     verdicts = {1.0 if w in _TRUE else 0.0 for w in words if w in _TRUE or w in _FALSE}
     return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _json_score(obj: Mapping[str, Any], field: str) -> float | None:
+    """The score one JSON object of a reply gives: ``field``, else "verdict", "score" or
+    "label" (keys in any case)."""
+    lowered = {str(k).lower(): v for k, v in obj.items()}
+    for key in (field, "verdict", "score", "label"):
+        if key in lowered and (score := _as_score(lowered[key])) is not None:
+            return score
+    return None
 
 
 def extract_json(text: str) -> str:

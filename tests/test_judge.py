@@ -145,6 +145,9 @@ def test_judge_needs_a_model() -> None:
         ("不正确", "correct", 0.0),
         ("2", "correct", None),  # out of [0, 1]
         ("I cannot tell", "correct", None),
+        # the prompt's own two options repeated: objects that disagree say nothing
+        ('Reply with JSON only: {"correct": true} or {"correct": false}.', "correct", None),
+        ('{"correct": false} ... so: {"correct": false}', "correct", 0.0),
     ],
 )
 def test_parse_verdict(reply: str, field: str, expected: float | None) -> None:
