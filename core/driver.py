@@ -492,6 +492,7 @@ def _outcome(
     so far are summed up all the same); else ``finished`` only when every expected
     question has a record without an error; ``failed`` when none has; else ``partial``."""
     answered = sum(1 for r in records if not r.error)
+    failed = len(records) - answered  # asked and failed; the rest of n_expected was not asked
     first = next((r.error for r in records if r.error), None)
     if stop is not None and not isinstance(stop, gates.TooManyErrors):
         first = scrub(str(stop))
@@ -499,7 +500,5 @@ def _outcome(
     if isinstance(stop, gates.TooManyErrors):  # --max-errors: the run is failed, however many were answered
         status = "failed"
     if interrupted:
-        return Outcome("interrupted", n_expected, answered, n_expected - answered, first, "interrupted (Ctrl-C)")
-    return Outcome(
-        status, n_expected, answered, n_expected - answered, first, scrub(str(stop)) if stop is not None else None
-    )
+        return Outcome("interrupted", n_expected, answered, failed, first, "interrupted (Ctrl-C)")
+    return Outcome(status, n_expected, answered, failed, first, scrub(str(stop)) if stop is not None else None)

@@ -419,6 +419,11 @@ class Outcome:
     #: why a failure stopped the run before its end
     stopped: str | None = None
 
+    @property
+    def n_unasked(self) -> int:
+        """Questions never asked: the run was stopped or interrupted before them."""
+        return max(self.n_expected - self.n_answered - self.n_failed, 0)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "status": self.status,

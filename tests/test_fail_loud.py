@@ -233,6 +233,7 @@ def test_a_bad_request_stops_the_run_at_once_and_keeps_it_resumable(env, openai_
     stored = run.info()
     assert stored.status == "partial" and stored.outcome is not None and stored.outcome.stopped is not None
     assert "HTTP 400" in stored.outcome.stopped
+    assert (stored.outcome.n_failed, stored.outcome.n_unasked) == (0, 16)  # none failed on its own: it stopped
     assert len(run.records()) == 2 and not any(r.error for r in run.records())
 
 

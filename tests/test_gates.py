@@ -56,6 +56,7 @@ def test_max_errors_stops_the_run_failed_not_stopped(testkit, tmp_path):
     outcome = run.summary().outcome
     assert outcome is not None
     assert outcome.status == "failed" and outcome.n_answered == 3 and outcome.n_expected == 18
+    assert outcome.n_failed == 2 and outcome.n_unasked == 13
     assert outcome.stopped == "stopped after 2 failed questions (--max-errors 2)"
     assert str(outcome.first_error).startswith("ValueError: recall exploded")
     assert run.info().status == "failed" and run.info().spec["max_errors"] == "2"

@@ -370,13 +370,18 @@ def repeat_names(output: Path, stem: str, repeats: int) -> list[str]:
 
 
 def outcome_line(path: Path, outcome: Outcome) -> str:
-    """The last line of a run that did not answer every question: how many failed, the
-    first error and the command that retries them."""
+    """The last line of a run that did not answer every question: how many failed (and how
+    many were not asked), the first error and the command that retries them."""
     first = one_line(str(outcome.first_error or "unknown"), 300)
     stopped = f"{one_line(outcome.stopped, 200)}; " if outcome.stopped else ""  # e.g. --max-errors
+    of = f"of {outcome.n_expected} questions "
+    counts = ", ".join(
+        [f"{outcome.n_failed} {of}failed"] * bool(outcome.n_failed)
+        + [f"{outcome.n_unasked} {'' if outcome.n_failed else of}not asked"] * bool(outcome.n_unasked)
+    )
     return (
-        f"memplug: {outcome.status}: {stopped}{outcome.n_failed} of {outcome.n_expected} questions failed; "
-        f"first error: {first}; retry them with: memplug eval --resume {path}"
+        f"memplug: {outcome.status}: {stopped}{counts or 'no question failed'}; first error: {first}; "
+        f"retry them with: memplug eval --resume {path}"
     )
 
 
