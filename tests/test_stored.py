@@ -304,3 +304,18 @@ def test_a_line_holds_what_json_would_write_of_an_agents_own_values() -> None:
     looped["items"] = [looped]
     with pytest.raises(RecursionError):
         stored._encoded(looped)
+
+
+def test_a_run_whose_agent_stored_nothing_anywhere_says_so(tmp_path: Path) -> None:
+    """mem0 whose fact extraction kept nothing: every sample's listing empty, the scores
+    resting on an empty memory; one line says it. A run without stored.jsonl (an agent
+    that does not list), or with one sample holding something, says nothing."""
+    from memplug.cli.report import empty_store_line
+
+    assert empty_store_line(tmp_path) is None
+    stored.append(tmp_path, stored.entry("s0", []))
+    stored.append(tmp_path, stored.entry("s1", []))
+    line = empty_store_line(tmp_path)
+    assert line is not None and line.startswith("the agent stored nothing in any of its 2 samples")
+    stored.append(tmp_path, stored.entry("s1", ["a fact"]))  # a resumed sample: its last line counts
+    assert empty_store_line(tmp_path) is None

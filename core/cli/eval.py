@@ -307,12 +307,13 @@ def eval_command(
         click.echo(str(summary_path))
     else:
         click.echo(str(paths[0]))
-    if quiet:  # no table, but a judge that left questions unscored is still said (on stderr)
-        from memplug.cli.report import unscored_lines
+    if quiet:  # no table, but a judge that left questions unscored is still said (on stderr), and
+        from memplug.cli.report import empty_store_line, unscored_lines  # an agent that stored nothing
 
         for p in paths:
-            for line in unscored_lines(RunDir(p).summary()):
-                click.echo(f"memplug: {p.name}: {line}", err=True)
+            for line in [*unscored_lines(RunDir(p).summary()), empty_store_line(p)]:
+                if line:
+                    click.echo(f"memplug: {p.name}: {line}", err=True)
     outcomes = [(p, RunDir(p).summary().outcome) for p in paths]
     failed = [(p, o) for p, o in outcomes if o is not None and o.status != "finished"]
     for path, outcome in failed:

@@ -83,6 +83,23 @@ def unscored_lines(summary: RunSummary) -> list[str]:
     ]
 
 
+def empty_store_line(path: Path) -> str | None:
+    """Where the agent lists what it stored and every sample's list is empty (a memory
+    whose LLM extraction kept nothing, say): "the agent stored nothing in any of its 20
+    samples". The scores then rest on an empty memory, which a table of low numbers
+    alone does not say."""
+    from memplug import stored
+
+    lines = stored.read(path)
+    if not lines or any(line.get("total") for line in lines.values()):
+        return None
+    n = len(lines)
+    return (
+        f"the agent stored nothing in any of its {n} sample{'' if n == 1 else 's'} (stored.jsonl): "
+        "every answer rests on an empty memory; see memplug.log"
+    )
+
+
 def _rows(summary: RunSummary) -> list[tuple[str, dict[str, Any]]]:
     return [("overall", summary.metrics.overall), *summary.metrics.by_category.items()]
 
@@ -218,6 +235,9 @@ def print_tables(
     for s in summaries:
         for note in unscored_lines(s):
             _say(console, f"{s.run_id}: {note}")
+    for path in paths:
+        if empty := empty_store_line(path):
+            _say(console, f"{path.name}: {empty}")
     for s in summaries:  # where the misses lost their evidence (memplug.diagnosis)
         for line in (diagnosis.wrong_line(s.diagnosis), diagnosis.memory_line(s.diagnosis)) if s.diagnosis else ():
             if line:
