@@ -24,6 +24,15 @@ def test_a_mistyped_command_gets_did_you_mean(testkit_env, tmp_path):
     )
 
 
+def test_a_view_of_report_taken_for_a_command_is_pointed_to_report(testkit_env, tmp_path):
+    """`memplug why RUN` (the stage diagnosis is `report --why`): said where it lives."""
+    one_line_error(
+        memplug_main(["why", str(tmp_path)], env=testkit_env, cwd=tmp_path),
+        "no such command 'why'",
+        "memplug report --why RUN",
+    )
+
+
 def test_a_name_in_other_letter_case_gets_did_you_mean(testkit_env, tmp_path):
     one_line_error(
         memplug_main(["eval", "--agent", "LOOKUP", "--dataset", "counting"], env=testkit_env, cwd=tmp_path),

@@ -45,6 +45,12 @@ BUILTIN_SUMMARIES = {
     "sweep": "Run a grid of evaluations: one run directory per cell, a manifest, resume.",
 }
 
+#: views of a run that are options of `report`, not commands: `memplug why RUN` says so
+REPORT_VIEWS = {
+    view: f" (it is an option of report: memplug report --{view} {usage}RUN...)"
+    for view, usage in (("why", ""), ("html", "FILE "), ("export", "DIR "))
+}
+
 
 class MemplugGroup(click.Group):
     """Imports a built-in command when it is used, adds plugin commands on first use and
@@ -112,7 +118,7 @@ class MemplugGroup(click.Group):
             name = args[0] if args else ""
             if name.startswith("-") or self.get_command(ctx, name) is not None:
                 raise
-            hint = did_you_mean(name, self.list_commands(ctx))
+            hint = REPORT_VIEWS.get(name) or did_you_mean(name, self.list_commands(ctx))
             raise click.UsageError(f"no such command {name!r}{hint}", ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
