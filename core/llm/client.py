@@ -59,11 +59,9 @@ class IOLoop:
     """The event loop that carries an LLM's requests and owns its transport (connection pool):
     a daemon thread's own (:meth:`start`), or a running loop lent to it (:meth:`lend`)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, owned: bool) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
         self.loop = loop
-        self.thread = thread
-        #: whether this object runs the loop (and stops it on close), or was lent it
-        self.owned = owned
+        self.thread = thread  # the loop's thread: a call made there is awaited in place
         self.pid = os.getpid()
         self.transport: Transport | None = None  # made on the loop, at the first call
         self.semaphore: asyncio.Semaphore | None = None
@@ -79,12 +77,12 @@ class IOLoop:
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="memplug-llm-io", daemon=True)
         thread.start()
-        return cls(loop, thread, owned=True)
+        return cls(loop, thread)
 
     @classmethod
     def lend(cls) -> "IOLoop":
         """The running loop, lent for as long as its lender says (see :meth:`LLM.hosted`)."""
-        return cls(asyncio.get_running_loop(), threading.current_thread(), owned=False)
+        return cls(asyncio.get_running_loop(), threading.current_thread())
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run a call of another thread here; its future until it ends is in :attr:`pending`."""
