@@ -417,8 +417,9 @@ def summarize(
     per_sample: dict[str, QuestionRecord] = {}
     for r in records:
         per_sample.setdefault(r.sample_id, r)
-    ingest_s = sum(r.timings.ingest_s or 0.0 for r in per_sample.values())
-    n_messages = sum(r.timings.n_messages or 0 for r in per_sample.values())
+    ingested = [r for r in per_sample.values() if r.timings.ingest_s is not None]  # not: set-up or ingest failed
+    ingest_s = sum(r.timings.ingest_s or 0.0 for r in ingested)
+    n_messages = sum(r.timings.n_messages or 0 for r in ingested)
     recall_times = [t for r in answered if (t := r.timings.recall_s) is not None]
     llm = _sum_usage([r.usage for r in records] + [r.ingest_usage for r in per_sample.values()])
     return RunSummary(
@@ -446,7 +447,7 @@ def summarize(
             # a mean hides the slow tail that users of a memory system feel: per stage, the
             # percentiles of each sample's ingestion and each question's recall and answer
             latency_s={
-                "ingest": _percentiles([r.timings.ingest_s for r in per_sample.values()]),
+                "ingest": _percentiles([r.timings.ingest_s for r in ingested]),
                 "recall": _percentiles(recall_times),
                 "answer": _percentiles([r.timings.read_s for r in answered]),
             },

@@ -344,7 +344,10 @@ class SampleRunner:
                     await self._judge_storage(record, conversation, store)
                 if plan.replayed is not None and (source := plan.replayed.get(record.key)) is not None:
                     record.diagnosis = diagnosis.carried(record.diagnosis, source.diagnosis)  # what its agent stored
-                record.timings.setup_s, record.timings.ingest_s = round(setup_s, 6), round(ingest_s, 6)
+                record.timings.setup_s = round(setup_s, 6)
+                # a sample whose agent was not made, or whose ingestion failed, has no ingest time:
+                # its 0 would pull the run's ingest figures down
+                record.timings.ingest_s = None if ingest_error else round(ingest_s, 6)
                 record.timings.settle_s = None if settle_s is None else round(settle_s, 6)
                 record.timings.n_messages = len(sample.messages)
                 record.ingest_usage = ingest_usage.snapshot()
@@ -366,7 +369,7 @@ class SampleRunner:
             out = []
             for question in sample.questions:
                 record = await self._ask(None, question, sample, error)
-                record.timings = Timings(setup_s=0.0, ingest_s=0.0, n_messages=len(sample.messages))
+                record.timings = Timings(setup_s=0.0, n_messages=len(sample.messages))
                 out.append(record)
             return out
 

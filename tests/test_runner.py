@@ -116,6 +116,11 @@ def test_a_failing_ingest_fails_only_its_sample(testkit, tmp_path):
     errors = {r.sample_id for r in rd.records() if r.error}
     assert errors == {"s2"}
     assert rd.summary().n_errors == 3
+    # its sample has no ingest time: a 0 would pull the run's ingest figures down
+    assert all(r.timings.ingest_s is None for r in rd.records() if r.sample_id == "s2")
+    assert all(r.timings.ingest_s is not None for r in rd.records() if r.sample_id != "s2")
+    latency = rd.summary().efficiency.latency_s
+    assert latency is not None and latency["ingest"] is not None and latency["ingest"]["p50"] > 0
 
 
 def test_reader_answers_when_the_agent_does_not(testkit, tmp_path):
