@@ -276,23 +276,27 @@ def sweep_command(
 
     if config is None and resume is None:
         raise MemplugError("give a sweep file, or --resume SWEEP_DIR")
+    lists_file = dry_run and config is not None  # a dry run of a file lists its cells, --resume aside
+    sweep = Sweep(resume) if resume is not None and not lists_file else None
+    stored = sweep.read() if sweep is not None else {}
+    if sweep is None:
+        settings = load_config(config)  # type: ignore[arg-type]
+    else:
+        if config is not None:  # the file given beside --resume must be the sweep's own
+            sweep.check_config(config)
+        settings = stored.get("config") or {}
+    # what a run would refuse (executor options, the file's limits) is refused here, dry run too
+    runner = sweep_executor(
+        settings,
+        config or resume / "sweep.toml",  # type: ignore[operator]
+        executor,
+        address,
+        workers,
+        llm_limit,
+        ray_runtime_env,
+        llm_tpm,
+    )
     if dry_run:
-        if config is None:
-            stored = Sweep(resume).read()  # type: ignore[arg-type]
-            settings = stored.get("config") or {}
-        else:
-            settings = load_config(config)
-        # what a run would refuse (executor options, the file's limits) is refused here too
-        sweep_executor(
-            settings,
-            config or resume / "sweep.toml",  # type: ignore[operator]
-            executor,
-            address,
-            workers,
-            llm_limit,
-            ray_runtime_env,
-            llm_tpm,
-        )
         cells = stored["cells"] if config is None else plan_cells(settings, "DRYRUN")
         if config is not None:  # what `memplug eval` refuses before its first question (run: Sweep.create)
             check_cells(cells)
@@ -308,25 +312,7 @@ def sweep_command(
             )
         click.echo(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}")
         return
-    if resume is not None:
-        sweep = Sweep(resume)
-        stored = sweep.read()
-        if config is not None:
-            sweep.check_config(config)
-        settings = stored.get("config") or {}
-    else:
-        settings = load_config(config)  # type: ignore[arg-type]
-    runner = sweep_executor(
-        settings,
-        config or resume / "sweep.toml",  # type: ignore[operator]
-        executor,
-        address,
-        workers,
-        llm_limit,
-        ray_runtime_env,
-        llm_tpm,
-    )
-    if resume is None:
+    if sweep is None:
         sweep = Sweep.create(config, output, runner.describe())  # type: ignore[arg-type]
 
     def said(cell: dict[str, Any], done: int, total: int) -> None:
