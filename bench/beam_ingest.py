@@ -48,6 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memplug.datasets.beam.release import ABILITIES
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agents_scale  # noqa: E402  (the generator, memory probes and agent factory of the scale bench)
 
@@ -55,18 +57,6 @@ AGENTS = ("bm25", "emg")
 #: README of BEAM, "Dataset Statistics", 10M row: user messages per conversation
 TURNS_10M = 10_435
 PLANS, BATCHES = 10, 10
-ABILITIES = (
-    "abstention",
-    "contradiction_resolution",
-    "event_ordering",
-    "information_extraction",
-    "instruction_following",
-    "knowledge_update",
-    "multi_session_reasoning",
-    "preference_following",
-    "summarization",
-    "temporal_reasoning",
-)
 
 
 def make_release(root: Path, tokens: int, turns: int, seed: int = 0) -> dict:
