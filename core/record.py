@@ -43,8 +43,9 @@ def check_schema(obj: Mapping[str, Any], where: object) -> int:
     return version
 
 
-def _plain(value: Any) -> Any:
-    """orjson's fallback for the types json.dumps also takes: float and int subclasses."""
+def json_number(value: Any) -> Any:
+    """orjson's fallback for the types json.dumps also takes: float and int subclasses as
+    plain numbers; TypeError for anything else."""
     if isinstance(value, float):
         return float(value)
     if isinstance(value, int):
@@ -233,7 +234,7 @@ class QuestionRecord:
         with json.dumps (see docs/performance.md).
         """
         return orjson.dumps(
-            self.to_json(), default=_plain, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
+            self.to_json(), default=json_number, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
         )
 
     @classmethod

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 import orjson
 
 from memplug.models import Recalled, StoredItem
+from memplug.record import json_number
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +111,12 @@ def _not_recorded(sample_id: str, exc: Exception) -> None:
 
 
 def _as_json(value: Any) -> Any:
-    """orjson's fallback: float and int subclasses as numbers, anything else as its text."""
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, int):
-        return int(value)
-    return str(value)
+    """orjson's fallback: what the records take (:func:`memplug.record.json_number`), anything
+    else as its text."""
+    try:
+        return json_number(value)
+    except TypeError:
+        return str(value)
 
 
 def _encoded(line: dict[str, Any]) -> bytes:
