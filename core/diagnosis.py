@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import attrs
 
 from memplug.sampling import apportion
-from memplug.text import tokens
+from memplug.text import clip, tokens
 
 if TYPE_CHECKING:
     from memplug.llm import LLM
@@ -292,8 +292,7 @@ class Item:
 
     def shown(self) -> dict[str, Any]:
         """The item as a diagnosis keeps it: text clipped to MAX_STORED_CHARS."""
-        text = self.text if len(self.text) <= MAX_STORED_CHARS else self.text[: MAX_STORED_CHARS - 1] + "…"
-        return {"text": text, "id": self.id, "message_ids": list(self.message_ids)}
+        return {"text": clip(self.text, MAX_STORED_CHARS), "id": self.id, "message_ids": list(self.message_ids)}
 
 
 @attrs.frozen
@@ -400,10 +399,6 @@ def stage_of(correct: bool, stored: bool | None, recalled: bool | None) -> str:
     if stored is None or recalled is None:
         return "unknown"
     return "not_recalled"
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def stale_value(record: QuestionRecord) -> str | None:
@@ -551,7 +546,7 @@ def diagnose(
     texts = [messages[t] for t in record.targets if t in messages]
     evidence = Evidence.of(record.targets, texts, record.gold, record.question, language)
     shown_evidence = [
-        {"id": str(t), "text": _clip(messages[t], MAX_EVIDENCE_CHARS)}
+        {"id": str(t), "text": clip(messages[t], MAX_EVIDENCE_CHARS)}
         for t in record.targets[:MAX_EVIDENCE]
         if t in messages
     ]

@@ -88,6 +88,43 @@ class TextConsole(Console):
         return super().render_str(visible(text), **options)
 
 
+#: a short bracketed group a line is never broken inside: a count "(n 1138)", an interval
+#: "[0.87, 0.91]"; a longer one (quoted prose, an unclosed bracket) breaks like any text
+_KEPT = re.compile(r"\([^()\[\]]{0,24}\)|\[[^()\[\]]{0,24}\]")
+
+
+def wrap(text: str, width: int, hang: int = 2) -> list[str]:
+    """``text`` as lines of at most ``width`` columns, broken at spaces but never inside a
+    short bracketed group (:data:`_KEPT`); every line after the first is indented ``hang``
+    columns past the first line's own indent. A word longer than a line stays whole.
+
+    Written here because neither library does it: rich and textwrap break at any space,
+    so "(n 1138)" was printed as "(n" at the end of one line and "1138)" on the next, and
+    a folded example lost its indent.
+    """
+    indent = len(text) - len(text.lstrip(" "))
+    body = text[indent:]
+    kept = [m.span() for m in _KEPT.finditer(body)]
+    words, start, k = [], 0, 0
+    for i, char in enumerate(body):
+        while k < len(kept) and kept[k][1] <= i:
+            k += 1
+        if char == " " and not (k < len(kept) and kept[k][0] < i):
+            words.append(body[start:i])
+            start = i + 1
+    words.append(body[start:])
+    lines: list[str] = []
+    line = " " * indent
+    for word in words:
+        if line.strip() and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = " " * (indent + hang) + word
+        else:
+            line = f"{line} {word}" if line.strip() else line + word
+    lines.append(line)
+    return lines
+
+
 def console(stderr: bool = False) -> Console:
     """The console memplug prints its tables and lines on (``stderr``: its progress bars)."""
     return TextConsole(stderr=stderr)

@@ -43,6 +43,7 @@ from memplug.display import visible
 from memplug.errors import MemplugError
 from memplug.record import QuestionRecord, RunInfo, RunSummary
 from memplug.results import RunDir
+from memplug.text import clip
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -205,7 +206,7 @@ def _wrong_rows(run: LoadedRun) -> list[dict[str, Any]]:
                 "stage": rec.diagnosis.stage if rec.diagnosis is not None else None,
                 "recalled": [
                     {
-                        "text": _clip(str(item.text), MAX_RECALLED_CHARS),
+                        "text": clip(str(item.text), MAX_RECALLED_CHARS),
                         "score": item.score,
                         "message_ids": list(item.message_ids),
                         "target": bool(set(item.message_ids) & set(rec.targets)),
@@ -234,7 +235,7 @@ def _stored_lists(run: LoadedRun, rows: list[dict[str, Any]], n_run: int) -> lis
                 "total": int(line.get("total") or len(items)),
                 "items": [
                     {
-                        "text": _clip(str(i.get("text", "")), MAX_STORED_CHARS),
+                        "text": clip(str(i.get("text", "")), MAX_STORED_CHARS),
                         "id": i.get("id"),
                         "message_ids": [str(m) for m in i.get("message_ids") or []],
                     }
@@ -251,10 +252,6 @@ def _stored_lists(run: LoadedRun, rows: list[dict[str, Any]], n_run: int) -> lis
             else None
         )
     return list(lists.values())
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 # -- numbers as text -----------------------------------------------------------

@@ -23,6 +23,7 @@ import pluggy
 
 from memplug import hookspecs
 from memplug.errors import MemplugError, MissingExtra, did_you_mean
+from memplug.text import clip
 
 KINDS = ("datasets", "agents", "metrics", "readers", "judges", "exports")
 SELF = "memplug"
@@ -228,8 +229,7 @@ class Broken:
     @property
     def short_error(self) -> str:
         """The error on one line, at most 300 characters (``memplug list`` shows it whole)."""
-        text = " ".join(self.error.split())
-        return text if len(text) <= 300 else text[:299] + "…"
+        return clip(" ".join(self.error.split()), 300)
 
     def claims(self, name: str) -> bool:
         """Whether a missing ``name`` is likely this plugin's: its entry point is called

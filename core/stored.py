@@ -29,6 +29,7 @@ import orjson
 
 from memplug.models import Recalled, StoredItem
 from memplug.record import json_number
+from memplug.text import clip
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def _clipped(item: dict[str, Any]) -> dict[str, Any]:
     """The item as stored.jsonl keeps it: its text cut to MAX_CHARS, then ``"clipped": true``."""
     if len(item["text"]) <= MAX_CHARS:
         return item
-    return {**item, "text": item["text"][: MAX_CHARS - 1] + "…", "clipped": True}
+    return {**item, "text": clip(item["text"], MAX_CHARS), "clipped": True}
 
 
 def _str_or_none(value: Any) -> str | None:

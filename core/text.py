@@ -42,6 +42,13 @@ _CJK_LANGS = ("zh", "ja", "ko", "cjk")
 CJK_SHARE = 0.5
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, its last one "…" when anything was cut: the
+    one way memplug shortens a text it keeps or shows (a diagnosis's evidence, a stored
+    item, a report's example, a plugin's error)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_punct(char: str) -> bool:
     """SQuAD's ASCII punctuation set plus every Unicode punctuation character.
 

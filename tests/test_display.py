@@ -23,7 +23,7 @@ from rich.cells import cell_len
 from inprocess import memplug_main
 from memplug import hookimpl
 from memplug.cli import cli, one_line
-from memplug.display import TextConsole, markdown, visible
+from memplug.display import TextConsole, markdown, visible, wrap
 
 MARKUP = "[bold red]RED[/bold red] [/]"
 CONTROL = "\u001b]0;pwned\u0007\u001b[2J\x9b31m"  # OSC title + BEL, clear screen, C1 CSI
@@ -304,3 +304,21 @@ def test_list_shows_what_plugins_say_as_text(plugins):
     assert_clean(out.output)
     assert f"says {MARKUP} {SHOWN_CONTROL}" in out.output and "broken: " in out.output
     assert r"[red]dist[/red]\x1b]0;x\x07" in out.output and r"[/]evil\x1b[2J" in out.output
+
+
+def test_wrap_breaks_at_spaces_outside_short_brackets_and_hangs_the_rest():
+    line = "  memory: extraction 0.889 [0.87, 0.91] (n 1280), retrieval 1.000 [1.00, 1.00] (n 1138)"
+    for width in range(20, 90):
+        lines = wrap(line, width, hang=4)
+        assert " ".join(part.strip() for part in lines) == line.strip()
+        assert all(len(part) <= width for part in lines), (width, lines)
+        assert all(part.startswith("      ") and not part.startswith("       ") for part in lines[1:])
+        for group in ("[0.87, 0.91]", "(n 1280)", "[1.00, 1.00]", "(n 1138)"):
+            assert any(group in part for part in lines), (width, group, lines)
+
+
+def test_wrap_breaks_a_long_or_unclosed_bracket_like_text():
+    quoted = "answer: (this parenthesis holds a whole sentence of prose and never closes"
+    assert len(wrap(quoted, 30)) > 2 and all(len(part) <= 30 for part in wrap(quoted, 30))
+    assert wrap("x" * 50, 20) == ["x" * 50]  # a word longer than a line stays whole
+    assert wrap("", 80) == [""]

@@ -312,16 +312,23 @@ def test_five_runs_keep_each_efficiency_label_whole_on_its_line(tmp_path):
                 assert re.search(rf"│ {re.escape(f'{stage[q]:.3g}')} +│", result.stdout), stage[q]
 
 
-def test_why_wraps_its_summary_lines_at_80_columns(tmp_path):
-    """`report --why`'s "memory:" line was one line of 160 to 200 columns."""
+def test_why_wraps_its_lines_at_80_columns(tmp_path):
+    """`report --why`'s "memory:" line was one line of 160 to 200 columns, then wrapped at any
+    space ("(n" at the end of a line, "1138)" on the next); its examples' lines of up to 300
+    columns were left for the terminal to fold at the left edge. Now every line fits, no
+    count or interval is split, and an example's field folds under its own text."""
     path = eval_run(tmp_path, "--agent", "bm25", "--dataset", "memsim", "-o", "n=6")
     result = run(["report", "--why", str(path), "--n", "1"], tmp_path)
     assert result.returncode == 0, result.stderr
-    summary = result.stdout.split("\n\n")[0]
+    summary, _, examples = result.stdout.partition("\n\n")
     readable(summary)
     text = words(summary)
     assert re.search(r"memory: extraction \d\.\d{3} .* \(n \d+\), retrieval \d\.\d{3}", text), text
     assert re.match(rf"{re.escape(path.name)}: \d answers diagnosed wrong: \d+% ", text), text
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert not [line for line in lines if re.search(r"\((n|\d\.\d\d,)$|^\s*\d+\)", line.rstrip())], lines
+    assert re.search(r"^  question: .+\n      \S", examples, re.M), examples  # MemSim's questions are long
 
 
 def test_a_sweeps_progress_and_report_lines_wrap_at_80_columns(tmp_path, monkeypatch):

@@ -63,8 +63,11 @@ def _label(index: int, summary: RunSummary, many: bool) -> str:
 
 
 def _say(console: Any, text: str) -> None:
-    """A line of text, wrapped at spaces to the terminal."""
-    console.print(text, soft_wrap=False)
+    """A line of text, wrapped to the terminal (:func:`memplug.display.wrap`)."""
+    from memplug.display import wrap
+
+    for part in wrap(text, console.width):
+        console.print(part, soft_wrap=True)
 
 
 def _unfinished(outcome: Outcome) -> str:

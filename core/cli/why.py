@@ -18,6 +18,7 @@ from memplug.diagnosis import Diagnosis
 from memplug.errors import MemplugError
 from memplug.record import QuestionRecord
 from memplug.results import RunDir
+from memplug.text import clip
 
 #: recalled items shown per example, and characters of each shown text
 RECALLED_SHOWN = 5
@@ -25,8 +26,8 @@ TEXT_CHARS = 240
 
 
 def _clip(text: str, limit: int = TEXT_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` on one line (its whitespace squeezed), cut to ``limit`` characters."""
+    return clip(" ".join(str(text).split()), limit)
 
 
 def _ids(ids: Sequence[Any]) -> str:
@@ -131,11 +132,13 @@ def why_lines(path: Path, category: str | None = None, n: int = 10) -> list[str]
 def print_why(path: Path, category: str | None, n: int) -> None:
     """The lines of :func:`why_lines` on the text console (data shown as text, never markup)."""
     from memplug.display import console as text_console
+    from memplug.display import wrap
 
     console = text_console()
     lines = why_lines(path, category, n)
     examples = lines.index("") if "" in lines else len(lines)
     for k, line in enumerate(lines):
-        # the summary wrapped at spaces to the terminal, as report's "wrong:" and "memory:"
-        # lines; an example's lines are left whole, one per field, for the terminal to fold
-        console.print(line, soft_wrap=k >= examples)
+        # wrapped to the terminal as report's lines are; an example's field ("  question: …")
+        # folds under its own text, not at the left edge where the next field starts
+        for part in wrap(line, console.width, hang=4 if k >= examples else 2):
+            console.print(part, soft_wrap=True)
