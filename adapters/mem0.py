@@ -27,6 +27,11 @@ Message ids: with ``infer=false`` every memory is one message and carries its id
 With fact extraction a fact is written from a whole chunk and Mem0 keeps no link from
 a fact to the message it came from, so recalled facts carry no message ids (recall@K
 is not applicable); ``Recall.meta["sources"]`` lists the ids of each fact's chunk.
+
+Search: mem0ai 2.x blends embedding similarity with BM25 keywords and spaCy's entities and
+lemmas, both models downloaded on first use. Where they are not installed (offline, as
+memplug runs by default) Mem0 searches by embedding alone; the run says so in a line and
+run.json's ``agent_note`` records it (:func:`search_gaps`).
 """
 
 from __future__ import annotations
@@ -54,6 +59,52 @@ NO_IDS = (
     "unavailable: mem0 fact extraction (infer=true) writes facts from a whole chunk and keeps no "
     "fact-to-message link; meta.sources holds each fact's chunk message ids"
 )
+
+
+#: what :func:`search_gaps` names (short: the note fits 80 columns after "memplug: ")
+BM25_GAP = "BM25 (Qdrant/bm25)"
+SPACY_GAP = "spaCy (en_core_web_sm)"
+
+
+@functools.cache
+def search_gaps() -> tuple[str, ...]:
+    """The parts of Mem0's hybrid search that cannot run here (:data:`BM25_GAP`,
+    :data:`SPACY_GAP`).
+
+    mem0ai 2.x searches by embedding, BM25 keywords (fastembed's ``Qdrant/bm25``) and entity
+    and lemma boosts (spaCy's ``en_core_web_sm``), and downloads both models on first use.
+    Offline, memplug's default, the downloads fail and Mem0 logs it and searches without
+    them: a deviation from Mem0 as its users run it, so the run says it and records it.
+    """
+    prepare_offline()  # before mem0's import: its telemetry is read then
+    import importlib.util
+
+    from mem0.vector_stores.qdrant import Qdrant
+
+    gaps = []
+    if hasattr(Qdrant, "_get_bm25_encoder") and not _bm25_loads():
+        gaps.append(BM25_GAP)
+    uses_spacy = importlib.util.find_spec("mem0.utils.spacy_models") is not None
+    if uses_spacy and not all(importlib.util.find_spec(m) for m in ("spacy", "en_core_web_sm")):
+        gaps.append(SPACY_GAP)
+    return tuple(gaps)
+
+
+def _bm25_loads() -> bool:
+    """Whether fastembed loads ``Qdrant/bm25`` from its local cache, as Mem0 would load it."""
+    try:
+        from fastembed import SparseTextEmbedding
+        from loguru import logger
+    except ImportError:
+        return False
+    logger.disable("fastembed")  # its two ERROR lines of a missing model: the note says it
+    try:
+        SparseTextEmbedding(model_name="Qdrant/bm25", local_files_only=True)
+    except Exception:
+        return False
+    finally:
+        logger.enable("fastembed")
+    return True
 
 
 @functools.cache
@@ -116,19 +167,22 @@ class Mem0Agent:
     @classmethod
     def preflight(cls, values: Mapping[str, Any], given: Mapping[str, str], llm: "LLM | None") -> AgentPlan:
         """Without an LLM, Mem0 runs offline (``infer=false``: each message embedded by the
-        run's embedder into the local Qdrant) and says so; ``-o infer=true`` then fails here."""
-        if llm is not None or not values["infer"]:
-            return AgentPlan(values)
-        if "infer" in given:
-            raise MemplugError(
-                "agent 'mem0' with -o infer=true needs an LLM for fact extraction: "
-                "set --llm MODEL (and --api-base URL for a local server), or drop -o infer=true"
-            )
-        return AgentPlan(
-            {**values, "infer": False},
-            # fits 80 columns after "memplug: "
-            "mem0 keeps messages verbatim (infer=false); give --llm to extract facts",
-        )
+        run's embedder into the local Qdrant) and says so; ``-o infer=true`` then fails here.
+        What of Mem0's hybrid search cannot run here (:func:`search_gaps`) is said too: a line
+        each, recorded in run.json as ``agent_note``."""
+        notes = []
+        if llm is None and values["infer"]:
+            if "infer" in given:
+                raise MemplugError(
+                    "agent 'mem0' with -o infer=true needs an LLM for fact extraction: "
+                    "set --llm MODEL (and --api-base URL for a local server), or drop -o infer=true"
+                )
+            values = {**values, "infer": False}
+            notes.append("mem0 keeps messages verbatim (infer=false); give --llm to extract facts")
+        gaps = search_gaps()
+        if gaps:
+            notes.append(f"mem0 search has no {' or '.join(gaps)} here")
+        return AgentPlan(values, "\n".join(notes) or None)
 
     def __init__(self, config: AgentConfig, workdir: Path) -> None:
         self.config = config
@@ -169,6 +223,10 @@ class Mem0Agent:
             }
         )
         self.memory.embedding_model = embedding_bridge(embedder)
+        if BM25_GAP in search_gaps() and hasattr(self.memory.vector_store, "_bm25_encoder"):
+            # Mem0's own "tried and failed" mark: it would try again, and log three lines of
+            # failure, for every sample; the run's note says it once
+            self.memory.vector_store._bm25_encoder = False
         if llm is not None:
             self.memory.llm = llm_bridge(llm)
         self.user_id = config.sample_id or self.workdir.name

@@ -93,8 +93,8 @@ def run_spec(
 
     evaluation = Evaluation(spec)
     tell = say or _stderr
-    if evaluation.agent_note:
-        tell(f"memplug: {one_line(evaluation.agent_note)}")
+    for note in (evaluation.agent_note or "").splitlines():  # a line each (an agent may say several)
+        tell(f"memplug: {one_line(note)}")
     _say_data_warnings(evaluation, tell)
     if not progress:
         return evaluation.run(

@@ -196,14 +196,36 @@ def test_mem0_without_an_llm_chooses_its_offline_mode_and_says_so():
     from memplug.adapters.mem0 import Mem0Agent
     from memplug.errors import MemplugError
 
+    from memplug.adapters.mem0 import search_gaps
+
     plan = Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, None)
     assert plan.values["infer"] is False and plan.note is not None
-    assert plan.note == "mem0 keeps messages verbatim (infer=false); give --llm to extract facts"
-    assert len(f"memplug: {plan.note}") <= 80  # as `eval` prints it
+    lines = plan.note.splitlines()
+    assert lines[0] == "mem0 keeps messages verbatim (infer=false); give --llm to extract facts"
+    assert all(len(f"memplug: {line}") <= 80 for line in lines)  # as `eval` prints them
     with pytest.raises(MemplugError, match="infer=true needs an LLM"):
         Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {"infer": "true"}, None)
-    # any LLM at all: preflight only asks whether one was given
-    assert Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, cast("LLM", object())).note is None
+    # any LLM at all: preflight only asks whether one was given; what search lacks is said either way
+    with_llm = Mem0Agent.preflight({"infer": True, "threshold": 0.1}, {}, cast("LLM", object()))
+    assert with_llm.values["infer"] is True
+    assert with_llm.note == (lines[1] if search_gaps() else None)
+
+
+def test_mem0_offline_says_its_search_lacks_bm25_and_spacy(monkeypatch, tmp_path):
+    """mem0ai 2.x downloads fastembed's Qdrant/bm25 and spaCy's model on first use; offline it
+    logged three lines of failure a sample and searched by embedding alone, unrecorded."""
+    pytest.importorskip("mem0")
+    from memplug.adapters import mem0
+
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))  # an empty cache: nothing to load
+    mem0.search_gaps.cache_clear()
+    try:
+        gaps = mem0.search_gaps()
+    finally:
+        mem0.search_gaps.cache_clear()
+    assert mem0.BM25_GAP in gaps
+    note = mem0.Mem0Agent.preflight({"infer": False, "threshold": 0.1}, {"infer": "false"}, None).note
+    assert note is not None and "mem0 search has no BM25 (Qdrant/bm25)" in note
 
 
 # --- errors by kind, and the outcome -------------------------------------------------
