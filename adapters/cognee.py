@@ -53,7 +53,6 @@ from memplug.adapters.external import (
     require_llm,
 )
 from memplug.errors import MemplugError
-from memplug.llm import local
 from memplug.models import AgentQuestion, Chunk, Recall, Recalled, StoredItem
 from memplug.options import Option, resolve
 from memplug.preflight import requires_llm
@@ -82,6 +81,7 @@ def dataset_name(sample_id: str) -> str:
 
 def configure_cognee(config: AgentConfig, root: Path) -> None:
     """Hand the run's LLM, embedder and storage roots to Cognee (process-wide settings)."""
+    from memplug.llm import local  # not at import: `memplug list` reads this module's options
     from memplug.logs import keeping_handlers
 
     with keeping_handlers():  # the first import of cognee replaces the root logger's handlers

@@ -48,10 +48,9 @@ import functools
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import cast
+from typing import Callable, cast
 
 import numpy as np
-import snowballstemmer
 
 from memplug.adapters.retrieval.bm25_index import top_k
 from memplug.adapters.retrieval.embedders import Embedder, embed_batched, get_embedder, is_remote
@@ -80,7 +79,6 @@ okay ok hi hello
 
 _CJK_OR_WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
 _LATIN_WORD = re.compile(r"[^\W\d_]{2,}")
-_stem = snowballstemmer.stemmer("english").stemWord
 
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _MONTHS.update({m.lower(): i for i, m in enumerate(calendar.month_abbr) if m and m != "May"})
@@ -104,7 +102,16 @@ LSE_TEMPERATURE = 0.1
 
 @functools.lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    return cast(str, _stem(word))
+    return _stemmer()(word)
+
+
+@functools.cache
+def _stemmer() -> Callable[[str], str]:
+    """Snowball's English stemmer, made at the first word: importing snowballstemmer (all
+    its languages) at import cost `memplug list`, which reads this module's options, 10 ms."""
+    import snowballstemmer
+
+    return cast(Callable[[str], str], snowballstemmer.stemmer("english").stemWord)
 
 
 def tokens(text: str, drop: frozenset[str] = frozenset()) -> list[str]:

@@ -19,10 +19,9 @@ import functools
 import math
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, cast
 
 import attrs
-import snowballstemmer
 
 from memplug.errors import MemplugError
 from memplug.models import AgentQuestion, DatasetInfo, Recalled
@@ -88,13 +87,19 @@ _ASKS_NUMBER = re.compile(
 _ASKS_NAME = re.compile(r"\b(who|whom|whose|where)\b", re.IGNORECASE)
 
 
-_STEMMER = snowballstemmer.stemmer("english")
-
-
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """Snowball (Porter 2) stem of the lower-cased word: "worked" ~ "work", "years" ~ "year"."""
-    return cast(str, _STEMMER.stemWord(word.lower()))
+    return cast(str, _stemmer().stemWord(word.lower()))
+
+
+@functools.cache
+def _stemmer() -> Any:
+    """Snowball's English stemmer, made at the first word: importing snowballstemmer (every
+    language's tables) at import cost each command that loads the readers 10 ms."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
 
 
 def _is_stop(span: Span) -> bool:

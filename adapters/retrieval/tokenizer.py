@@ -9,29 +9,37 @@ keep recall for one-character words, bigrams restore most of the precision of wo
 
 from __future__ import annotations
 
+import functools
 import re
-
-from bm25s.stopwords import STOPWORDS_EN
 
 #: CJK unified ideographs (with extension A) and the compatibility block
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
 _IS_CJK = re.compile(rf"[{_CJK}]")
-_STOP_EN = frozenset(STOPWORDS_EN)
+
+
+@functools.cache
+def _stop_en() -> frozenset[str]:
+    """bm25s's English stop words, read at the first text: importing bm25s (numpy, tqdm, its
+    BEIR helpers) at import cost `memplug list`, which reads the agents' options, 25 ms."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
 
 
 def tokenize(text: str) -> list[str]:
     """Words for Latin-script text, character unigrams and bigrams for Chinese runs."""
     lowered = text.lower()
+    stop = _stop_en()
     if _IS_CJK.search(lowered) is None:  # no Chinese: one findall, the common case at scale
-        return [run for run in _TOKEN.findall(lowered) if run not in _STOP_EN]
+        return [run for run in _TOKEN.findall(lowered) if run not in stop]
     tokens: list[str] = []
     for match in _TOKEN.finditer(lowered):
         run = match.group()
         if _IS_CJK.match(run):
             tokens.extend(run)
             tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-        elif run not in _STOP_EN:
+        elif run not in stop:
             tokens.append(run)
     return tokens
 

@@ -19,7 +19,6 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from memplug.datasets.factcon.check import check
 from memplug.datasets.factcon.chunks import chunked
 from memplug.datasets.factcon.protocol import OPTIONS as PROTOCOL_OPTIONS
 from memplug.datasets.factcon.protocol import PAPER_PROMPT, PROTOCOL, SOURCE, protocol
@@ -100,6 +99,8 @@ class FactConBuilder:
     def check(self, samples: list[Sample]) -> CheckReport:
         """Re-read every answer from its context's facts (``memplug generate --check``); chunked
         samples are checked on the facts they were cut from."""
+        from memplug.datasets.factcon.check import check  # its MQuAKE tables: not at `memplug list`
+
         return check(samples)
 
     def _generate(self, values: dict[str, Any], seed: int) -> Iterable[Sample]:

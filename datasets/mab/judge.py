@@ -24,12 +24,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memplug.datasets.mab.prompts import FLUENCY_PROMPT_BOOK, PRECISION_PROMPT_BOOK, RECALL_PROMPT_BOOK
 from memplug.judge import JudgePrompt, JudgeSet
-from memplug.llm import LLM
 from memplug.models import Question
+
+if TYPE_CHECKING:
+    from memplug.llm import LLM
 
 log = logging.getLogger(__name__)
 
