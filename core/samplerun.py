@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import shutil
 import threading
 import time
 import traceback
@@ -236,7 +237,12 @@ class SampleRunner:
         factory = self.plan.agent_factory
         assert factory is not None  # None only with --from, which builds no agent
         if self.blocking:  # in-memory agents (blocking = False) store nothing: spare the mkdir
-            workdir.mkdir(parents=True, exist_ok=True)
+            if workdir.exists():
+                # left by an earlier try of this sample (a run interrupted and resumed, a Ray
+                # worker that died): its agent's store holds what that try ingested, and an
+                # agent opening it would hold every message twice (mem0's Qdrant did)
+                shutil.rmtree(workdir)
+            workdir.mkdir(parents=True)
         return factory(config, workdir)
 
     async def run_sample(self, work: Path, sample: Sample, pool: AgentThreads, sink: SampleSink) -> SampleResult:

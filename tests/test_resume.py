@@ -78,3 +78,27 @@ def test_a_run_on_relative_data_resumes_from_another_directory(shared_data: Path
     # --data given again, relative to this directory: the same files, not another option
     code, _, err = memplug(None, here, "eval", "--resume", run, "--data", "./memdaily/", "--quiet")
     assert code == 0 and "nothing to resume" in err, err
+
+
+def test_a_resumed_sample_starts_from_an_empty_work_folder(testkit_env: dict[str, str], tmp_path: Path) -> None:
+    """A sample the interrupted run left unfinished kept its agent's folder under work/, and the
+    resume built its agent on it: mem0's Qdrant held every message twice and scored lower than
+    a run never interrupted (run.json said finished). The folder is emptied first now; a
+    finished sample's is left as it is."""
+    code, out, err = memplug(testkit_env, tmp_path, "eval", "--agent", "lookup", "--dataset", "counting", "--quiet")
+    assert code == 0, err
+    run = tmp_path / out.strip().splitlines()[-1]
+    lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
+    first = json.loads(lines[0])["sample_id"]
+    (run / "samples.jsonl").write_text("".join(line for line in lines if json.loads(line)["sample_id"] == first))
+    run_json = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**run_json, "status": "interrupted"}))
+    folders = sorted(p for p in (run / "work").iterdir() if p.is_dir())
+    assert len(folders) > 1 and (run / "work" / first) in folders
+    for folder in folders:  # what an earlier try would have left in each
+        (folder / "left-by-the-first-try.txt").write_text("stale")
+    code, _, err = memplug(testkit_env, tmp_path, "eval", "--resume", run, "--quiet")
+    assert code == 0, err
+    for folder in folders:
+        assert (folder / "left-by-the-first-try.txt").exists() == (folder.name == first), folder
+        assert (folder / "memory.txt").exists()  # the agent's own, written again
