@@ -58,6 +58,27 @@ KEYLESS: Mapping[str, tuple[str, str]] = {
 HOSTED: Mapping[str, tuple[tuple[str, ...], str, str]] = {
     "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), "https://api.openai.com/v1", "OPENAI_API_KEY"),
 }
+#: the other hosted providers a run without --api-base checks first, for the same reason:
+#: the variables that move their endpoint and its default, as litellm reads them
+#: (litellm/main.py and its providers' modules). Their APIs are not OpenAI's (a different
+#: path lists models, a different header carries the key), so only their reach is checked
+#: (:func:`reach`): any HTTP answer means the server is there
+REACHED: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "anthropic": (("ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL"), "https://api.anthropic.com"),
+    "gemini": (("GEMINI_API_BASE",), "https://generativelanguage.googleapis.com"),
+    "mistral": (("MISTRAL_API_BASE",), "https://api.mistral.ai"),
+    "groq": (("GROQ_API_BASE",), "https://api.groq.com"),
+    "together_ai": (("TOGETHER_AI_API_BASE",), "https://api.together.xyz"),
+    "openrouter": (("OPENROUTER_API_BASE",), "https://openrouter.ai"),
+    "deepseek": (("DEEPSEEK_API_BASE",), "https://api.deepseek.com"),
+    "xai": (("XAI_API_BASE",), "https://api.x.ai"),
+    "cohere": (("COHERE_API_BASE",), "https://api.cohere.ai"),
+    "cohere_chat": (("COHERE_API_BASE",), "https://api.cohere.ai"),
+    "fireworks_ai": (("FIREWORKS_API_BASE", "FIREWORKS_AI_API_BASE"), "https://api.fireworks.ai"),
+    "perplexity": (("PERPLEXITY_API_BASE",), "https://api.perplexity.ai"),
+}
+#: the end of the line when a hosted provider cannot be reached
+OFFLINE_HINT = "memplug runs offline by default: give --api-base URL of a local server, or --llm local"
 #: (low, high) for the spec's numbers: past these a run cannot finish or exhausts the machine
 LIMITS: Mapping[str, tuple[float, float]] = {
     "llm_timeout": (0.1, 3600.0),
@@ -287,8 +308,13 @@ def check_llm(llm: "LLM", role: str = "--llm") -> None:
                 role,
                 key=llm.api_key or os.environ.get(key_variable),
                 down=f"{role} {llm.model}: {redact_url(server)} does not answer",
-                hint="memplug runs offline by default: give --api-base URL of a local server, or --llm local",
+                hint=OFFLINE_HINT,
             )
+            return
+        if provider in REACHED and not llm.api_base:
+            variables, default = REACHED[provider]
+            server = next((os.environ[v] for v in variables if os.environ.get(v)), default)
+            reach(server, f"{role} {llm.model}: {redact_url(server)} does not answer")
             return
     if llm.api_base:
         probe(llm.api_base, role, key=llm._http_key() if llm.direct else None)
@@ -346,6 +372,22 @@ def probe(
                     urls=(api_base,),
                 )
             )
+
+
+def reach(url: str, down: str) -> None:
+    """Whether a server answers at ``url`` at all (its name resolves, it accepts a connection,
+    it speaks HTTP): any status counts, a 404 or a 401 included. ``down``: the line's start
+    when nothing answers."""
+    timeout = float(os.environ.get("MEMPLUG_PROBE_TIMEOUT") or PROBE_TIMEOUT_S)
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url), timeout=timeout):
+            pass
+    except urllib.error.HTTPError:
+        pass  # an answer, whatever its status
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        text = "no answer within {:g}s".format(timeout) if "timed out" in str(reason) else str(reason)
+        raise MemplugError(scrub(f"{down} ({text}): {OFFLINE_HINT}", urls=(url,))) from None
 
 
 def _is_json(kind: str | None, body: bytes) -> bool:

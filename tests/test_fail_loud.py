@@ -128,6 +128,39 @@ def test_a_hosted_model_without_its_key_fails_at_once(env, tmp_path):
     assert "OPENAI_API_KEY" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("model", "key", "base"),
+    [
+        ("anthropic/claude-3-5-haiku-latest", "ANTHROPIC_API_KEY", "ANTHROPIC_API_BASE"),
+        ("gemini/gemini-1.5-flash", "GEMINI_API_KEY", "GEMINI_API_BASE"),
+    ],
+)
+def test_other_hosted_providers_out_of_reach_fail_before_the_first_question(
+    env, openai_stub, tmp_path, model, key, base
+):
+    """Offline with a key set, an Anthropic or Gemini model retried each question's
+    connection error for 20 s, 199 LoCoMo questions for an hour (only OpenAI was checked).
+    Their server's reach is checked first now: any HTTP answer will do, since their APIs
+    are not OpenAI's."""
+    from memplug import preflight
+    from memplug.llm import LLM
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    args = ["eval", "--agent", "bm25", "--dataset", "counting", "--llm", model, "--reader", "llm", "--quiet"]
+    down = {**env, key: "x", base: f"http://127.0.0.1:{closed}"}
+    result = memplug(down, *args, cwd=tmp_path)
+    assert result.returncode == 2
+    line = last_line(result.stderr)
+    assert f"--llm {model}: http://127.0.0.1:{closed} does not answer" in line and "offline by default" in line
+    assert len(result.stderr.strip().splitlines()) == 1 and not list(tmp_path.glob("runs/*"))
+    with pytest.MonkeyPatch.context() as mp:  # a server that answers (404 here) is there
+        mp.setenv(key, "x")
+        mp.setenv(base, openai_stub.base_url.removesuffix("/v1") + "/nothing-here")
+        preflight.check_llm(LLM(model, use_cache=False))
+
+
 def test_a_hosted_model_out_of_reach_fails_before_the_first_question(env, openai_stub, tmp_path):
     """Offline, an OpenAI model without --api-base would retry a connection error for its
     whole deadline, question after question: its endpoint is checked first (where
