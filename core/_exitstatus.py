@@ -35,10 +35,28 @@ def install() -> None:
     a background job (``memplug eval ... &`` in a script) with SIGINT ignored, and Python
     then leaves it ignored: ``kill -INT`` did nothing and the run went on to its end. The
     command takes SIGINT back (Python's own handler, a KeyboardInterrupt) as it would have
-    had it in the foreground."""
+    had it in the foreground.
+
+    SIGTERM (what ``kill``, ``timeout``, schedulers and CI runners send) is taken as a
+    Ctrl-C: by default it killed the process at once, leaving run.json "running" with
+    no end and its lock behind. Now the run stops as it does on Ctrl-C (interrupted, its
+    resume command said); a second one, or one after the exit status stands, does what a
+    Ctrl-C then does. A SIGTERM ignored by the parent stays ignored."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _as_interrupt)
     atexit.register(_ignore_interrupts)
+
+
+def _as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM: whatever SIGINT's handler is now (a KeyboardInterrupt, the run's "interrupted
+    again" exit, the standing status's exit, or nothing once ignored)."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    elif handler == signal.SIG_DFL:
+        raise KeyboardInterrupt
 
 
 def run(main: Callable[[], None]) -> None:

@@ -131,6 +131,21 @@ def test_ctrl_c_stops_a_hung_agent_at_once_and_writes_what_it_has(testkit_env, t
     assert outcome is not None and (outcome.status, outcome.n_answered, outcome.n_expected) == ("interrupted", 6, 18)
 
 
+def test_sigterm_stops_a_run_as_ctrl_c_does(testkit_env, tmp_path):
+    """`timeout 3 memplug eval ...` (and schedulers, CI runners) send SIGTERM, which killed
+    the process at once: run.json stayed "running" with no end, and its lock stayed."""
+    process = _start(
+        testkit_env, tmp_path, "--agent", "lookup", "--dataset", "counting", "-o", "delay=0.05", "--concurrency", "1"
+    )
+    run = _wait_for_records(tmp_path, 3, process)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err == f"memplug: interrupted; finish the run with: memplug eval --resume runs/{run.path.name}\n"
+    assert run.info().status == "interrupted" and run.info().ended is not None
+    assert not (run.path / ".lock").exists()
+
+
 def test_a_second_ctrl_c_exits_at_once_without_a_traceback(testkit_env, tmp_path):
     process = _start(
         testkit_env, tmp_path, "--agent", "lookup", "--dataset", "counting", "-o", "hang=s1", "--concurrency", "1"
