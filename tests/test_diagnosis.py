@@ -397,6 +397,11 @@ def test_report_prints_the_line_and_why_lists_examples(failing_agents, tmp_path)
     assert "(simple): accuracy 0" in text and "(comparative)" not in text
     bad = run_cli(["report", "--why", rd.path, "--category", "nope"])
     assert bad.exit_code != 0 and "categories: " in bad.stderr
+    # another view beside --why was left undone with exit 0 (`--html page.html` wrote nothing)
+    page = tmp_path / "page.html"
+    both = run_cli(["report", "--why", rd.path, "--html", page, "--json"])
+    assert both.exit_code == 2 and not page.exists()
+    assert "--why is a view of its own: run --json and --html without it" in both.stderr
 
 
 def _strip_diagnoses(run: Path) -> None:

@@ -465,6 +465,14 @@ def report_command(
     if why:
         from memplug.cli.why import print_why
 
+        others = [
+            flag
+            for flag, given in (("--json", as_json), ("--html", html), ("--format", fmt), ("--export", export))
+            if given
+        ]
+        if others:  # each was left undone, with exit 0
+            raise click.UsageError(f"--why is a view of its own: run {' and '.join(others)} without it")
+
         for run in runs:
             print_why(RunDir(run).check().path, category, n_examples)
         return
