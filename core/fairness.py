@@ -4,14 +4,15 @@ Two systems compared side by side should differ in the system only. The settings
 most often differ without anyone noticing, and move scores the most, are the items each
 system handed the reader (K, ``--top-k``), the tokens of context it was allowed
 (``--context-tokens``), who wrote the answers (the reader and its model), who scored them
-(the judge: name, model and prompts' sha256) and the answer protocol (prompt, parser,
-memory unit). :func:`differences` names each of those that differs among runs on the
+(the judge: name, model and prompts' sha256), the answer protocol (prompt, parser,
+memory unit) and the questions asked (how many, of which categories). :func:`differences` names each of those that differs among runs on the
 same dataset; the report prints them as one warning line, and never refuses: a study of
 K is a fine thing to report, as long as nobody takes it for a comparison of systems.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,6 +36,23 @@ def _reader(run: RunInfo) -> str:
     return f"{reader} ({model})" if model and reader != "extractive" else reader
 
 
+@functools.lru_cache(maxsize=64)
+def _asked(path: Path, stamp: float) -> tuple[int, str]:
+    """How many questions the run holds records of, and their categories (``stamp``: the
+    records' mtime, so a run resumed since is read again)."""
+    records = RunDir(path).records()
+    keys = {(r.sample_id, r.question_id) for r in records}
+    return len(keys), "/".join(sorted({str(r.category) for r in records}))
+
+
+def _questions(path: Path) -> tuple[int, str]:
+    """Runs on one dataset averaged over other questions: other categories (``-o
+    categories=1,2,3,4``; a mean over LoCoMo's 1-4 was ranked above one over 1-5, whose
+    adversarial zeros it left out), another ``--limit``, a run interrupted."""
+    samples = RunDir(path).samples
+    return _asked(path, samples.stat().st_mtime if samples.exists() else 0.0)
+
+
 #: the settings compared, each with how a run's value reads from run.json (or its path)
 SETTINGS: tuple[tuple[str, Callable[[Path, RunInfo], str]], ...] = (
     ("K", lambda path, run: _top_k(run)),
@@ -42,6 +60,8 @@ SETTINGS: tuple[tuple[str, Callable[[Path, RunInfo], str]], ...] = (
     ("reader", lambda path, run: _reader(run)),
     ("judge", lambda path, run: compare.judge_text(j) if (j := compare.judge_identity(path)) else "none"),
     ("protocol", lambda path, run: compare.protocol_label(path)),
+    ("questions", lambda path, run: str(_questions(path)[0])),
+    ("categories", lambda path, run: _questions(path)[1]),
 )
 
 

@@ -1,4 +1,5 @@
-"""`memplug report` says when runs side by side differ in K, context budget, reader, judge or protocol."""
+"""`memplug report` says when runs side by side differ in K, context budget, reader, judge,
+protocol or the questions asked."""
 
 from __future__ import annotations
 
@@ -60,3 +61,16 @@ def test_reader_and_judge_are_told_apart(tmp_path, openai_stub):
     (line,) = fairness.differences([a, b])
     assert "reader (#1 extractive, #2 llm (openai/stub))" in line
     assert "judge (#1 none, #2 memplug (openai/stub, sha256 " in line
+
+
+def test_runs_that_asked_other_questions_are_told_apart(tmp_path):
+    """A LoCoMo run on categories 1-4 was ranked above one on 1-5 in `--format markdown`
+    (its mean left out the adversarial zeros), with no warning."""
+    a = _run(tmp_path, dataset_options={"n": "12"})
+    fewer = _run(tmp_path, dataset_options={"n": "12", "noisy": "0"})
+    limited = _run(tmp_path, dataset_options={"n": "12"}, limit=5)
+    (line,) = fairness.differences([a, fewer, limited])
+    assert "questions (#1 12, #2 10, #3 5)" in line, line
+    assert "categories (#1 aggregative/comparative/conditional/noisy/post_processing/simple, #2 " in line, line
+    done = CliRunner().invoke(cli, ["report", str(a), str(fewer), "--format", "markdown"])
+    assert done.exit_code == 0 and "memplug: warning: runs on memsim: questions (#1 12, #2 10)" in done.stderr
