@@ -131,6 +131,7 @@ def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
 
     from memplug.display import console, visible
     from memplug.llm import on_wait
+    from memplug.text import clip
 
     class Bar(Progress):
         """rich's bar, without the blank line rich prints on a stderr that is no terminal
@@ -158,9 +159,15 @@ def progress_bar() -> tuple[Progress, Callable[[int, int], Callable[[], None]]]:
 
     def start(total: int, finished: int) -> Callable[[], None]:
         task = bar.add_task("eval", total=total, completed=finished, waiting="")
+        # "questions", the bar, "M/N", elapsed, "eta", remaining and the spaces between: the
+        # reason gets what is left of the line (rich shrank the others to "questio…" instead)
+        room = bar.console.width - (53 + 2 * len(str(total)))
 
         def waiting(reason: str | None) -> None:
-            bar.update(task, waiting=f"waiting: {visible(reason[:60])}" if reason else "")
+            text = f"waiting: {visible(reason)}" if reason else ""
+            if len(text) > room:
+                text = clip(text, room) if room >= 30 else "waiting (memplug.log)"[: max(room, 0)]
+            bar.update(task, waiting=text)
 
         on_wait(waiting)
         return lambda: bar.advance(task)

@@ -288,6 +288,29 @@ def test_the_progress_bar_shows_a_wait_reason_as_text(monkeypatch):
     assert r"waiting: HTTP 429 [/] \x1b]0;pwned\x07" in buffer.getvalue()
 
 
+@pytest.mark.parametrize("width", [80, 100])
+def test_a_long_wait_reason_leaves_the_bars_columns_whole(monkeypatch, width):
+    """At 80 columns a connection error's reason squeezed the bar to "questio… e…" and was
+    itself cut before its cause; the reason now gets what the row has left (memplug.log
+    holds it whole)."""
+    from memplug import display
+    from memplug.api import progress_bar
+    from memplug.llm import retry
+
+    buffer = io.StringIO()
+    monkeypatch.setattr(
+        display, "console", lambda stderr=False: TextConsole(file=buffer, width=width, color_system=None)
+    )
+    monkeypatch.setattr(retry, "_WAIT_LISTENERS", [])
+    bar, start = progress_bar()
+    start(199, 25)
+    retry.tell_waiting("chat completion attempt 1 failed (InternalServerError: litellm.InternalServerError: " * 2)
+    bar.console.print(bar.get_renderable())
+    (row,) = [line for line in buffer.getvalue().splitlines() if line.strip()]
+    assert row.startswith("questions ") and " 25/199 " in row and " eta " in row, row
+    assert len(row.rstrip()) <= width and ("waiting: chat completion" in row if width > 80 else "memplug.log" in row)
+
+
 class Hostile:
     """A plugin whose names, description and error hold markup and control characters."""
 
