@@ -478,6 +478,10 @@ class RunSummary:
     #: without a verdict): {"judge": {"n": 4, "of": 5, "reason": "unreadable verdict"}}, where
     #: ``of`` counts the questions it was asked about; None: none (and runs from before)
     unscored: dict[str, dict[str, Any]] | None = None
+    #: answered questions (no error), ``overall`` and per category, whatever scored them: a
+    #: row's n in the report (its metrics' own counts, ``n``, may each be fewer); None in
+    #: runs from before
+    answered: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -499,6 +503,8 @@ class RunSummary:
             out["diagnosis"] = self.diagnosis
         if self.unscored is not None:
             out["unscored"] = self.unscored
+        if self.answered is not None:
+            out["answered"] = self.answered
         out["efficiency"] = self.efficiency.to_json()
         out["llm"] = self.llm.to_json()
         if self.outcome is not None:
@@ -529,6 +535,7 @@ class RunSummary:
                 outcome=Outcome.from_json(obj),
                 diagnosis=obj.get("diagnosis"),
                 unscored=obj.get("unscored"),
+                answered=obj.get("answered"),
             )
         except (AttributeError, TypeError) as exc:
             raise DataError(where, f"not a memplug summary ({exc})") from None

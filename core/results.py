@@ -455,6 +455,7 @@ def summarize(
         llm=llm,
         diagnosis=diagnosis.tally(answered, level=level, resamples=resamples),
         unscored=unscored or None,
+        answered={"overall": len(answered), **{c: len(rows) for c, rows in sorted(by_category.items())}},
     )
 
 

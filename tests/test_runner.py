@@ -76,6 +76,7 @@ def test_run_files_have_the_contract_keys(testkit, tmp_path):
         "n",
         "unanswerable",
         "diagnosis",
+        "answered",
         "efficiency",
         "llm",
         "status",
@@ -88,6 +89,7 @@ def test_run_files_have_the_contract_keys(testkit, tmp_path):
     assert summary["schema"] == 2
     assert summary["metrics"]["overall"]["em"] == 1.0
     assert set(summary["metrics"]["by_category"]) == {"even", "odd"}
+    assert summary["answered"] == {"overall": 18, "even": 12, "odd": 6}
     assert summary["metrics"]["overall"]["recall@5"] == 1.0
     assert set(summary["efficiency"]) == {"ingest_s_per_message", "recall_s_per_question", "wall_s", "latency_s"}
     assert set(summary["llm"]) == {"calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd"}
@@ -301,3 +303,25 @@ def test_record_writer_flushes_lines_soon_after_they_are_written(tmp_path: Path)
     writer.close()  # a flush still pending: close writes the line
     assert numbers() == [0, 1, 2, 3, 9, 1, 2, 3, 9]
     assert len(writer.written) == 9
+
+
+def test_a_reports_row_counts_its_answered_questions_whatever_scored_them():
+    """LoCoMo-Plus's 239 questions showed "overall 237" (the most any one metric scored) and
+    BEAM's abstention row, which no offline metric scores, showed no n at all."""
+    from memplug.cli.report import _count, _fewer
+    from memplug.record import QuestionRecord
+    from memplug.results import summarize
+
+    records = [
+        QuestionRecord("s1", "q1", "a", "?", scores={"f1": 1.0, "recall@5": 1.0}),
+        QuestionRecord("s1", "q2", "a", "?", scores={"f1": 0.0}),
+        QuestionRecord("s1", "q3", "b", "?", scores={"recall@5": 0.5}),
+        QuestionRecord("s1", "q4", "c", "?", scores={}),
+        QuestionRecord("s1", "q5", "c", "?", error="boom"),
+    ]
+    summary = summarize(records, "agent", "data", "run", 1.0)
+    assert summary.answered == {"overall": 4, "a": 2, "b": 1, "c": 1}
+    assert [_count(summary, c) for c in ("overall", "a", "b", "c")] == ["4", "2", "1", "1"]
+    assert _fewer(summary, "overall", "f1") == " (n=2)" and _fewer(summary, "a", "f1") == ""
+    summary.answered = None  # a summary.json from before: the largest per-metric count, as then
+    assert [_count(summary, c) for c in ("overall", "a", "c")] == ["2", "2", ""]

@@ -27,9 +27,21 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
+def _row_n(summary: RunSummary, category: str) -> int | None:
+    """A row's n: its answered questions, whatever scored them (a run from before
+    ``answered``: the largest per-metric count). Was always the largest count: LoCoMo-Plus's
+    239 questions showed "overall 237", since no one metric scored all of them, and a
+    category no metric scores showed no n at all."""
+    if summary.answered is not None:
+        return summary.answered.get(category, 0)
+    counts = summary.n.get(category) if summary.n is not None else {}
+    return max(counts.values(), default=None)
+
+
 def _count(summary: RunSummary, category: str) -> str:
-    """Questions scored in a row: the largest per-metric count."""
-    return str(max(summary.n.get(category).values(), default="")) if summary.n is not None else ""
+    """A row's n as printed (:func:`_row_n`)."""
+    n = _row_n(summary, category)
+    return "" if n is None else str(n)
 
 
 def _fewer(summary: RunSummary, category: str, metric: str) -> str:
@@ -37,8 +49,8 @@ def _fewer(summary: RunSummary, category: str, metric: str) -> str:
     the reader could not answer some, which recall still scores), so that every number is
     read over its own count, as the CSV and the HTML page give it; "" otherwise."""
     counts = summary.n.get(category) if summary.n is not None else {}
-    n = counts.get(metric)
-    return f" (n={n})" if n is not None and n < max(counts.values(), default=0) else ""
+    n, row = counts.get(metric), _row_n(summary, category)
+    return f" (n={n})" if n is not None and row is not None and n < row else ""
 
 
 def _percentile_text(p: dict[str, float] | None, sep: str = " / ") -> str:
