@@ -21,6 +21,7 @@ import sys
 #: typing's constant without importing typing (as in memplug/__init__.py)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import FrameType
     from typing import Callable
 
 #: the command's exit status, once it has one
@@ -49,7 +50,7 @@ def install() -> None:
     atexit.register(_ignore_interrupts)
 
 
-def _as_interrupt(signum: int, frame: object) -> None:
+def _as_interrupt(signum: int, frame: FrameType | None) -> None:
     """SIGTERM: whatever SIGINT's handler is now (a KeyboardInterrupt, the run's "interrupted
     again" exit, the standing status's exit, or nothing once ignored)."""
     handler = signal.getsignal(signal.SIGINT)
