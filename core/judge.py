@@ -328,7 +328,8 @@ class JudgeSet:
     params: Mapping[str, Any] = attrs.field(factory=dict)
     description: str = ""
     #: for a judge whose official score takes several calls (BEAM: one per rubric item):
-    #: ``await scorer(llm, question, prediction)`` is the score, the prompts are its pinned texts
+    #: ``await scorer(llm, question, prediction)`` is the score, the prompts are its pinned texts;
+    #: None when a reply held no readable verdict (the question is counted ``unscored``)
     scorer: "Callable[[LLM, Question, str], Awaitable[float | None]] | None" = None
     #: the evidence a prompt shows (LoCoMo-Plus's ``{evidence}``); a judge with one scores
     #: questions without a gold answer (LoCoMo-Plus's cognitive and adversarial questions)
@@ -533,7 +534,10 @@ class Judge:
             return None
         self.used.setdefault(judge.name, judge)
         if judge.scorer is not None:
-            return await judge.scorer(self.llm, q, ctx.prediction)
+            value = await judge.scorer(self.llm, q, ctx.prediction)
+            if value is None:  # the scorer read no verdict in its judge's replies (and logged them)
+                ctx.unscored[self.name] = UNREADABLE
+            return value
         choices = format_choices(q.choices)
         text = prompt.render(
             q.text,

@@ -274,3 +274,30 @@ def test_judged_run_end_to_end(chats, tmp_path, openai_stub):
     assert all(s["judge"] == 1.0 for k, s in scores.items() if "event_ordering" not in k)
     eo = scores["100K/1:event_ordering:0"]
     assert eo["judge"] is not None and 0.0 <= eo["judge"] <= 1.0 and eo["beam_tau"] is not None
+
+
+def test_a_rubric_reply_without_a_score_is_counted_unscored(chats, tmp_path, openai_stub):
+    """BEAM's (and MemoryAgentBench's summary) judge scores through a scorer of its own,
+    whose None for an unreadable reply left the question out of the mean unannounced; the
+    judge's own prompts were counted in summary.json's `unscored` and printed."""
+    openai_stub.reply = lambda body: "YES" if body["messages"][0]["role"] == "system" else "I cannot score this."
+    out = _eval(
+        "--data",
+        str(chats / "100K" / "1"),
+        "--judge",
+        "openai/stub",
+        "--api-base",
+        openai_stub.base_url,
+        "--output",
+        str(tmp_path / "runs"),
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
+    assert out.exit_code == 0, out.output
+    (run,) = (tmp_path / "runs").iterdir()
+    records = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    rubric = [r for r in records if "event_ordering" not in r["question_id"] and r["question_meta"].get("rubric")]
+    assert rubric and all(r["scores"].get("judge") is None and r["unscored"] for r in rubric)
+    unscored = json.loads((run / "summary.json").read_text())["unscored"]
+    assert unscored["judge"]["n"] == len(rubric)
+    said = " ".join(out.output.split())
+    assert f"judge: {len(rubric)} of " in said and "not scored (unreadable verdict)" in said, said
