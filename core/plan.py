@@ -247,6 +247,9 @@ class Plan:
             "plugins": plugins,
             "dataset": {"name": self.info.name, "version": self.info.version},
             "metrics": {m.name: m.version for m in self.metrics},
+            # a reader's answers change with its rules (the extractive reader's version 2 keeps
+            # a message's framing out of its answers): None for a reader that declares none
+            "reader": {"name": self.reader_name, "version": getattr(self.reader, "version", None)},
             "chunk_size": self.chunk_size,
         }
 

@@ -6,6 +6,10 @@ the letter of the choice best supported by the recalled items; for an open quest
 it returns the shortest phrase of the best-matching recalled sentence that is *not*
 already in the question ("The capital of X is Paris." -> "Paris"), never a whole
 item, so that substring metrics reward finding the answer, not recalling a lot.
+The answer comes from what a message says, not from the frame a dataset or memplug puts
+before it (LoCoMo's ``1:56 pm on 8 May, 2023: Caroline said, "..."``, ``[time] Ana: ...``):
+the frame is evidence, but its time is an answer only to a when-question and its speaker
+only to a who-question, and "said" never (see :func:`_roles`).
 It handles English and Chinese in one pass: Latin words are compared as lower-cased
 words, CJK text as character bigrams (single characters would match 学 in 学校 and
 学历), so mixed text needs no language switch.
@@ -19,7 +23,7 @@ import functools
 import math
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, AbstractSet, Any, Iterable, Mapping, Sequence, cast
 
 import attrs
 
@@ -63,10 +67,12 @@ _EN_STOP = frozenset(
 _ZH_STOP = frozenset(
     "的了是在有就只都也很还和与及呢吗啊吧呀哦嘛么我你他她它们这那个其之被把让给对从到为而且又再才已经曾将要会能可以说着过地得啦什谁哪"
 )
-# Words that introduce an answer ("is named X", "the city of X", "名叫X"): evidence, but
-# trimmed off a phrase's edges. Matched case-sensitively, so "New York City" keeps "City".
+# Words that introduce an answer ("is named X", "the city of X", "名叫X", "she said X"):
+# evidence, but trimmed off a phrase's edges, so a reporting verb is never a whole answer.
+# Matched case-sensitively, so "New York City" keeps "City".
 _EDGE = frozenset(
     """named called known city country town state continent place position sport language company
+    said says told asked replied wrote
     名 叫 称 为""".split()
 )
 # Clause punctuation: a phrase never crosses it (except a comma inside a name, see _breaks).
@@ -85,6 +91,24 @@ _ASKS_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _ASKS_NAME = re.compile(r"\b(who|whom|whose|where)\b", re.IGNORECASE)
+# What a message's frame may answer (see _roles): its time a when-question, its speaker a who-question.
+_ASKS_DATE = re.compile(
+    r"\b(when|what (year|time|date|day|month)|which (year|day|month|date))\b|哪年|哪一年|什么时候|何时|哪天|日期",
+    re.IGNORECASE,
+)
+_ASKS_WHO = re.compile(r"\b(who|whom|whose)\b|谁", re.IGNORECASE)
+
+# The frame before a line's message: a time stamp ("1:56 pm on 8 May, 2023: ", "[2024-03-02T10:00] ",
+# checked by _is_stamp), then a speaker's lead-in ('Caroline said, "', "Ana: ").
+_STAMP = re.compile(r"\[[^\]\n]{1,64}\][ \t]*|[^\n\"\[]{1,64}?:[ \t]+")
+_LEAD_IN = re.compile(
+    r"(?P<speaker>[^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2})"
+    r"(?P<lead> (?:said|says|asked|replied|wrote),?[ \t]+|:[ \t]+)"
+)
+#: what a stamp holds besides numbers (with _NUMBER_WORDS: month and day names in full)
+_STAMP_WORDS = _NUMBER_WORDS | frozenset(
+    "jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun am pm on at utc gmt".split()
+)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -211,11 +235,59 @@ class _Evidence:
         return found / full
 
 
+def _is_stamp(text: str) -> bool:
+    """Whether ``text`` is only a time stamp: a number, and besides numbers only month and
+    day names, am/pm and on/at ("1:56 pm on 8 May, 2023", "2024-03-02T10:00")."""
+    words = [s.text.lower() for s in token_spans(text) if s.kind != "punct"]
+    return any(w[:1].isdigit() for w in words) and all(
+        any(c.isdigit() for c in w) or w in _STAMP_WORDS or w in _NUMERIC_ZH for w in words
+    )
+
+
+def _roles(text: str, spans: Sequence[Span]) -> list[str]:
+    """Per token of ``text``: "" for what a message says, or its part of the frame before a
+    line's message: "time" (a stamp, :func:`_is_stamp`), "speaker" (the name) and "lead"
+    ("said,", ":").
+
+    Datasets and memplug write each message after such a frame (LoCoMo's RAG line
+    ``'1:56 pm on 8 May, 2023: Caroline said, "..."'``, ``[time] speaker:`` of
+    :func:`memplug.adapters.external.message_text`), and a frame shares words with many
+    questions (the speaker's name), so its tokens were chosen as answers: "said" to "What
+    did Caroline research?", the session's time to "Which city do Ana and Ben fly to?".
+    A frame stays evidence, for every sentence of its line, but answers only the question
+    it can: its time a when-question (LoCoMo's temporal gold answers are often only there,
+    as the session's date), its speaker a who-question, its lead-in none.
+    """
+    roles = [""] * len(spans)
+    ranges: list[tuple[int, int, str]] = []
+    for line in re.finditer(r"^", text, re.MULTILINE):
+        pos = line.start()
+        stamp = _STAMP.match(text, pos)
+        if stamp and _is_stamp(stamp.group()):
+            ranges.append((pos, stamp.end(), "time"))
+            pos = stamp.end()
+        lead_in = _LEAD_IN.match(text, pos)
+        if lead_in:
+            ranges.append((lead_in.start("speaker"), lead_in.end("speaker"), "speaker"))
+            ranges.append((lead_in.start("lead"), lead_in.end("lead"), "lead"))
+    k = 0
+    for i, s in enumerate(spans):  # both in text order
+        while k < len(ranges) and ranges[k][1] <= s.start:
+            k += 1
+        if k < len(ranges) and ranges[k][0] <= s.start:
+            roles[i] = ranges[k][2]
+    return roles
+
+
 @attrs.frozen
 class _Sentence:
+    """A sentence of a recalled item; ``spans`` begin with its line's frame (``roles``
+    names each token's part in it, "" for the message's own words)."""
+
     text: str
     spans: tuple[Span, ...]
     rank: int
+    roles: tuple[str, ...] = ()
 
     @functools.cached_property
     def evidence(self) -> _Evidence:
@@ -223,7 +295,7 @@ class _Sentence:
 
 
 def _sentences(items: Sequence[Recalled]) -> list[_Sentence]:
-    """Every sentence of every item, with the item's rank.
+    """Every sentence of every item, with the item's rank, after its line's frame (:func:`_roles`).
 
     A sentence ends at "。！？!?；", at a line break, or at "." followed by a space and
     not by a lower-case word (so "D.C. is" and "Mr. smith" stay whole).
@@ -231,11 +303,22 @@ def _sentences(items: Sequence[Recalled]) -> list[_Sentence]:
     out: list[_Sentence] = []
     for rank, item in enumerate(items):
         spans = token_spans(item.text)
-        current: list[Span] = []
+        roles = _roles(item.text, spans)
+        frame: list[int] = []
+        current: list[int] = []
         for i, s in enumerate(spans):
             nxt = spans[i + 1] if i + 1 < len(spans) else None
-            current.append(s)
             gap = item.text[s.end : nxt.start] if nxt else ""
+            if roles[i]:
+                if i == 0 or not roles[i - 1] or "\n" in item.text[spans[i - 1].end : s.start]:
+                    frame = []
+                frame.append(i)
+                if nxt is None or "\n" in gap:
+                    frame = []  # a frame with no message after it
+                continue
+            if not current and frame and "\n" in item.text[spans[frame[-1]].end : s.start]:
+                frame = []  # a line without a frame
+            current.append(i)
             end = (
                 nxt is None
                 or "\n" in gap
@@ -243,7 +326,8 @@ def _sentences(items: Sequence[Recalled]) -> list[_Sentence]:
                 or (s.text == "." and gap.strip() == "" and gap != "" and not nxt.text[:1].islower())
             )
             if end:
-                out.append(_Sentence(item.text, tuple(current), rank))
+                idx = frame + current
+                out.append(_Sentence(item.text, tuple(spans[j] for j in idx), rank, tuple(roles[j] for j in idx)))
                 current = []
     return out
 
@@ -275,11 +359,15 @@ def _breaks(spans: Sequence[Span], i: int) -> bool:
     return True
 
 
-def _phrases(sentence: _Sentence, question_keys: frozenset[str]) -> list[_Phrase]:
+def _phrases(
+    sentence: _Sentence, question_keys: frozenset[str], frame: AbstractSet[str] = frozenset()
+) -> list[_Phrase]:
     """Maximal stretches of the sentence that share nothing with the question, cut at clause
-    punctuation and trimmed of function words; each with its distance (content tokens) to
-    the nearest question token."""
+    punctuation and at the edges of the frame's parts, trimmed of function words; each with
+    its distance (content tokens) to the nearest question token. Of the frame, only the parts
+    named in ``frame`` ("time", "speaker") give phrases."""
     spans = sentence.spans
+    roles = sentence.roles or ("",) * len(spans)
     matched = [False] * len(spans)
     for key, idx in _keyed(spans):
         if key in question_keys:
@@ -298,13 +386,11 @@ def _phrases(sentence: _Sentence, question_keys: frozenset[str]) -> list[_Phrase
         return min(gaps) if gaps else len(spans)
 
     out: list[_Phrase] = []
-    stretch: list[int] = []
-    for i in range(len(spans) + 1):
-        if i < len(spans) and not matched[i] and not _breaks(spans, i):
-            stretch.append(i)
-            continue
+
+    def emit(stretch: list[int]) -> list[int]:
+        """Adds the stretch's phrase to ``out`` (unless it is a frame part not asked for); returns []."""
         inner = _trim(spans, stretch)
-        if inner:
+        if inner and (not roles[inner[0]] or roles[inner[0]] in frame):
             lo, hi = inner[0], inner[-1]
             words = [spans[j] for j in range(lo, hi + 1)]
             out.append(
@@ -318,7 +404,16 @@ def _phrases(sentence: _Sentence, question_keys: frozenset[str]) -> list[_Phrase
                     named=any(w.kind == "word" and w.text[:1].isupper() and w.text != "I" for w in words),
                 )
             )
-        stretch = []
+        return []
+
+    stretch: list[int] = []
+    for i in range(len(spans) + 1):
+        if i < len(spans) and stretch and roles[i] != roles[stretch[-1]]:
+            stretch = emit(stretch)
+        if i < len(spans) and not matched[i] and not _breaks(spans, i):
+            stretch.append(i)
+            continue
+        stretch = emit(stretch)
     return out
 
 
@@ -329,7 +424,9 @@ def extract_answer(question: str, items: Sequence[Recalled]) -> str:
     (single CJK characters count UNIGRAM_WEIGHT) times rank_weight(rank); within them,
     phrases by: kind asked for ("how many" -> a number, "who" -> a capitalised name;
     TYPE_BONUS), closeness to the question's words, fewest content tokens, earliest. A sentence sharing nothing with the question is no
-    evidence: with none left the answer is "".
+    evidence: with none left the answer is "". A message's frame (:func:`_roles`) is
+    evidence, but gives a phrase only where the question asks for it: its time to "when ...?",
+    "what date ...?", its speaker to "who ...?".
     """
     spans = token_spans(question)
     q = _Evidence.of(spans)
@@ -337,6 +434,9 @@ def extract_answer(question: str, items: Sequence[Recalled]) -> str:
         return ""
     asks_number = bool(_ASKS_NUMBER.search(question))
     asks_name = bool(_ASKS_NAME.search(question))
+    frame = {"time"} if _ASKS_DATE.search(question) else set()
+    if _ASKS_WHO.search(question):
+        frame.add("speaker")
     best: tuple[tuple[float, int, int, int], str] | None = None
     seq = 0
     for sentence in _sentences(items):
@@ -344,7 +444,7 @@ def extract_answer(question: str, items: Sequence[Recalled]) -> str:
         if coverage == 0:
             continue
         relevance = coverage * rank_weight(sentence.rank)
-        for phrase in _phrases(sentence, q.keys):
+        for phrase in _phrases(sentence, q.keys, frame):
             typed = (asks_number and phrase.numeric) or (asks_name and phrase.named)
             key = (relevance * (TYPE_BONUS if typed else 1.0), -phrase.distance, -phrase.n_content, -seq)
             seq += 1
@@ -398,6 +498,9 @@ class ExtractiveReader:
 
     #: abilities this reader lacks (see DatasetInfo.needs)
     cannot = frozenset({"counting"})
+    #: recorded in run.json (``versions.reader``). 2: a message's framing (its time stamp,
+    #: "Caroline said,") is no answer, bar a date asked for or a speaker asked about
+    version = "2"
 
     def __init__(self, config: ReaderConfig | None = None) -> None:
         self.config = config or ReaderConfig()

@@ -125,6 +125,11 @@ def _version_notes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     for name in sorted(old_plugins.keys() | new_plugins.keys()):
         if old_plugins.get(name) != new_plugins.get(name):
             notes.append(f"plugin {name} {old_plugins.get(name)} -> {new_plugins.get(name)}")
+    old_reader, new_reader = before.get("reader") or {}, after.get("reader") or {}
+    if old_reader.get("version") != new_reader.get("version"):  # a run from before: no version
+        notes.append(
+            f"reader {new_reader.get('name')} version {old_reader.get('version')} -> {new_reader.get('version')}"
+        )
     return notes
 
 

@@ -332,10 +332,15 @@ BM25_SESSION_HIT_AT_5_CAT_1_4 = 0.84
 #: the official eval_question_answering's recall on the same run's recalled ids (its
 #: ``prediction_context``) and replies, computed once by running the official module on the
 #: run's samples.jsonl: it counts the 2 questions without evidence as 1 and
-#: the unsplit "D8:6; D9:17" as never found, so it differs from memplug's recall@5 above
+#: the unsplit "D8:6; D9:17" as never found, so it differs from memplug's recall@5 above.
+#: The F1s are of the extractive reader that answers from a turn's words, not its
+#: '<date_time>: Speaker said,' frame (readers._roles, reader version 2), computed by the
+#: official module (snap-research/LoCoMo @ 3eb6f2c, task_eval/evaluation.py
+#: eval_question_answering) on the run's `report --export` file; the reader before gave
+#: 0.05710717666082726 and 0.07476531681253043
 OFFICIAL_RECALL_ON_BM25_RUN = 0.47361809045226133
-OFFICIAL_F1_ON_BM25_RUN = 0.05710717666082726
-OFFICIAL_F1_ON_BM25_RUN_CAT_1_4 = 0.07476531681253043
+OFFICIAL_F1_ON_BM25_RUN = 0.08632554590284414
+OFFICIAL_F1_ON_BM25_RUN_CAT_1_4 = 0.11301831338596041
 
 
 def _official_recall(qa_evidence: list[str], context: list[str]) -> float:

@@ -26,6 +26,20 @@ def test_a_run_reproduces_to_the_same_numbers(testkit, tmp_path):
     assert any(r.original not in (None, 1.0) for r in result.rows)  # not a trivial all-correct run
 
 
+def test_a_run_by_another_version_of_the_reader_says_so(testkit, tmp_path):
+    """The extractive reader's answers changed with its version 2 (a message's framing is no
+    answer): run.json records the reader's version, and a reproduction names the change."""
+    path = Evaluation(RunSpec(agent="lookup", dataset="counting", agent_options={"answer": "false"})).run(
+        output=tmp_path
+    )
+    run_json = json.loads((path / "run.json").read_text())
+    assert run_json["versions"]["reader"] == {"name": "extractive", "version": "2"}
+    del run_json["versions"]["reader"]  # as a run from before the versions held it
+    write_json_atomic(path / "run.json", run_json)
+    result = reproduce(path, tmp_path / "again")
+    assert "reader extractive version None -> 2" in result.notes
+
+
 def test_a_number_that_differs_exits_1(testkit, tmp_path):
     path = Evaluation(RunSpec(agent="lookup", dataset="counting")).run(output=tmp_path)
     summary = RunDir(path).summary()
