@@ -236,16 +236,8 @@ def test_offline_run_says_what_it_leaves_unscored(shared_data, tmp_path):
     assert "scored by the beam judge only" in run_json["resolved"]["data_warnings"]["first"][0]
 
 
-def test_judged_run_end_to_end(chats, tmp_path, openai_stub):
-    def reply(body: dict[str, Any]) -> str:
-        messages = body["messages"]
-        if messages[0]["role"] == "system":  # llm_equivalence
-            first, second = messages[1]["content"].split("Second snippet:")
-            ref = first.removeprefix("First snippet:").strip().lower()
-            return "YES" if ref and ref in second.lower() else "NO"
-        return '{"score": 1.0, "reason": "ok"}'
-
-    openai_stub.reply = reply
+def _judged_run(chats: Path, tmp_path: Path, openai_stub: Any) -> tuple[Any, Path]:
+    """`memplug eval` of the first 100K chat judged by the stub: its output and run directory."""
     out = _eval(
         "--data",
         str(chats / "100K" / "1"),
@@ -259,6 +251,20 @@ def test_judged_run_end_to_end(chats, tmp_path, openai_stub):
     )
     assert out.exit_code == 0, out.output
     (run,) = (tmp_path / "runs").iterdir()
+    return out, run
+
+
+def test_judged_run_end_to_end(chats, tmp_path, openai_stub):
+    def reply(body: dict[str, Any]) -> str:
+        messages = body["messages"]
+        if messages[0]["role"] == "system":  # llm_equivalence
+            first, second = messages[1]["content"].split("Second snippet:")
+            ref = first.removeprefix("First snippet:").strip().lower()
+            return "YES" if ref and ref in second.lower() else "NO"
+        return '{"score": 1.0, "reason": "ok"}'
+
+    openai_stub.reply = reply
+    out, run = _judged_run(chats, tmp_path, openai_stub)
     judge = json.loads((run / "run.json").read_text())["resolved"]["judge"]
     assert judge["name"] == "beam" and judge["judges"]["beam"]["sha256"] == judge["prompt_sha256"]
     records = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
@@ -281,19 +287,7 @@ def test_a_rubric_reply_without_a_score_is_counted_unscored(chats, tmp_path, ope
     whose None for an unreadable reply left the question out of the mean unannounced; the
     judge's own prompts were counted in summary.json's `unscored` and printed."""
     openai_stub.reply = lambda body: "YES" if body["messages"][0]["role"] == "system" else "I cannot score this."
-    out = _eval(
-        "--data",
-        str(chats / "100K" / "1"),
-        "--judge",
-        "openai/stub",
-        "--api-base",
-        openai_stub.base_url,
-        "--output",
-        str(tmp_path / "runs"),
-        env={"OPENAI_API_KEY": "sk-test"},
-    )
-    assert out.exit_code == 0, out.output
-    (run,) = (tmp_path / "runs").iterdir()
+    out, run = _judged_run(chats, tmp_path, openai_stub)
     records = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     rubric = [r for r in records if "event_ordering" not in r["question_id"] and r["question_meta"].get("rubric")]
     assert rubric and all(r["scores"].get("judge") is None and r["unscored"] for r in rubric)
