@@ -63,6 +63,8 @@ def resolve_spec(
             stored["from_run"] = str(from_run)
             for gate in specs.GATE_FIELDS:  # the source's --fail-under is not this run's
                 stored.pop(gate, None)
+    if from_run is not None and stored is not None:
+        _check_replay(from_run, stored, fields, explicit)
     raw = dict(options or {})
     # resumed without -o: the run's own agent and dataset options
     spec = specs.spec_fields(fields, raw if resume is None or raw else None, stored=stored, explicit=explicit)
@@ -72,6 +74,23 @@ def resolve_spec(
             f"({spec['api_base']}): pass --api-base again to resume"
         )
     return specs.build(spec)
+
+
+#: what ``--from`` cannot change: the stored recalls are that agent's, on that dataset and
+#: seed, ingested in those chunks with that embedder
+REPLAY_FIXED = ("agent", "dataset", "seed", "chunk_size", "embedder")
+
+
+def _check_replay(source: Path, stored: Mapping[str, Any], fields: Mapping[str, Any], explicit: set[str]) -> None:
+    """A field given with ``--from`` that would change what was recalled is refused: `--from
+    RUN --agent hybrid` ran on bm25's recalls and recorded the run as hybrid's."""
+    for name in REPLAY_FIXED:
+        if name in explicit and fields.get(name) is not None and fields[name] != stored.get(name):
+            flag = "--" + name.replace("_", "-")
+            raise MemplugError(
+                f"--from {source} answers that run's recalls ({name} {stored.get(name)!r}): "
+                f"{flag} {fields[name]!r} cannot change them; drop {flag}, or run the agent"
+            )
 
 
 def run_spec(

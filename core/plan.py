@@ -233,7 +233,24 @@ class Plan:
             built, self.drawn = sampling.stratified(built, self.spec.limit, self.spec.seed)
         elif self.spec.limit is not None:
             self.drawn = {"by": "first", "n": self.spec.limit}
-        return select_questions(built, self.spec.limit)
+        chosen = select_questions(built, self.spec.limit)
+        if self.replayed is not None:
+            self._check_replayed(chosen)
+        return chosen
+
+    def _check_replayed(self, samples: list[Sample]) -> None:
+        """``--from RUN``: every question to answer was asked by RUN (its recalls are what is
+        answered). One that was not failed at run time, question by question, and the resume
+        the last line advised failed the same way for ever."""
+        assert self.replayed is not None
+        keys = [(s.id, q.id) for s in samples for q in s.questions]
+        missing = [k for k in keys if k not in self.replayed]
+        if missing:
+            raise MemplugError(
+                f"--from {self.spec.from_run}: {len(missing)} of {len(keys)} questions were not asked "
+                f"by that run (the first: {missing[0][0]}/{missing[0][1]}); ask its questions "
+                "(its -o options and --limit, or fewer), or run an agent"
+            )
 
     # -- what run.json records of the plan --------------------------------------
     def versions(self) -> dict[str, Any]:

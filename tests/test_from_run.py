@@ -76,6 +76,16 @@ def test_the_cli_takes_the_stored_spec_and_the_options_given_now(testkit_env, tm
     assert spec["dataset_options"] == {"samples": "2"} and spec["from_run"] == source
     both = memplug("eval", "--from", source, "--resume", source)
     assert both.returncode == 2 and "give one of them" in both.stderr
+    runs = sorted((tmp_path / "runs").iterdir())
+    # another agent's name on lookup's recalls: a run recorded as bm25's, exit 0, before
+    other = memplug("eval", "--from", source, "--agent", "bm25", "--quiet")
+    assert other.returncode == 2 and "--agent 'bm25' cannot change them" in other.stderr, other.stderr
+    # questions the source never asked: each failed at run time, and its resume for ever
+    more = memplug("eval", "--from", source, "-o", "samples=3", "--quiet")
+    assert more.returncode == 2 and "3 of 9 questions were not asked by that run (the first: s2/q0)" in more.stderr, more.stderr
+    assert sorted((tmp_path / "runs").iterdir()) == runs  # no run directory made for either
+    fewer = memplug("eval", "--from", source, "--limit", "3", "--quiet")  # a part of its questions is fine
+    assert fewer.returncode == 0, fewer.stderr
 
 
 def test_a_replayed_run_lists_nothing_and_takes_no_gate_from_its_source(testkit_env, tmp_path):
