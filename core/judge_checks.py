@@ -105,6 +105,8 @@ def check_run(
     }  # all are: answered
 
     verdicts: dict[str, dict[tuple[str, str], int]] = {}
+    #: per judge, the objective questions its replies gave no verdict on (left out of its figures)
+    unreadable: dict[str, int] = {}
     described: dict[str, Any] = {}
     usage: dict[str, Any] = {}
     for model in judges:
@@ -122,6 +124,7 @@ def check_run(
         }
         described[model] = judge.describe()
         usage[model] = llm.usage.as_dict()
+        unreadable[model] = sum(1 for r in objective if r.key not in verdicts[model])
 
     result: dict[str, Any] = {
         "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -146,6 +149,7 @@ def check_run(
         result["judges"][model] = {
             "judge": described[model],
             "vs_exact": by_kind,
+            "unreadable": unreadable[model],
             "disagreements": [{"sample_id": s, "question_id": q} for s, q in disagree],
             "llm": usage[model],
         }

@@ -158,6 +158,20 @@ def test_cli_table_and_json(scripted, tmp_path, memplug_cli):
     assert "0.794" in out.stdout and "Between judges" in out.stdout
 
 
+def test_replies_without_a_verdict_are_said_beside_the_table(scripted, scripted_judge, tmp_path, memplug_cli):
+    """Only --json told that a judge's figures rest on fewer questions than were checked."""
+    scripted_judge["fair:unreadable"] = {"mc0", "ex9"}
+    path = write_run(tmp_path / "run")
+    out = memplug_cli("judge-check", str(path), "--judge", "fair", "--json")
+    assert out.exit_code == 0, out.output
+    fair = json.loads(out.stdout)["judges"]["fair"]
+    assert fair["unreadable"] == 2 and fair["vs_exact"]["all"]["n"] == 18
+    out = memplug_cli("judge-check", str(path), "--judge", "fair")
+    assert out.exit_code == 0, out.output
+    said = " ".join(out.stdout.split())
+    assert "fair: 2 of 20 replies held no readable verdict, left out of these figures" in said, said
+
+
 def test_cli_refuses_the_same_judge_twice(scripted, tmp_path, memplug_cli):
     out = memplug_cli("judge-check", str(write_run(tmp_path / "run")), "--judge", "fair", "--judge", "fair")
     assert out.exit_code == 2 and "the same judge is given twice" in out.stderr

@@ -36,7 +36,9 @@ class ScriptedJudge:
         assert config.judge is not None
         self.model = config.judge.model
 
-    async def score(self, ctx: ScoreContext) -> float:
+    async def score(self, ctx: ScoreContext) -> float | None:
+        if ctx.question.id in self.verdicts.get(f"{self.model}:unreadable", ()):
+            return None  # a reply without a verdict
         return 1.0 if ctx.question.id in self.verdicts[self.model] else 0.0
 
     def describe(self) -> dict[str, Any]:

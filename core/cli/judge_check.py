@@ -44,7 +44,22 @@ def print_leniency(result: dict[str, Any]) -> None:
                 _fmt(a.get("wrong")),
                 _fmt(a.get("correct")),
             )
-    text_console().print(table)
+    console = text_console()
+    console.print(table)
+    for model, check in result["judges"].items():
+        for bench, c in check["benchmarks"].items():
+            if c.get("unreadable"):  # shares over the rest: 1.000 could rest on 1 answer of 16
+                _say_unreadable(console, f"{model} on {bench}", c["unreadable"], c["n"])
+
+
+def _say_unreadable(console: Any, who: str, n: int, of: int) -> None:
+    """A judge's replies that held no verdict: left out of its figures, which is said (the
+    table's n and shares are over the rest; before, only --json showed it)."""
+    from memplug.display import wrap
+
+    line = f"{who}: {n} of {of} replies held no readable verdict, left out of these figures; see memplug.log"
+    for part in wrap(line, console.width):
+        console.print(part, soft_wrap=True)
 
 
 def _fmt(value: float | None) -> str:
@@ -82,6 +97,10 @@ def print_check(result: dict[str, Any]) -> None:
                 end_section=i == 2,
             )
     console.print(table)
+    checked = q["multiple_choice"] + q["exact_answer"]
+    for model, check in result["judges"].items():
+        if check.get("unreadable"):
+            _say_unreadable(console, model, check["unreadable"], checked)
     if result["between_judges"]:
         between = make_table("Between judges (all answered questions)", "judges", "n", "agreement", "kappa")
         for p in result["between_judges"]:
