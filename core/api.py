@@ -249,6 +249,11 @@ def evaluate(
         fields["agent"] = agent
     if dataset is not None:
         fields["dataset"] = dataset
+    from memplug.specs import typed
+
+    typed(fields)  # click checks the command line's types; a Python caller's are checked here
+    if options is not None and not isinstance(options, Mapping):
+        raise MemplugError(f"options={options!r}: give the -o pairs as a mapping, e.g. {{'n': 3}}")
     pairs = {str(k): _option_text(v) for k, v in (options or {}).items()}
     resume_path = Path(resume) if resume is not None else None
     spec = resolve_spec(

@@ -89,6 +89,9 @@ LIMITS: Mapping[str, tuple[float, float]] = {
     "chunk_size": (1, 1_000_000),
     "context_tokens": (1, 10_000_000),
     "settle_timeout": (1.0, 7 * 86400.0),
+    # the command line and a sweep file give 1 s at least; the Python API less (a test times
+    # a hung agent out in half a second), but not nothing: -1 ran as if no agent could hang
+    "sample_timeout": (0.01, 7 * 86400.0),
     "limit": (1, math.inf),
 }
 

@@ -13,6 +13,10 @@ between agent and dataset by what each declares; :func:`build` makes the RunSpec
 
 from __future__ import annotations
 
+import math
+import os
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,6 +123,52 @@ class RunSpec:
             return bool(stored.get(key) == mine[key])
 
         return [f"{k}: {stored.get(k)!r} -> {mine[k]!r}" for k in SCORED_FIELDS if not same(k)]
+
+
+#: how an error names the type a RunSpec field wants
+TYPE_NAMES = {
+    int: "a whole number",
+    float: "a number",
+    str: "a string",
+    bool: "true or false",
+    dict: "a table",
+    list: "a list of strings",
+}
+
+
+def typed(
+    fields: Mapping[str, Any], bounds: Mapping[str, tuple[float, float]] | None = None, sep: str = "="
+) -> Mapping[str, Any]:
+    """``fields``, each of the type its RunSpec field declares (an int is a number too, a
+    bool is not; ``data`` may be a path) and within ``bounds``; MemplugError naming the first
+    that is not (``name<sep>value``: a sweep file's ``limit = "x"``, the Python API's
+    ``limit="x"``). Neither a TOML file nor a Python call has click's types, and a value of
+    another type ran and was recorded in run.json as given (``seed="x"``, ``cache="no"``)."""
+    hints = typing.get_type_hints(RunSpec)
+    for name, value in fields.items():
+        if name not in hints:
+            continue  # unknown fields are spec_fields' to name
+        union = isinstance(hints[name], types.UnionType)  # ``int | None``
+        kinds = {typing.get_origin(t) or t for t in (typing.get_args(hints[name]) if union else (hints[name],))}
+        if value is None and type(None) in kinds:
+            continue
+        kind = next(k for k in kinds if k is not type(None))
+        if kind is bool:
+            fits = isinstance(value, bool)
+        elif name == "data":
+            fits = isinstance(value, (str, os.PathLike))
+        else:
+            fits = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
+        if fits and kind is list:
+            fits = all(isinstance(v, str) for v in value)
+        if not fits:
+            raise MemplugError(f"{name}{sep}{value!r}: expected {TYPE_NAMES[kind]}")
+        low, high = (bounds or {}).get(name, (-math.inf, math.inf))
+        if kind in (int, float) and not low <= value <= high:
+            from memplug.preflight import range_text
+
+            raise MemplugError(f"{name}{sep}{value!r} is out of range: use a number from {range_text(low, high)}")
+    return fields
 
 
 @attrs.frozen

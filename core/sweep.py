@@ -42,11 +42,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import secrets
 import sys
-import types
-import typing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -211,50 +208,13 @@ def check_cells(cells: list[dict[str, Any]]) -> None:
         options = " ".join(f"{k}={v}" for k, v in (a.get("options") or {}).items())
         where = f"cell c{cell['index']:03d} ({a['agent']} on {a['dataset']}, seed {a['seed']!r}{', -o ' + options if options else ''})"
         try:
-            spec = specs.build(_typed(cell["spec"]))
+            spec = specs.build(specs.typed(cell["spec"], BOUNDS, " = "))
             key = json.dumps({**cell["spec"], "seed": None}, sort_keys=True, default=str)
             if key not in planned:
                 planned.add(key)
                 Plan(spec, check=True).close()
         except MemplugError as exc:
             raise MemplugError(f"{where}: {exc}") from None
-
-
-#: how an error names the type a RunSpec field wants
-KINDS = {
-    int: "a whole number",
-    float: "a number",
-    str: "a string",
-    bool: "true or false",
-    dict: "a table",
-    list: "a list of strings",
-}
-
-
-def _typed(fields: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``fields``, each of the type its RunSpec field declares (an int is a number too, a
-    bool is not) and within :data:`BOUNDS`; MemplugError naming the first that is not."""
-    hints = typing.get_type_hints(specs.RunSpec)
-    for name, value in fields.items():
-        union = isinstance(hints[name], types.UnionType)  # ``int | None``
-        kinds = {typing.get_origin(t) or t for t in (typing.get_args(hints[name]) if union else (hints[name],))}
-        if value is None and type(None) in kinds:
-            continue
-        kind = next(k for k in kinds if k is not type(None))
-        if kind is bool:
-            fits = isinstance(value, bool)
-        else:
-            fits = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
-        if fits and kind is list:
-            fits = all(isinstance(v, str) for v in value)
-        if not fits:
-            raise MemplugError(f"{name} = {value!r}: expected {KINDS[kind]}")
-        low, high = BOUNDS.get(name, (-math.inf, math.inf))
-        if kind in (int, float) and not low <= value <= high:
-            raise MemplugError(
-                f"{name} = {value!r} is out of range: use a number from {preflight.range_text(low, high)}"
-            )
-    return fields
 
 
 def _safe(name: str) -> str:

@@ -70,6 +70,18 @@ def test_evaluate_and_the_command_line_resolve_the_same_spec(tmp_path):
             {"agent": "bm25", "dataset": "memsim", "limit": -3},
             "--limit -3 is out of range: use a number from 1 or more",
         ),
+        # of another type than the command line's click types allow: these ran and were
+        # recorded as given, or failed deep inside with a TypeError or AttributeError
+        ({"agent": "bm25", "dataset": "memsim", "seed": "x"}, "seed='x': expected a whole number"),
+        ({"agent": "bm25", "dataset": "memsim", "top_k": True}, "top_k=True: expected a whole number"),
+        ({"agent": "bm25", "dataset": "memsim", "cache": "no"}, "cache='no': expected true or false"),
+        ({"agent": "bm25", "dataset": "memsim", "concurrency": 2.5}, "concurrency=2.5: expected a whole number"),
+        (
+            {"agent": "bm25", "dataset": "memsim", "fail_under": "accuracy=0.9"},
+            "fail_under='accuracy=0.9': expected a list of strings",
+        ),
+        ({"agent": "bm25", "dataset": "memsim", "options": "n=3"}, "give the -o pairs as a mapping"),
+        ({"agent": "bm25", "dataset": "memsim", "sample_timeout": -1}, "--sample-timeout -1 is out of range"),
     ],
 )
 def test_bad_configuration_raises_before_any_work(tmp_path, kwargs, expected):

@@ -82,7 +82,9 @@ def test_the_cli_takes_the_stored_spec_and_the_options_given_now(testkit_env, tm
     assert other.returncode == 2 and "--agent 'bm25' cannot change them" in other.stderr, other.stderr
     # questions the source never asked: each failed at run time, and its resume for ever
     more = memplug("eval", "--from", source, "-o", "samples=3", "--quiet")
-    assert more.returncode == 2 and "3 of 9 questions were not asked by that run (the first: s2/q0)" in more.stderr, more.stderr
+    assert more.returncode == 2 and "3 of 9 questions were not asked by that run (the first: s2/q0)" in more.stderr, (
+        more.stderr
+    )
     assert sorted((tmp_path / "runs").iterdir()) == runs  # no run directory made for either
     fewer = memplug("eval", "--from", source, "--limit", "3", "--quiet")  # a part of its questions is fine
     assert fewer.returncode == 0, fewer.stderr
