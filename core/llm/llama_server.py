@@ -32,6 +32,7 @@ import os
 import socket
 import sys
 import threading
+import traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -130,8 +131,22 @@ def _with_defaults(app: Any, embedding_alias: str) -> Any:
 
 
 def main() -> None:
-    """Load the model, report it on stdout, then serve on the inherited socket until stopped."""
+    """Load the model, report it on stdout, then serve on the inherited socket until stopped.
+
+    A model that cannot be loaded is reported on stdout too, as ``{"error": ...}``, and the
+    process ends at once: an exception left to Python's exit aborted it (SIGABRT, its stdin
+    held by the parent-watch thread) and the parent could quote only "<no Python frame>"."""
     settings: dict[str, Any] = json.loads(sys.stdin.buffer.readline())
+    try:
+        _serve(settings)
+    except Exception as exc:
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(3)
+
+
+def _serve(settings: dict[str, Any]) -> None:
     threading.Thread(target=_exit_with_parent, name="memplug-parent-watch", daemon=True).start()
     from importlib.metadata import version
 

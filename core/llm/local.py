@@ -284,6 +284,9 @@ class LocalServer:
         except ValueError:
             self.stop()  # the line says what went wrong
             raise MemplugError(f"--llm local: llama.cpp's server said {line[:200]!r} instead of its settings") from None
+        if "error" in self.info:  # it could not load the model (a truncated or foreign file)
+            self.stop()
+            raise MemplugError(f"--llm local: {self.model.gguf} could not be loaded: {self.info['error'][:300]}")
         self.url = f"http://127.0.0.1:{port}/v1"
         self.info["load_s"] = round(time.monotonic() - started, 3)
         self.speed = self._measure()

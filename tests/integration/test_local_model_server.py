@@ -182,15 +182,25 @@ def test_the_server_ends_with_its_run(tmp_path, how):
             process.kill()
 
 
-def test_a_file_that_is_not_a_model_fails_in_one_line(tmp_path):
-    """A GGUF header and nothing else: the server exits while loading; memplug says so in one
-    line (exit 2) with the server's last log line, before the first question."""
+@pytest.mark.parametrize("kind", ["header only", "truncated"])
+def test_a_file_that_is_not_a_model_fails_in_one_line(tmp_path, kind):
+    """A GGUF header and nothing else, or a real model cut short: the server cannot load it,
+    and memplug says so in one line (exit 2) with llama.cpp's reason, before the first
+    question. The server used to die in Python's exit (SIGABRT), and the line quoted its last
+    log line: "<no Python frame>"."""
+    from memplug.llm import local
+
     fake = tmp_path / "broken.gguf"
-    fake.write_bytes(b"GGUF" + bytes(60))
+    if kind == "header only":
+        fake.write_bytes(b"GGUF" + bytes(60))
+    else:
+        fake.write_bytes(local.LocalModel.parse("local").gguf.read_bytes()[:100_000])
     result = _eval(tmp_path, "-o", "n=1", "--llm", f"local:{fake}")
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "llama.cpp's server exited with code" in lines[0] and str(fake) in lines[0]
+    assert len(lines) == 1, lines
+    assert f"--llm local: {fake} could not be loaded: ValueError: Failed to load model" in lines[0], lines[0]
+    assert _wait(lambda: not _servers_of(tmp_path), 5)
 
 
 def test_json_mode_gives_json():
