@@ -165,6 +165,8 @@ def merge(into: Path | str, sources: Iterable[Path | str]) -> int:
         source = Path(source)
         if not source.is_file():
             raise FileNotFoundError(f"no cache file {source}")
+        if source.resolve() == target.path.resolve():  # SQLite said "database is locked"
+            raise ValueError(f"{source} is the cache merged into: nothing to add from it")
         conn.execute("ATTACH DATABASE ? AS source", (str(source),))
         try:
             with conn:
@@ -188,7 +190,7 @@ def _main(argv: list[str] | None = None) -> int:
         return 2
     try:
         added = merge(args[1], args[2:])
-    except (sqlite3.Error, OSError) as exc:
+    except (sqlite3.Error, OSError, ValueError) as exc:
         sys.stderr.write(f"memplug: error: {exc}\n")
         return 2
     print(f"{added} entries added to {args[1]}")

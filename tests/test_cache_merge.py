@@ -56,3 +56,14 @@ def test_merge_command(tmp_path):
         text=True,
     )
     assert bad.returncode == 2 and "no cache file" in bad.stderr
+
+
+def test_merging_a_cache_into_itself_is_refused(tmp_path):
+    """SQLite answered "database is locked"."""
+    cache = ResponseCache(tmp_path / "x.sqlite3")
+    cache.put("k", b"v")
+    cache.close()
+    path = str(tmp_path / "x.sqlite3")
+    out = subprocess.run([sys.executable, "-m", "memplug.cache", "merge", path, path], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr == f"memplug: error: {path} is the cache merged into: nothing to add from it\n"
