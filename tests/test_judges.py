@@ -303,7 +303,10 @@ def test_cli_leniency_without_a_run_and_into_a_run(openai_stub, monkeypatch, tmp
             openai_stub.base_url,
         ],
     )
-    assert out.exit_code == 0 and "leniency" in out.stdout
+    assert out.exit_code == 0 and "Judge leniency of openai/yes-man" in out.stdout
+    # a table per judge, its name in the title: a column of its own was folded two letters a line
+    assert all(len(line) <= 80 for line in out.stdout.splitlines()), out.stdout
+    assert re.search(r"^│ locomo +│ locomo-j +│ \d+ +│ 1\.000 ", out.stdout, re.M), out.stdout
     out = runner.invoke(cli, ["judge-check", "--judge", "openai/yes-man"])
     assert out.exit_code == 2 and "RUN directory, or --leniency" in out.stderr
     out = runner.invoke(cli, ["judge-check", "--leniency", "--judge", "m", "--benchmark", "nope"])

@@ -14,27 +14,29 @@ from memplug.results import RunDir
 
 
 def print_leniency(result: dict[str, Any]) -> None:
+    """A table per judge model, its name in the title: as a column of its own it left the
+    other eight columns too little of 80, and "openai/gpt-4o-mini" was folded to a letter pair
+    a line."""
     from memplug.cli.tables import table as make_table
     from memplug.display import console as text_console
 
-    table = make_table(
-        f"Judge leniency (set v{result['set_version']}): share of answers accepted; a fair judge "
-        "accepts the correct ones and none of the others",
-        "judge model",
-        "benchmark",
-        "judge",
-        "n",
-        "leniency",
-        "vague",
-        "hedged",
-        "wrong",
-        "correct",
-    )
+    console = text_console()
     for model, check in result["judges"].items():
-        for i, (bench, c) in enumerate(check["benchmarks"].items()):
+        table = make_table(
+            f"Judge leniency of {model} (set v{result['set_version']}): share of answers accepted; "
+            "a fair judge accepts the correct ones and none of the others",
+            "benchmark",
+            "judge",
+            "n",
+            "leniency",
+            "vague",
+            "hedged",
+            "wrong",
+            "correct",
+        )
+        for bench, c in check["benchmarks"].items():
             a = c["accepted"]
             table.add_row(
-                model if i == 0 else "",
                 bench,
                 c["judge"],
                 str(c["n"]),
@@ -44,9 +46,7 @@ def print_leniency(result: dict[str, Any]) -> None:
                 _fmt(a.get("wrong")),
                 _fmt(a.get("correct")),
             )
-    console = text_console()
-    console.print(table)
-    for model, check in result["judges"].items():
+        console.print(table)
         for bench, c in check["benchmarks"].items():
             if c.get("unreadable"):  # shares over the rest: 1.000 could rest on 1 answer of 16
                 _say_unreadable(console, f"{model} on {bench}", c["unreadable"], c["n"])
