@@ -236,6 +236,13 @@ class Plan:
         chosen = select_questions(built, self.spec.limit)
         if self.replayed is not None:
             self._check_replayed(chosen)
+        elif self.agent_entry.info.get("reference") and not any(q.targets for s in chosen for q in s.questions):
+            # oracle and noisy choose by the questions' target messages: with none, oracle
+            # recalled nothing and its "ceiling" read 0 (FactConsolidation, MemoryAgentBench)
+            raise MemplugError(
+                f"agent {self.spec.agent!r} recalls by each question's target messages, and no question "
+                f"of {self.spec.dataset!r} here names any: it would recall nothing"
+            )
         return chosen
 
     def _check_replayed(self, samples: list[Sample]) -> None:

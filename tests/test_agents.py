@@ -106,3 +106,19 @@ def test_oracle_and_noisy_use_only_the_reference_channel():
 def test_reference_agents_refuse_to_run_without_the_channel(cls):
     with pytest.raises(MemplugError, match="reference channel"):
         cls(AgentConfig(), Path("."))
+
+
+@pytest.mark.parametrize("agent", ["oracle", "noisy"])
+def test_reference_agents_refuse_a_dataset_that_names_no_targets(tmp_path, agent):
+    """FactConsolidation's questions name no target message: oracle recalled nothing and its
+    ceiling read 0.000 (exit 0) before; now the run is refused before its first question."""
+    from memplug.models import Message, Question, Sample
+    from memplug.runner import Evaluation, RunSpec
+    from memplug.serialize import dumps_sample
+
+    data = tmp_path / "blind.jsonl"
+    sample = Sample("s", [Message("m0", "Paris is in France.")], [Question("q", "Where is Paris?", ("France",))])
+    data.write_text(dumps_sample(sample) + "\n")
+    with pytest.raises(MemplugError, match=f"agent '{agent}' recalls by each question's target messages"):
+        Evaluation(RunSpec(agent=agent, dataset="memsim", data=str(data))).run(output=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
