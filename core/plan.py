@@ -45,6 +45,7 @@ from memplug.results import RunDir
 from memplug.secrets import scrub
 from memplug.serialize import is_sample_file, read_samples
 from memplug.specs import ResolvedSpec, RunSpec
+from memplug.text import detect_language
 from memplug.tokens import encoding
 
 
@@ -224,7 +225,7 @@ class Plan:
         if data is not None and not data.exists():
             raise MemplugError(f"--data {data}: no such file or directory")
         if data is not None and is_sample_file(data):
-            built: Iterable[Sample] = read_samples(data)
+            built: Iterable[Sample] = self._same_language(list(read_samples(data)))
         else:
             # No LLM here: --llm answers questions. Rewording generated data is `memplug generate
             # --llm`'s job, so that evaluated data is fixed and reusable.
@@ -244,6 +245,30 @@ class Plan:
                 f"of {self.spec.dataset!r} here names any: it would recall nothing"
             )
         return chosen
+
+    def _same_language(self, samples: list[Sample]) -> list[Sample]:
+        """A samples file (`memplug generate`'s) in the language the dataset's options say.
+
+        The file holds the samples only, not the options that made them: a Chinese MemSim
+        or PerLTQA file run without ``-o lang=zh`` was read with the English prompts and
+        scored with the English rules (F1 0.000 on answers in Chinese), with exit 0."""
+        declared = (self.info.language or "").lower()
+        if declared not in ("en", "zh"):
+            return samples
+        texts = [q.text for s in samples[:50] for q in s.questions] + [
+            m.text for s in samples[:5] for m in s.messages[:20]
+        ]
+        found = detect_language(" ".join(texts))
+        if found != declared:
+            declared_options = getattr(self.dataset_entry.load(), "options", ())
+            option = next((o.name for o in declared_options if o.name in ("lang", "language")), None)
+            fix = f"-o {option}={found}" if option else f"a dataset for {found} text"
+            names = {"en": "English", "zh": "Chinese"}
+            raise MemplugError(
+                f"--data {self.data}: its text is {names[found]}, but {self.spec.dataset!r} is set for "
+                f"{names[declared]} (its prompts and scoring rules): give {fix}"
+            )
+        return samples
 
     def _check_replayed(self, samples: list[Sample]) -> None:
         """``--from RUN``: every question to answer was asked by RUN (its recalls are what is

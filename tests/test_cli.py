@@ -339,3 +339,17 @@ def test_repeats_share_one_stem_with_r_suffixes(testkit_env, tmp_path):
     assert repeat_names(tmp_path, stem, 2) == [f"{stem}-2-r1", f"{stem}-2-r2"]
     assert repeat_names(tmp_path, stem, 4) == [f"{stem}-2-r1", f"{stem}-2-r2", f"{stem}-2-r3", f"{stem}-2-r4"]
     assert repeat_names(tmp_path, "other", 2) == ["other-r1", "other-r2"]
+
+
+@pytest.mark.parametrize(("made", "given", "found"), [("zh", "en", "Chinese"), ("en", "zh", "English")])
+def test_a_generated_file_in_another_language_than_the_option_is_refused(tmp_path, made, given, found):
+    """The samples file keeps no option it was made with: a Chinese file run without
+    -o lang=zh was read with the English prompts and scored by English rules (F1 0.000 on
+    answers in Chinese), exit 0."""
+    out = tmp_path / "m.jsonl"
+    res = memplug(None, "generate", "--dataset", "memsim", "-o", f"lang={made}", "-o", "n=4", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    run = ("eval", "--agent", "bm25", "--dataset", "memsim", "--data", str(out), "--output", str(tmp_path / "runs"))
+    one_line_error(memplug(None, *run, "-o", f"lang={given}"), f"its text is {found}", f"give -o lang={made}")
+    assert not (tmp_path / "runs").exists()
+    assert memplug(None, *run, "-o", f"lang={made}", "--quiet").returncode == 0
