@@ -119,6 +119,12 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
     """The comparison tables of ``paths`` in ``fmt``, one per metric, with the footer."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    datasets = {str(RunDir(p).info().dataset) for p in paths}
+    if len(datasets) > 1:  # one column per category: factcon's 0.244 was bolded over locomo's 0.083
+        raise MemplugError(
+            f"these runs cannot share a table: they are on {', '.join(sorted(datasets))}; "
+            "give --format the runs of one dataset at a time"
+        )
     # runs judged by different judges: each judge's numbers in a table of its own (judge[name])
     summaries = compare.separate_judges(paths, [RunDir(p).check().summary() for p in paths])
     labels = _labels(summaries)
@@ -173,8 +179,8 @@ def tables(paths: list[Path], fmt: Format, style: Literal["pm", "brackets"] = "p
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerows(csv_rows)
-        for line in _settings(paths):
-            writer.writerow([f"# {visible(line)}"])
+        for line in _settings(paths):  # as they are, not as a quoted field: readers skip "#" lines,
+            buffer.write(f"# {visible(line)}\n")  # not '"# dataset: locomo v1.0, data ...' (pandas' comment="#")
         return buffer.getvalue()
     footer = _settings(paths)
     shown = "mean [95% CI]" if style == "brackets" else "mean ± half the width of its 95% CI"
