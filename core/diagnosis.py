@@ -92,6 +92,11 @@ PREFERRED_HEADLINE = "judge"
 #: answer before the change, and the change itself ({"subject", "relation", "old", "new"})
 STALE_KEY = "original_answer"
 EDIT_KEY = "edit"
+#: question_meta key of a dataset that knows whether the question's gold answer is in the
+#: conversation's text (FactConsolidation's release loader): true, the gold rule's "no message
+#: holds it" is a rule that cannot place it (a multi-hop question's last hop shares none of
+#: the question's words), not an absence
+GOLD_IN_CONTEXT_KEY = "gold_in_context"
 
 #: what the run's judge (``--judge``) is asked about an item that names no source message,
 #: in place of the overlap rule; pinned: its sha256 is in run.json (``resolved.diagnosis``)
@@ -588,7 +593,12 @@ def diagnose(
         # FactConsolidation's release has questions whose answer the context never states: whether
         # a store holds it says nothing, and the question is left out of the memory measures
         stored = recalled = None
-        why = "no message of the conversation holds the gold answer (gold rule)"
+        why = (
+            "the gold answer is in the conversation (the dataset says), but in no sentence that shares "
+            f"{MIN_SHARED} words with the question (a multi-hop question): the gold rule cannot place it"
+            if record.question_meta.get(GOLD_IN_CONTEXT_KEY) is True
+            else "no message of the conversation holds the gold answer (gold rule)"
+        )
     elif recalled:
         pass  # recalled, so stored: both known
     elif stored is None:

@@ -617,3 +617,20 @@ def test_a_replayed_run_keeps_what_the_source_agent_stored(failing_agents, tmp_p
         # no agent was built, so nothing was listed: the source's store decides, the stage is the same
         assert (d.stage, d.stored, d.recalled, d.n_stored) == (old.stage, old.stored, old.recalled, old.n_stored)
     assert "not_recalled" in {d.stage for d in after.values() if d is not None}
+
+
+def test_a_gold_the_rule_cannot_place_is_not_called_absent_where_the_dataset_says_it_is_there() -> None:
+    """FactConsolidation's multi-hop questions: the last hop ("Olga of Kiev died in the city
+    of Rodez.") shares no two words with the question, so the gold rule found no sentence for
+    Rodez, and 75 questions read "no message of the conversation holds the gold answer"
+    although the release's context holds it (``gold_in_context``)."""
+    texts = {"m0": "Olga of Kiev died in the city of Rodez.", "m1": "Olga of Kiev is married to Ivan."}
+    conversation = diagnosis.Conversation(texts, "en")
+    asked = {"question": "Where did the spouse of Ivan pass away?", "gold": ["Rodez"], "targets": []}
+    for meta, why in (
+        ({diagnosis.GOLD_IN_CONTEXT_KEY: True}, "the gold rule cannot place it"),
+        ({}, "no message of the conversation holds the gold answer"),
+    ):
+        d = diagnosis.diagnose(_record(**asked, question_meta=meta), "em", conversation, None, "en")
+        assert d is not None and d.stage == "unknown" and d.stored is None and d.recalled is None
+        assert d.why is not None and why in d.why, d.why

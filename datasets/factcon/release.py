@@ -20,6 +20,7 @@ from memplug.datasets.parquet import parquet_rows
 from memplug.errors import DataError
 from memplug.models import Message, Question, Sample
 from memplug.files import read_json, short
+from memplug.diagnosis import GOLD_IN_CONTEXT_KEY
 
 _FACT = re.compile(r"^(\d+)\.\s(.*)$")
 _KIND = re.compile(r"_(sh|mh)_", re.IGNORECASE)
@@ -117,7 +118,7 @@ def read_row(path: Path, place: str, row: Any, sample_id: str) -> Sample:
                 category=_category(path, f"{place}.metadata.qa_pair_ids[{i}]", qa_id, source),
                 # the release says which answer is right but not which fact holds it
                 targets=(),
-                meta={"qa_pair_id": qa_id, "gold_in_context": any(a.lower() in context_lower for a in gold_answers)},
+                meta={"qa_pair_id": qa_id, GOLD_IN_CONTEXT_KEY: any(a.lower() in context_lower for a in gold_answers)},
             )
         )
     return Sample(
