@@ -144,9 +144,10 @@ def dumps_sample(sample: Sample) -> str:
 def is_sample_file(path: Path) -> bool:
     """True when ``path`` is a ``.jsonl`` file that memplug reads as samples.
 
-    Only a first record that parses as an object holding no ``messages`` and no
-    ``questions`` marks the file as another JSON-lines format, left to the dataset's
-    loader. A first line that does not parse (torn, not UTF-8, or longer than the
+    Only a first record that parses as an object holding no ``messages``, and no
+    ``questions`` either or a ``context`` beside them (MemoryAgentBench's release rows:
+    context, questions, answers, metadata), marks the file as another JSON-lines format,
+    left to the dataset's loader. A first line that does not parse (torn, not UTF-8, or longer than the
     sniffing window) still makes it a samples file, so that :func:`read_samples` reports
     the problem instead of the file being silently handed to a generator that ignores it.
     """
@@ -160,7 +161,9 @@ def is_sample_file(path: Path) -> bool:
         record = json.loads(first.removeprefix(codecs.BOM_UTF8))
     except (ValueError, RecursionError):  # UnicodeDecodeError included; read_samples says what is wrong
         return True
-    return not (isinstance(record, Mapping) and not ({"messages", "questions"} & record.keys()))
+    if not isinstance(record, Mapping) or "messages" in record:
+        return True
+    return "questions" in record and "context" not in record
 
 
 def read_samples(path: Path) -> Iterator[Sample]:

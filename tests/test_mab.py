@@ -255,6 +255,27 @@ def test_eval_runs_offline_on_the_generated_niah_mq(tmp_path):
     assert 0 < result.summary.metrics.overall["ruler_recall"] <= 1
 
 
+def test_eval_reads_a_release_jsonl_and_a_generated_samples_file(tmp_path, release):
+    """A release's rows as JSON lines (context, questions, answers, metadata) were taken for
+    memplug samples ("line 1: missing key 'id'"), and `memplug generate`'s own file for
+    release rows ("row 0: metadata must be an object"): neither could be evaluated."""
+    parquet = release / "data" / "Accurate_Retrieval-00000-of-00001.parquet"
+    as_jsonl = tmp_path / "ar.jsonl"
+    as_jsonl.write_text("\n".join(json.dumps(r) for r in pq.read_table(parquet).to_pylist()))
+    args = ["eval", "--agent", "bm25", "--dataset", "mab", "-o", "chunk=256", "--quiet"]
+    result = run_cli([*args, "--data", str(as_jsonl), "-o", "source=ruler_qa1_197K"], cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    generated = tmp_path / "niah.jsonl"
+    made = run_cli(
+        ["generate", "--dataset", "mab", "-o", "tokens=4000", "-o", "questions=4", "--out", str(generated)],
+        cwd=tmp_path,
+    )
+    assert made.exit_code == 0, made.stderr
+    result = run_cli([*args, "--data", str(generated)], cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert result.summary is not None and result.summary.metrics.overall["recall@10"] == 1.0
+
+
 def test_eval_runs_a_release_file_of_factconsolidation(tmp_path, shared_data):
     source = json.loads((shared_data / "factconsolidation" / "factconsolidation_sh_6k.json").read_text())
     path = write_release(tmp_path, "Conflict_Resolution", [source])

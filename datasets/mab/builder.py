@@ -30,6 +30,7 @@ from memplug.errors import DataError, MemplugError
 from memplug.models import DatasetInfo, Message, Question, Sample
 from memplug.options import Option, resolve
 from memplug.protocols import BuildOptions
+from memplug.serialize import is_sample_file
 
 log = logging.getLogger(__name__)
 #: RULER's needle sentence, its value captured ("One of the special magic numbers for KEY is: VALUE.")
@@ -78,6 +79,8 @@ class MABBuilder:
     def source_for(self, values: Mapping[str, Any], data: Path | None) -> Source:
         """The source these options and this release run (MemplugError when it cannot run)."""
         name = str(values.get("source") or "")
+        if data is not None and is_sample_file(data):  # `memplug generate`'s file: the samples hold no source
+            return source_info(name, None) if name and name != GENERATED.name else GENERATED
         if data is None:
             if name and name != GENERATED.name:
                 known = SOURCES.get(name)
