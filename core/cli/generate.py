@@ -28,8 +28,9 @@ from memplug.serialize import dumps_sample
 @click.option(
     "--data",
     type=click.Path(path_type=Path, exists=True),
-    help="A release to load instead of generating (memdaily, factcon, perltqa): written as JSON "
-    "lines, and validated with --check.",
+    help="A release to load instead of generating (memdaily, factcon, perltqa, ...): written as "
+    "JSON lines; --check validates it where the dataset has a validator (factcon, perltqa, "
+    "conversations; memsim's generated data).",
 )
 @click.option("--check", is_flag=True, help="Validate the generated data; exit 1 on any problem.")
 @click.option(
