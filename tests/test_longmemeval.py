@@ -156,6 +156,15 @@ def test_malformed_rows_name_the_place(tmp_path, mutate, match):
     assert "[1] (6a1eabeb)" in str(err.value) or "[1]" in str(err.value)
 
 
+def test_an_object_that_wraps_the_list_is_named_as_such(tmp_path):
+    """{"data": [...]} read as one question: "[0]: missing 'question_id'" sent the user
+    looking in the questions."""
+    path = tmp_path / "wrapped.json"
+    path.write_text(json.dumps({"data": json.loads(S_FILE.read_text())}))
+    with pytest.raises(DataError, match=r"expected a JSON list of questions, got an object \(keys: data\)"):
+        list(load_release(path))
+
+
 def test_dates():
     assert parse_date("2023/05/20 (Sat) 02:21") == "2023-05-20T02:21:00"
     assert parse_date("sometime") == "sometime"

@@ -182,7 +182,10 @@ def load_release(
     """Samples of every question in the file, in file order; the file's provenance checked first."""
     check_provenance(path)
     data = read_json(path)
-    if isinstance(data, dict):
+    if isinstance(data, dict):  # one question; an object of another shape is no release
+        if "question_id" not in data:
+            keys = ", ".join(sorted(map(str, data))[:5]) or "none"
+            raise DataError(path, f"expected a JSON list of questions, got an object (keys: {keys})")
         data = [data]
     if not isinstance(data, list) or not data:
         raise DataError(path, "expected a non-empty JSON list of questions")
