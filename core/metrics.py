@@ -303,8 +303,9 @@ class RecallAtK(_Metric):
     successfully retrieved within the top-5 relevant messages"; K is ``--top-k``.
     """
 
-    #: 2: not applicable (None) when items exist but none carries message ids
-    version = "2"
+    #: 2: not applicable (None) when items exist but none carries message ids; 3: nor when the
+    #: agent says it keeps no such link (:func:`keeps_no_sources`), even for an empty recall
+    version = "3"
     reads_answer = False
 
     def __init__(self, config: MetricConfig | None = None) -> None:
@@ -315,10 +316,18 @@ class RecallAtK(_Metric):
     def score(self, ctx: ScoreContext) -> float | None:
         targets = set(ctx.question.targets)
         items = ctx.items[: self.k]
-        if not targets or (items and not any(item.message_ids for item in items)):
+        if not targets or keeps_no_sources(ctx) or (items and not any(item.message_ids for item in items)):
             return None  # no targets, or a system that cannot say where its items came from
         found = {mid for item in items for mid in item.message_ids}
         return len(targets & found) / len(targets)
+
+
+def keeps_no_sources(ctx: ScoreContext) -> bool:
+    """Whether the agent says its items carry no link to the messages they came from: its
+    ``Recall.meta["message_ids"]`` is the reason (a string) instead of ids (Mem0's fact
+    extraction). Its recall of messages is then not applicable, an empty recall included:
+    one read as 0.0 and put a Mem0 run's recall@5 at 0.000 (n=1) beside its None."""
+    return isinstance((ctx.recall_meta or {}).get("message_ids"), str)
 
 
 def session_of(message_id: str) -> str | None:
@@ -338,7 +347,8 @@ class SessionHitAtK(_Metric):
     whose items carry no message ids, are not applicable.
     """
 
-    version = "1"
+    #: 2: not applicable where the agent keeps no link to the messages (:func:`keeps_no_sources`)
+    version = "2"
 
     def __init__(self, config: MetricConfig | None = None) -> None:
         super().__init__(config)
@@ -349,7 +359,7 @@ class SessionHitAtK(_Metric):
 
     def score(self, ctx: ScoreContext) -> float | None:
         gold = {s for t in ctx.question.targets if (s := session_of(t))}
-        if not gold or (ctx.items and not any(item.message_ids for item in ctx.items)):
+        if not gold or keeps_no_sources(ctx) or (ctx.items and not any(item.message_ids for item in ctx.items)):
             return None
         seen: dict[str, None] = {}
         for item in ctx.items:

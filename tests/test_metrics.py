@@ -16,6 +16,7 @@ from memplug.metrics import (
     ExactMatch,
     RecallAtK,
     RougeL,
+    SessionHitAtK,
     SubstringExactMatch,
     TokenF1,
     lcs_length,
@@ -210,6 +211,13 @@ def test_recall_at_k() -> None:
     assert RecallAtK(MetricConfig()).score(ctx("", ("a",), targets=("m1",), items=())) == 0.0
     no_ids = (Recalled("a fact"), Recalled("another"))
     assert RecallAtK(MetricConfig()).score(ctx("", ("a",), targets=("m1",), items=no_ids)) is None
+    # an agent that says it keeps no link to the messages (mem0 infer=true): n/a, an empty
+    # recall too (it read 0.0, and a 2-question run showed recall@5 0.000 (n=1))
+    question = Question("q1", "?", ("a",), targets=("D1:1",))
+    said = {"message_ids": "unavailable: facts are written from a whole chunk"}
+    for metric in (RecallAtK(MetricConfig()), SessionHitAtK(MetricConfig())):
+        assert metric.score(ScoreContext(question, "", (), "en", said)) is None
+        assert metric.score(ScoreContext(question, "", (), "en", {})) == 0.0
 
 
 # ---------------------------------------------------------------- anchor_map
