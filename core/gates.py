@@ -138,19 +138,20 @@ def thresholds(given: Iterable[str]) -> list[Threshold]:
     return [Threshold.parse(text) for text in given]
 
 
-def check_names(found: Sequence[Threshold], metrics: Iterable[str], categories: Iterable[str]) -> None:
+def check_names(found: Sequence[Threshold], metrics: Iterable[str], categories: Iterable[str] | None) -> None:
     """Before the run: each threshold names a metric the run scores and a category its
-    questions have, so that a typo is one line now (exit 2), not a failed gate after hours."""
+    questions have, so that a typo is one line now (exit 2), not a failed gate after hours.
+    ``categories`` None: not known yet (a sweep's dry run loads no data), not checked."""
     from memplug.errors import did_you_mean
 
-    metrics, categories = list(metrics), list(categories)
+    metrics = list(metrics)
     for t in found:
         if t.metric not in metrics:
             raise MemplugError(
                 f"--fail-under {t.label}: the run scores no metric {t.metric!r}"
                 f"{did_you_mean(t.metric, metrics)} (it scores {', '.join(metrics)})"
             )
-        if t.category is not None and t.category not in categories:
+        if categories is not None and t.category is not None and t.category not in (categories := list(categories)):
             raise MemplugError(
                 f"--fail-under {t.label}: the questions have no category {t.category!r}"
                 f"{did_you_mean(t.category, categories)}"

@@ -48,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from memplug import preflight, specs
+from memplug import gates, preflight, specs
 from memplug.errors import MemplugError, RunStopped
 from memplug.files import read_json
 from memplug.results import RunDir, safe_name, write_json_atomic
@@ -212,7 +212,10 @@ def check_cells(cells: list[dict[str, Any]]) -> None:
             key = json.dumps({**cell["spec"], "seed": None}, sort_keys=True, default=str)
             if key not in planned:
                 planned.add(key)
-                Plan(spec, check=True).close()
+                plan = Plan(spec, check=True)
+                # a threshold's metric is known now, its category once the data is read (the run)
+                gates.check_names(gates.thresholds(spec.fail_under), [m.name for m in plan.metrics], None)
+                plan.close()
         except MemplugError as exc:
             raise MemplugError(f"{where}: {exc}") from None
 

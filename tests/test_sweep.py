@@ -377,3 +377,18 @@ def test_a_checked_sweep_still_runs_and_its_cell_lines_fit_the_console(tmp_path,
         r"c000 bm25 on memsim, seed 1000000000, -o n=4: finished; accuracy \d\.\d{3}, recall@5 \d\.\d{3}",
         " ".join(line.strip() for line in cell),
     ), cell
+
+
+def test_a_cell_below_its_fail_under_makes_the_sweep_exit_3(tmp_path):
+    """A sweep file's fail_under was recorded in each cell's spec and never checked: a cell
+    below it left the sweep's exit 0. A metric the cells do not score is refused on --dry-run,
+    as `memplug eval` refuses it (it was accepted, and each cell failed after running)."""
+    config = tmp_path / "gated.toml"
+    config.write_text(CONFIG.replace('options = { n = "4" }', 'options = { n = "4" }\nfail_under = ["accuracy=0.99"]'))
+    result = CliRunner().invoke(cli, ["sweep", str(config), "--output", str(tmp_path / "sweeps"), "--quiet"])
+    assert result.exit_code == 3, result.output
+    said = " ".join(result.stderr.split())
+    assert said.count("memplug: below --fail-under: accuracy ") == 4, said
+    config.write_text(CONFIG.replace('options = { n = "4" }', 'options = { n = "4" }\nfail_under = ["nosuch=0.5"]'))
+    dry = CliRunner().invoke(cli, ["sweep", str(config), "--dry-run"])
+    assert dry.exit_code == 2 and "--fail-under nosuch: the run scores no metric 'nosuch'" in dry.stderr

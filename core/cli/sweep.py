@@ -263,7 +263,8 @@ def sweep_command(
     The TOML file lists axes under [grid] (agents, datasets, seeds, llms, readers, judges,
     options) and fields every cell shares under [base]; see docs/scale.md. The sweep
     directory holds sweep.json (each cell's spec, run id and status) and runs/; compare
-    the cells with `memplug report SWEEP_DIR`. Exit 0 when every cell finished.
+    the cells with `memplug report SWEEP_DIR`. Exit 0 when every cell finished, 1 when
+    some did not, 3 when a finished cell scores below its fail_under.
 
     \b
     Examples:
@@ -272,6 +273,8 @@ def sweep_command(
       memplug sweep --resume sweeps/retrievers-20250101-120000-a1b2c3
       memplug report sweeps/retrievers-20250101-120000-a1b2c3
     """
+    from memplug import gates
+    from memplug.results import RunDir
     from memplug.sweep import Sweep, SweepInterrupted, check_cells, load_config, plan_cells, run_sweep
 
     if config is None and resume is None:
@@ -343,3 +346,16 @@ def sweep_command(
             err=True,
         )
         ctx.exit(1)
+    # each cell's --fail-under, as `memplug eval` checks its run's (a sweep file's fail_under
+    # was recorded and never checked: a cell below it left the sweep's exit 0)
+    below = [
+        (cell, line)
+        for cell in manifest["cells"]
+        for line in gates.below(
+            gates.thresholds(cell["spec"].get("fail_under") or ()), RunDir(sweep.path / cell["path"]).summary()
+        )
+    ]
+    for cell, line in below:
+        click.echo(_wrapped(f"memplug: below --fail-under: {line} ({cell['run_id']})", stderr=True), err=True)
+    if below:
+        ctx.exit(gates.EXIT_BELOW)
