@@ -728,3 +728,17 @@ def test_chromium_locomo_runs_table_fits_a_desktop_window(shared_data: Path, tmp
     assert layout["table"] <= layout["box"], layout
     # the heads wrap after a separator: the whole name is the title
     assert '<th class="num" title="locomo_f1_no_adv">locomo_<wbr>f1_<wbr>no_<wbr>adv</th>' in page.read_text("utf-8")
+
+
+def test_a_run_that_did_not_finish_is_marked_beside_its_name(tmp_path: Path) -> None:
+    """A run stopped by --max-errors read in the runs table as "questions 8, errors 3, em 1.000":
+    its status and the questions never asked were in the versions section only."""
+    from memplug.runner import Evaluation, RunSpec
+
+    spec = RunSpec(agent="bm25", dataset="memsim", dataset_options={"n": "6"})
+    path = Evaluation(spec).run(output=tmp_path)
+    summary = json.loads((path / "summary.json").read_text())
+    summary.update(status="failed", n_expected=18, n_answered=6, n_failed=0, stopped="--max-errors 2")
+    (path / "summary.json").write_text(json.dumps(summary))
+    page = write_html([path], tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "FAILED: 6 of 18 answered" in page
