@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from memplug import gates, preflight, specs
-from memplug.errors import MemplugError, RunStopped
+from memplug.errors import MemplugError, RunStopped, one_line
 from memplug.files import read_json
 from memplug.results import RunDir, safe_name, write_json_atomic
 
@@ -282,14 +282,19 @@ class Sweep:
     def write(self, manifest: Mapping[str, Any]) -> None:
         write_json_atomic(self.manifest_path, manifest)
 
-    def run_dirs(self, finished_only: bool = True) -> list[Path]:
-        """The cells' run directories, in cell order (those with a summary, unless told otherwise)."""
-        out = []
-        for cell in self.read()["cells"]:
-            path = self.path / cell["path"]
-            if (path / "summary.json").is_file() or (not finished_only and (path / "run.json").is_file()):
-                out.append(path)
-        return out
+    def run_dirs(self) -> list[Path]:
+        """The run directories of the cells that finished, in cell order: a partial cell (its
+        failed questions left out of its means) or an interrupted one has a summary too, and
+        was reported beside the others as if it had finished."""
+        return [self.path / c["path"] for c in self.read()["cells"] if c["status"] == DONE]
+
+    def not_finished(self) -> list[str]:
+        """One text per cell that did not finish ("c001 failed: <its error>"), in cell order."""
+        return [
+            f"c{c['index']:03d} {c['status']}{': ' + one_line(c['error'], 200) if c.get('error') else ''}"
+            for c in self.read()["cells"]
+            if c["status"] != DONE
+        ]
 
     def check_config(self, config_path: Path) -> None:
         """Resuming with a config: it must plan the same cells as the manifest holds."""

@@ -392,3 +392,22 @@ def test_a_cell_below_its_fail_under_makes_the_sweep_exit_3(tmp_path):
     config.write_text(CONFIG.replace('options = { n = "4" }', 'options = { n = "4" }\nfail_under = ["nosuch=0.5"]'))
     dry = CliRunner().invoke(cli, ["sweep", str(config), "--dry-run"])
     assert dry.exit_code == 2 and "--fail-under nosuch: the run scores no metric 'nosuch'" in dry.stderr
+
+
+def test_report_of_a_sweep_reads_its_finished_cells_and_names_the_others(config, tmp_path):
+    """A partial cell (its failed questions out of its means) was tabled and paired as if it
+    had finished, and a failed cell was left out without a word."""
+    sweep = Sweep.create(config, tmp_path, {"name": "local"})
+    run_sweep(sweep, LocalExecutor())
+    manifest = sweep.read()
+    manifest["cells"][1].update(status="partial", error="3 of 4 questions failed")
+    manifest["cells"][2].update(status="failed", error="agent set-up failed")
+    sweep.write(manifest)
+    assert sweep.run_dirs() == [sweep.path / manifest["cells"][i]["path"] for i in (0, 3)]
+    result = CliRunner().invoke(cli, ["report", str(sweep.path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert (
+        f"memplug: {sweep.path}: 2 cells not reported, not finished (c001 partial: 3 of 4 questions failed; "
+        f"c002 failed: agent set-up failed): memplug sweep --resume {sweep.path}"
+    ) in result.stderr
+    assert manifest["cells"][1]["run_id"] not in result.stdout and manifest["cells"][0]["run_id"] in result.stdout

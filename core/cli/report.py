@@ -377,10 +377,18 @@ def _runs_and_repeats(args: list[Path]) -> tuple[list[Path], list[dict[str, Any]
     paths: list[Path] = []
     repeats: list[dict[str, Any]] = []
     for arg in [path for given in args for path in _folder_of_runs(given)]:
-        if _is_sweep(arg):  # a sweep directory: its finished cells
-            from memplug.sweep import expand
+        if _is_sweep(arg):  # a sweep directory: its finished cells, and a line for the others
+            from memplug.sweep import Sweep, expand
 
             paths.extend(expand(arg))
+            left = Sweep(arg).not_finished()
+            if left:  # were reported as finished (partial, interrupted) or left out unsaid (failed)
+                click.echo(
+                    f"memplug: {arg}: {len(left)} cell{'' if len(left) == 1 else 's'} not reported, "
+                    f"not finished ({'; '.join(left[:3])}{'; ...' if len(left) > 3 else ''}): "
+                    f"memplug sweep --resume {arg}",
+                    err=True,
+                )
             continue
         if not _is_repeats(arg):
             paths.append(RunDir(arg).check().path)
