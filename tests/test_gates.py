@@ -57,7 +57,7 @@ def test_max_errors_stops_the_run_failed_not_stopped(testkit, tmp_path):
     assert outcome is not None
     assert outcome.status == "failed" and outcome.n_answered == 3 and outcome.n_expected == 18
     assert outcome.n_failed == 2 and outcome.n_unasked == 13
-    assert outcome.stopped == "stopped after 2 failed questions (--max-errors 2)"
+    assert outcome.stopped == "stopped once 2 questions had failed (--max-errors 2)"
     assert str(outcome.first_error).startswith("ValueError: recall exploded")
     assert run.info().status == "failed" and run.info().spec["max_errors"] == "2"
 
@@ -74,7 +74,7 @@ def test_max_errors_on_the_command_line_exits_1_with_the_reason(testkit_env, tmp
     assert done.returncode == 1, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     # 20% of 18 questions: 4 (3.6 rounded up)
-    assert last.startswith("memplug: failed: stopped after 4 failed questions (--max-errors 20%); ")
+    assert last.startswith("memplug: failed: stopped once 4 questions had failed (--max-errors 20%); ")
     assert "first error: ValueError: recall exploded" in last and "memplug eval --resume" in last
 
 
