@@ -106,8 +106,13 @@ class AgentPlan:
 
 
 def range_text(low: float, high: float) -> str:
-    """``"1 to 604800"``, or ``"1 or more"`` for a range with no top."""
-    return f"{low:g} to {high:g}" if math.isfinite(high) else f"{low:g} or more"
+    """``"1 to 604800"``, or ``"1 or more"`` for a range with no top. Whole numbers whole:
+    ``:g`` wrote --context-tokens' top as "1e+07"."""
+
+    def shown(value: float) -> str:
+        return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+    return f"{shown(low)} to {shown(high)}" if math.isfinite(high) else f"{shown(low)} or more"
 
 
 def check_spec(spec: "RunSpec") -> None:

@@ -315,6 +315,8 @@ GRID = '[grid]\nagents = ["bm25", "recent"]\ndatasets = ["memsim"]\nseeds = [0, 
         ("limit = 2.5", "cell c000 (bm25 on memsim, seed 0): limit = 2.5: expected a whole number"),
         ('limit = "x"', "cell c000 (bm25 on memsim, seed 0): limit = 'x': expected a whole number"),
         ("sample_timeout = 0", "sample_timeout = 0 is out of range: use a number from 1 to 604800"),
+        # a whole number whole ("1e+07" before)
+        ("context_tokens = 0", "--context-tokens 0 is out of range: use a number from 1 to 10000000"),
         ("cache = 1", "cache = 1: expected true or false"),
         ("fail_under = [1]", "fail_under = [1]: expected a list of strings"),
         ('options = { n = "abc" }', "cell c000 (bm25 on memsim, seed 0, -o n=abc): option n='abc': expected int"),
