@@ -99,3 +99,14 @@ def test_a_bad_limit_by_is_refused(testkit):
 
     with pytest.raises(MemplugError, match="--limit-by 'random': use one of stratified, first"):
         Evaluation(RunSpec(agent="lookup", dataset="counting", limit_by="random"))
+
+
+def test_limit_by_without_limit_is_refused(tmp_path):
+    """`--limit-by first` alone was ignored: every question was asked, exit 0."""
+    from inprocess import memplug_main
+
+    done = memplug_main(["eval", "--agent", "bm25", "--dataset", "memsim", "--limit-by", "first"], cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "memplug: error: --limit-by first draws the questions of --limit N: give --limit, or drop it"
+    ]
+    assert not (tmp_path / "runs").exists()

@@ -274,6 +274,8 @@ def eval_command(
     if "concurrency" in explicit:
         explicit.add("concurrency_auto")
     spec = resolve_spec(given, parse_pairs(pairs), resume=resume, from_run=from_run, explicit=explicit)
+    if "limit_by" in explicit and spec.limit is None:  # it was ignored, the run asking every question
+        raise MemplugError(f"--limit-by {spec.limit_by} draws the questions of --limit N: give --limit, or drop it")
     if resume is not None:
         from memplug.driver import nothing_to_resume
 
