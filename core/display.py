@@ -87,6 +87,12 @@ class TextConsole(Console):
     def render_str(self, text: str, **options: Any) -> Text:
         return super().render_str(visible(text), **options)
 
+    def say(self, text: str, hang: int = 2) -> None:
+        """A line of text wrapped to this console's width by :func:`wrap` (at spaces, never
+        inside a count or an interval; continuation lines ``hang`` columns in)."""
+        for part in wrap(text, self.width, hang):
+            self.print(part, soft_wrap=True)
+
 
 #: a short bracketed group a line is never broken inside: a count "(n 1138)", an interval
 #: "[0.87, 0.91]"; a longer one (quoted prose, an unclosed bracket) breaks like any text
@@ -125,6 +131,6 @@ def wrap(text: str, width: int, hang: int = 2) -> list[str]:
     return lines
 
 
-def console(stderr: bool = False) -> Console:
+def console(stderr: bool = False) -> TextConsole:
     """The console memplug prints its tables and lines on (``stderr``: its progress bars)."""
     return TextConsole(stderr=stderr)

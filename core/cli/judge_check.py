@@ -55,11 +55,7 @@ def print_leniency(result: dict[str, Any]) -> None:
 def _say_unreadable(console: Any, who: str, n: int, of: int) -> None:
     """A judge's replies that held no verdict: left out of its figures, which is said (the
     table's n and shares are over the rest; before, only --json showed it)."""
-    from memplug.display import wrap
-
-    line = f"{who}: {n} of {of} replies held no readable verdict, left out of these figures; see memplug.log"
-    for part in wrap(line, console.width):
-        console.print(part, soft_wrap=True)
+    console.say(f"{who}: {n} of {of} replies held no readable verdict, left out of these figures; see memplug.log")
 
 
 def _fmt(value: float | None) -> str:

@@ -75,11 +75,8 @@ def _label(index: int, summary: RunSummary, many: bool) -> str:
 
 
 def _say(console: Any, text: str) -> None:
-    """A line of text, wrapped to the terminal (:func:`memplug.display.wrap`)."""
-    from memplug.display import wrap
-
-    for part in wrap(text, console.width):
-        console.print(part, soft_wrap=True)
+    """A line of text, wrapped to the terminal (:meth:`memplug.display.TextConsole.say`)."""
+    console.say(text)
 
 
 def _unfinished(outcome: Outcome) -> str:

@@ -132,7 +132,6 @@ def why_lines(path: Path, category: str | None = None, n: int = 10) -> list[str]
 def print_why(path: Path, category: str | None, n: int) -> None:
     """The lines of :func:`why_lines` on the text console (data shown as text, never markup)."""
     from memplug.display import console as text_console
-    from memplug.display import wrap
 
     console = text_console()
     lines = why_lines(path, category, n)
@@ -140,5 +139,4 @@ def print_why(path: Path, category: str | None, n: int) -> None:
     for k, line in enumerate(lines):
         # wrapped to the terminal as report's lines are; an example's field ("  question: …")
         # folds under its own text, not at the left edge where the next field starts
-        for part in wrap(line, console.width, hang=4 if k >= examples else 2):
-            console.print(part, soft_wrap=True)
+        console.say(line, hang=4 if k >= examples else 2)
