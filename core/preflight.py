@@ -360,8 +360,7 @@ def probe(
                 "(the provider's *_API_KEY variable)"
             ) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        text = "no answer within {:g}s".format(timeout) if "timed out" in str(reason) else str(reason)
+        text = _why_unanswered(exc, timeout)
         line = (
             f"{down} ({text}): {hint}"
             if down
@@ -382,6 +381,13 @@ def probe(
             )
 
 
+def _why_unanswered(exc: BaseException, timeout: float) -> str:
+    """Why a request got no answer, for :func:`probe` and :func:`reach`: the OS's reason
+    ("Name or service not known"), or the timeout."""
+    reason = getattr(exc, "reason", exc)
+    return f"no answer within {timeout:g}s" if "timed out" in str(reason) else str(reason)
+
+
 def reach(url: str, down: str) -> None:
     """Whether a server answers at ``url`` at all (its name resolves, it accepts a connection,
     it speaks HTTP): any status counts, a 404 or a 401 included. ``down``: the line's start
@@ -393,8 +399,7 @@ def reach(url: str, down: str) -> None:
     except urllib.error.HTTPError:
         pass  # an answer, whatever its status
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        text = "no answer within {:g}s".format(timeout) if "timed out" in str(reason) else str(reason)
+        text = _why_unanswered(exc, timeout)
         raise MemplugError(scrub(f"{down} ({text}): {OFFLINE_HINT}", urls=(url,))) from None
 
 
